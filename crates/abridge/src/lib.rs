@@ -1,0 +1,1 @@
+//! The abridge facade: settings, the harness builder and the maintenance state machine.

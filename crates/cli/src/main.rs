@@ -1,0 +1,52 @@
+//! The `abridge` command line: inspect, import, compact and render agent
+//! sessions.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod commands;
+mod open;
+
+use clap::Parser;
+use clap::Subcommand;
+
+/// Keep long LLM agent sessions usable: inspect, import, compact and render
+/// session logs.
+#[derive(Debug, Parser)]
+#[command(name = "abridge", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Log verbosity for diagnostics on stderr (error, warn, info, debug, trace).
+    #[arg(long, global = true, default_value = "warn")]
+    log: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Convert another agent's session file (pi, Claude Code, Codex,
+    /// SWE-agent) into an abridge log.
+    Import(commands::import::Args),
+    /// Summarize a session: events, branches, messages, tools, sizes.
+    Stats(commands::stats::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match cli.command {
+        Command::Import(args) => commands::import::run(&args),
+        Command::Stats(args) => commands::stats::run(&args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! The basic compaction backend: retention walk, LLM and digest checkpoints, branch summaries, handoff, remote.

@@ -1,0 +1,79 @@
+//! The language abridge speaks: messages, usage, and the contract of a model
+//! endpoint.
+//!
+//! # Overview
+//!
+//! - [`Message`] and [`Block`]: the vocabulary every other crate stores,
+//!   measures and sends. It carries no HTTP type, so depending on it costs
+//!   only serde.
+//! - [`Usage`] and [`StopReason`]: what a provider reports about a call.
+//! - [`LlmClient`]: one call to a model, whole or streamed, with errors
+//!   ([`LlmError`]) classified by what the caller does next.
+//!
+//! # Example
+//!
+//! ```
+//! use abridge_llm::{Message, Role};
+//! let message = Message::user("fix the failing test");
+//! let wire = serde_json::to_string(&message)?;
+//! assert_eq!(wire, r#"{"role":"user","content":[{"type":"text","text":"fix the failing test"}]}"#);
+//! let back: Message = serde_json::from_str(&wire)?;
+//! assert_eq!(back.role, Role::User);
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+
+mod catalog;
+mod client;
+mod error;
+#[cfg(feature = "retry")]
+mod fallback;
+mod message;
+#[cfg(feature = "providers")]
+mod providers;
+#[cfg(feature = "retry")]
+mod retry;
+mod usage;
+
+pub use catalog::Catalog;
+pub use catalog::ImageBilling;
+pub use catalog::ImageLimits;
+pub use catalog::Lookup;
+pub use catalog::Match;
+pub use catalog::ModelEntry;
+pub use catalog::TokenizerFamily;
+pub use client::LlmClient;
+pub use client::Purpose;
+pub use client::Request;
+pub use client::Response;
+pub use client::ResponseStream;
+pub use client::StreamEvent;
+pub use client::ToolChoice;
+pub use client::ToolSpec;
+pub use error::LlmError;
+#[cfg(feature = "retry")]
+pub use fallback::Candidate;
+#[cfg(feature = "retry")]
+pub use fallback::FALLBACK_PROVIDER;
+#[cfg(feature = "retry")]
+pub use fallback::FallbackClient;
+pub use message::Block;
+pub use message::ImageSource;
+pub use message::Message;
+pub use message::Meta;
+pub use message::Origin;
+pub use message::Role;
+pub use message::SharedMessage;
+pub use usage::StopReason;
+pub use usage::Usage;
+
+#[cfg(feature = "retry")]
+pub use retry::RetryEvent;
+#[cfg(feature = "retry")]
+pub use retry::RetryObserver;
+#[cfg(feature = "retry")]
+pub use retry::RetryPolicy;
+#[cfg(feature = "retry")]
+pub use retry::RetryingClient;
+
+#[cfg(feature = "providers")]
+pub use providers::*;

@@ -1,0 +1,587 @@
+//! Anthropic Messages (`POST {base}/v1/messages`) with prompt-cache markers.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use serde_json::json;
+
+use super::classify;
+use super::config::ProviderConfig;
+use super::http::Auth;
+use super::http::Http;
+use super::sse::SseEvent;
+use super::stream;
+use super::stream::Decoder;
+use super::stream::Partial;
+use super::wire;
+use crate::client::LlmClient;
+use crate::client::Request;
+use crate::client::Response;
+use crate::client::ResponseStream;
+use crate::client::StreamEvent;
+use crate::client::ToolChoice;
+use crate::error::LlmError;
+use crate::message::Block;
+use crate::message::ImageSource;
+use crate::message::Role;
+use crate::usage::StopReason;
+use crate::usage::Usage;
+
+/// Public Anthropic API base (the client appends `/v1/messages`).
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+
+/// The API version header value this client speaks.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Dialect switches for the Messages API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnthropicOptions {
+    /// `max_tokens` when the request sets none (the API requires one).
+    /// Default 8192.
+    pub default_max_tokens: u32,
+    /// Mark cache breakpoints (`cache_control: ephemeral`): the last system
+    /// block, the last tool, the last block of the last message, and the
+    /// last block of the user message before it, so each call reads the
+    /// prefix the previous call wrote. Default true.
+    pub prompt_cache: bool,
+}
+
+impl Default for AnthropicOptions {
+    fn default() -> Self {
+        AnthropicOptions {
+            default_max_tokens: 8192,
+            prompt_cache: true,
+        }
+    }
+}
+
+/// A Messages API client.
+///
+/// Wire mapping: leading system and developer messages become `system`
+/// text blocks (later ones become user text, since the API has no system
+/// turn mid-conversation); user text and images are `text` and `image`
+/// blocks (base64 or url sources); assistant thinking with a signature is a
+/// `thinking` block (without one it is dropped: the API rejects unsigned
+/// thinking), redacted thinking a `redacted_thinking` block, tool calls
+/// `tool_use` blocks; tool results are `tool_result` blocks (text and
+/// images, `is_error`) inside a user message. Consecutive messages of the
+/// same wire role are merged into one, and empty text blocks are left out,
+/// both because the API rejects them. `ToolChoice::None` sends the tools
+/// with `tool_choice: {"type":"none"}`; `Required` is `{"type":"any"}`.
+#[derive(Debug)]
+pub struct AnthropicClient {
+    http: Http,
+    options: AnthropicOptions,
+    default_model: Option<String>,
+    extra_body: serde_json::Map<String, Value>,
+}
+
+impl AnthropicClient {
+    /// Default provider name.
+    pub const NAME: &'static str = "anthropic";
+
+    /// A client for `config`, posting to `{base_url}/v1/messages` (base
+    /// defaults to [`ANTHROPIC_BASE_URL`]) with `anthropic-version`
+    /// [`ANTHROPIC_VERSION`]; the key goes in `x-api-key`.
+    ///
+    /// # Errors
+    /// `InvalidConfig` for a bad URL or header.
+    pub fn new(config: ProviderConfig, options: AnthropicOptions) -> Result<Self, LlmError> {
+        let name = config
+            .name
+            .clone()
+            .unwrap_or_else(|| Self::NAME.to_string());
+        let http = Http::new(
+            &name,
+            &config,
+            ANTHROPIC_BASE_URL,
+            "/v1/messages",
+            Auth::XApiKey,
+            &[("anthropic-version", ANTHROPIC_VERSION)],
+        )?;
+        Ok(AnthropicClient {
+            http,
+            options,
+            default_model: config.default_model,
+            extra_body: config.extra_body,
+        })
+    }
+
+    /// Anthropic's own API with `key`.
+    ///
+    /// # Errors
+    /// `InvalidConfig` when the key is not a valid header value.
+    pub fn anthropic(api_key: impl Into<super::config::ApiKey>) -> Result<Self, LlmError> {
+        Self::new(
+            ProviderConfig::default().with_api_key(api_key),
+            AnthropicOptions::default(),
+        )
+    }
+
+    /// The model used when a request names none.
+    pub fn default_model(&self) -> Option<&str> {
+        self.default_model.as_deref()
+    }
+
+    /// The request body exactly as it is sent, for tests and benchmarks.
+    ///
+    /// # Errors
+    /// `InvalidConfig` when no model is named.
+    pub fn build_body(&self, request: &Request, streaming: bool) -> Result<Value, LlmError> {
+        let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
+        let cache = self.options.prompt_cache;
+        let (mut system, mut messages) = split_messages(request);
+        if cache {
+            if let Some(last) = system.last_mut() {
+                last["cache_control"] = ephemeral();
+            }
+            mark_history(&mut messages);
+        }
+        let mut body = json!({
+            "model": model,
+            "max_tokens": request.max_output_tokens.unwrap_or(self.options.default_max_tokens),
+        });
+        if !system.is_empty() {
+            body["system"] = Value::Array(system);
+        }
+        body["messages"] = Value::Array(messages);
+        if !request.tools.is_empty() {
+            let mut tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|tool| {
+                    json!({
+                        "name": tool.name,
+                        "description": tool.description,
+                        "input_schema": wire::schema(&tool.parameters),
+                    })
+                })
+                .collect();
+            if let (true, Some(last)) = (cache, tools.last_mut()) {
+                last["cache_control"] = ephemeral();
+            }
+            body["tools"] = Value::Array(tools);
+            body["tool_choice"] = json!({"type": match request.tool_choice {
+                ToolChoice::Auto => "auto",
+                ToolChoice::None => "none",
+                ToolChoice::Required => "any",
+            }});
+        }
+        if let Some(temperature) = request.temperature {
+            body["temperature"] = json!(temperature);
+        }
+        if streaming {
+            body["stream"] = json!(true);
+        }
+        wire::merge_extra(&mut body, &self.extra_body);
+        Ok(body)
+    }
+
+    async fn send(
+        &self,
+        request: &Request,
+        streaming: bool,
+    ) -> Result<reqwest::Response, LlmError> {
+        let body = self.build_body(request, streaming)?;
+        let bytes = wire::to_bytes(self.http.provider(), &body)?;
+        self.http.post(bytes, request.purpose, streaming).await
+    }
+}
+
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// Marks the last markable block of the last message and of the last user
+/// message before it (at most two markers; with system and tools that is
+/// the API's limit of four).
+fn mark_history(messages: &mut [Value]) {
+    let Some(last) = messages.len().checked_sub(1) else {
+        return;
+    };
+    mark_last_block(&mut messages[last]);
+    if let Some(previous) = (0..last).rev().find(|&i| messages[i]["role"] == "user") {
+        mark_last_block(&mut messages[previous]);
+    }
+}
+
+fn mark_last_block(message: &mut Value) {
+    if let Some(blocks) = message.get_mut("content").and_then(Value::as_array_mut) {
+        let markable = blocks.iter_mut().rev().find(|block| {
+            !matches!(
+                block.get("type").and_then(Value::as_str),
+                Some("thinking" | "redacted_thinking")
+            )
+        });
+        if let Some(block) = markable {
+            block["cache_control"] = ephemeral();
+        }
+    }
+}
+
+fn media_block(block: &Block) -> Option<Value> {
+    match block {
+        Block::Text { text } if !text.is_empty() => Some(json!({"type": "text", "text": text})),
+        Block::Image { source, .. } => Some(match source {
+            ImageSource::Base64 { media_type, data } => {
+                json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
+            }
+            ImageSource::Url { url } => {
+                json!({"type": "image", "source": {"type": "url", "url": url}})
+            }
+            ImageSource::Blob { .. } => json!({"type": "text", "text": wire::IMAGE_NOT_LOADED}),
+        }),
+        _ => None,
+    }
+}
+
+fn assistant_block(block: &Block) -> Option<Value> {
+    match block {
+        Block::Thinking {
+            thinking,
+            signature: Some(signature),
+        } => Some(json!({"type": "thinking", "thinking": thinking, "signature": signature})),
+        Block::RedactedThinking { data } => {
+            Some(json!({"type": "redacted_thinking", "data": data}))
+        }
+        Block::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            let input = if arguments.is_object() {
+                arguments.clone()
+            } else {
+                json!({"arguments": arguments})
+            };
+            Some(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
+        }
+        other => media_block(other),
+    }
+}
+
+fn tool_result_block(block: &Block) -> Option<Value> {
+    let Block::ToolResult {
+        call_id,
+        content,
+        is_error,
+    } = block
+    else {
+        return None;
+    };
+    let mut result = json!({"type": "tool_result", "tool_use_id": call_id});
+    let parts: Vec<Value> = content.iter().filter_map(media_block).collect();
+    if !parts.is_empty() {
+        result["content"] = Value::Array(parts);
+    }
+    if *is_error {
+        result["is_error"] = json!(true);
+    }
+    Some(result)
+}
+
+/// System blocks and wire messages, same-role neighbours merged.
+fn split_messages(request: &Request) -> (Vec<Value>, Vec<Value>) {
+    let mut system = Vec::new();
+    let mut messages: Vec<Value> = Vec::with_capacity(request.messages.len());
+    let mut leading = true;
+    for message in &request.messages {
+        let (role, blocks): (&str, Vec<Value>) = match message.role {
+            Role::System | Role::Developer if leading => {
+                system.extend(
+                    message
+                        .content
+                        .iter()
+                        .filter_map(media_block)
+                        .filter(|b| b["type"] == "text"),
+                );
+                continue;
+            }
+            Role::System | Role::Developer | Role::User => (
+                "user",
+                message.content.iter().filter_map(media_block).collect(),
+            ),
+            Role::Assistant => (
+                "assistant",
+                message.content.iter().filter_map(assistant_block).collect(),
+            ),
+            Role::Tool => (
+                "user",
+                message
+                    .content
+                    .iter()
+                    .filter_map(tool_result_block)
+                    .collect(),
+            ),
+        };
+        leading = false;
+        if blocks.is_empty() {
+            continue;
+        }
+        match messages.last_mut() {
+            Some(previous) if previous["role"] == role => {
+                if let Some(content) = previous["content"].as_array_mut() {
+                    content.extend(blocks);
+                }
+            }
+            _ => messages.push(json!({"role": role, "content": blocks})),
+        }
+    }
+    (system, messages)
+}
+
+fn stop_reason(reason: Option<&str>) -> StopReason {
+    match reason {
+        None | Some("end_turn") => StopReason::EndTurn,
+        Some("max_tokens") => StopReason::MaxTokens,
+        Some("tool_use") => StopReason::ToolUse,
+        Some("stop_sequence") => StopReason::StopSequence,
+        Some("refusal") => StopReason::Refusal,
+        Some(other) => StopReason::Other(other.to_string()),
+    }
+}
+
+/// Anthropic's buckets are already disjoint: `input_tokens` excludes both
+/// cache buckets.
+fn update_usage(usage: &mut Usage, wire: &Value) {
+    let set = |key: &str, slot: &mut u64| {
+        if let Some(n) = wire.get(key).and_then(Value::as_u64) {
+            *slot = n;
+        }
+    };
+    set("input_tokens", &mut usage.input);
+    set("output_tokens", &mut usage.output);
+    set("cache_read_input_tokens", &mut usage.cache_read);
+    set("cache_creation_input_tokens", &mut usage.cache_write);
+}
+
+fn block_from(wire: &Value) -> Option<Block> {
+    let text = |key: &str| {
+        wire.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    match wire.get("type").and_then(Value::as_str)? {
+        "text" => Some(Block::Text { text: text("text") }).filter(|b| b.as_text() != Some("")),
+        "thinking" => Some(Block::Thinking {
+            thinking: text("thinking"),
+            signature: wire
+                .get("signature")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        }),
+        "redacted_thinking" => Some(Block::RedactedThinking { data: text("data") }),
+        "tool_use" => Some(Block::ToolCall {
+            id: text("id"),
+            name: text("name"),
+            arguments: wire.get("input").cloned().unwrap_or_else(|| json!({})),
+        }),
+        _ => None,
+    }
+}
+
+/// Stream decoder: `message_start`, content block start/delta/stop,
+/// `message_delta`, ending in `message_stop`.
+#[derive(Debug)]
+struct AnthropicDecoder {
+    provider: String,
+    model: String,
+    parts: Vec<Partial>,
+    slots: HashMap<u64, usize>,
+    stop: Option<String>,
+    usage: Usage,
+}
+
+impl Decoder for AnthropicDecoder {
+    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, LlmError> {
+        let value = stream::event_json(&self.provider, &event.data)?;
+        let kind = value
+            .get("type")
+            .and_then(Value::as_str)
+            .or(event.event.as_deref())
+            .unwrap_or("")
+            .to_string();
+        match kind.as_str() {
+            "message_start" => {
+                let message = value.get("message").unwrap_or(&Value::Null);
+                if let Some(model) = message.get("model").and_then(Value::as_str) {
+                    self.model = model.to_string();
+                }
+                if let Some(usage) = message.get("usage") {
+                    update_usage(&mut self.usage, usage);
+                }
+            }
+            "content_block_start" => {
+                let index = value
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(self.slots.len() as u64);
+                let block = value.get("content_block").unwrap_or(&Value::Null);
+                let field = |key: &str| {
+                    block
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                };
+                let partial = match block.get("type").and_then(Value::as_str) {
+                    Some("thinking") => Partial::Thinking {
+                        text: field("thinking"),
+                        signature: field("signature"),
+                    },
+                    Some("redacted_thinking") => Partial::Redacted(field("data")),
+                    Some("tool_use") => {
+                        out.push(StreamEvent::ToolCallStart {
+                            id: field("id"),
+                            name: field("name"),
+                        });
+                        Partial::Tool {
+                            id: field("id"),
+                            name: field("name"),
+                            arguments: String::new(),
+                        }
+                    }
+                    _ => Partial::Text(field("text")),
+                };
+                self.parts.push(partial);
+                self.slots.insert(index, self.parts.len() - 1);
+            }
+            "content_block_delta" => {
+                let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
+                let delta = value.get("delta").unwrap_or(&Value::Null);
+                let piece = |key: &str| {
+                    delta
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                };
+                let Some(part) = self
+                    .slots
+                    .get(&index)
+                    .and_then(|slot| self.parts.get_mut(*slot))
+                else {
+                    return Err(LlmError::Transport {
+                        provider: self.provider.clone(),
+                        message: format!("stream delta for block {index}, which never started"),
+                    });
+                };
+                match (delta.get("type").and_then(Value::as_str), part) {
+                    (Some("text_delta"), Partial::Text(text)) => {
+                        let piece = piece("text");
+                        text.push_str(&piece);
+                        out.push(StreamEvent::TextDelta(piece));
+                    }
+                    (Some("thinking_delta"), Partial::Thinking { text, .. }) => {
+                        let piece = piece("thinking");
+                        text.push_str(&piece);
+                        out.push(StreamEvent::ThinkingDelta(piece));
+                    }
+                    (Some("signature_delta"), Partial::Thinking { signature, .. }) => {
+                        signature.push_str(&piece("signature"));
+                    }
+                    (Some("input_json_delta"), Partial::Tool { arguments, .. }) => {
+                        let piece = piece("partial_json");
+                        arguments.push_str(&piece);
+                        out.push(StreamEvent::ToolCallDelta(piece));
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop = Some(reason.to_string());
+                }
+                if let Some(usage) = value.get("usage") {
+                    update_usage(&mut self.usage, usage);
+                }
+            }
+            "message_stop" => {
+                let content = std::mem::take(&mut self.parts)
+                    .into_iter()
+                    .filter_map(Partial::finish)
+                    .collect();
+                let response = stream::response(
+                    &self.provider,
+                    std::mem::take(&mut self.model),
+                    content,
+                    self.usage,
+                    stop_reason(self.stop.as_deref()),
+                    None,
+                );
+                out.push(StreamEvent::Done(Box::new(response)));
+                return Ok(true);
+            }
+            "error" => {
+                return Err(classify::classify_stream_error(
+                    &self.provider,
+                    &classify::error_from_value(&value),
+                ));
+            }
+            _ => {}
+        }
+        Ok(false)
+    }
+}
+
+#[async_trait]
+impl LlmClient for AnthropicClient {
+    fn provider(&self) -> &str {
+        self.http.provider()
+    }
+
+    async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
+        let requested =
+            wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
+        let response = self.send(request, false).await?;
+        let value: Value = self.http.read_json(response).await?;
+        if value.get("type").and_then(Value::as_str) == Some("error") {
+            let mut body = classify::error_from_value(&value);
+            body.message = self.http.scrub(body.message);
+            return Err(classify::classify_stream_error(self.http.provider(), &body));
+        }
+        let content = value
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| self.http.malformed("the answer has no content list"))?
+            .iter()
+            .filter_map(block_from)
+            .collect();
+        let mut usage = Usage::default();
+        if let Some(wire_usage) = value.get("usage") {
+            update_usage(&mut usage, wire_usage);
+        }
+        let model = value
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or(requested)
+            .to_string();
+        let stop = stop_reason(value.get("stop_reason").and_then(Value::as_str));
+        Ok(stream::response(
+            self.http.provider(),
+            model,
+            content,
+            usage,
+            stop,
+            None,
+        ))
+    }
+
+    async fn stream(&self, request: &Request) -> Result<ResponseStream, LlmError> {
+        let requested =
+            wire::model_for(self.http.provider(), request, self.default_model.as_deref())?
+                .to_string();
+        let response = self.send(request, true).await?;
+        let decoder = AnthropicDecoder {
+            provider: self.http.provider().to_string(),
+            model: requested,
+            parts: Vec::new(),
+            slots: HashMap::new(),
+            stop: None,
+            usage: Usage::default(),
+        };
+        Ok(stream::drive(self.http.provider(), response, decoder))
+    }
+}

@@ -1,0 +1,412 @@
+//! From an HTTP status and error body to an [`LlmError`] class.
+//!
+//! Providers word the same failure differently; this module knows the
+//! wordings so callers only ask `is_retryable` and `is_context_overflow`.
+
+use std::time::Duration;
+use std::time::SystemTime;
+
+use crate::error::LlmError;
+
+/// Phrases (lower case) with which providers say "the prompt does not fit".
+///
+/// OpenAI: code `context_length_exceeded`, "This model's maximum context
+/// length is N tokens". Anthropic: "prompt is too long: N tokens > M
+/// maximum". llama.cpp: "the request exceeds the available context size",
+/// type `exceed_context_size_error`. llama-cpp-python: "Requested tokens
+/// (N) exceed context window of M". Gateways and others: "too many tokens",
+/// "input is too long", "reduce the length of the messages", "exceeds the
+/// maximum number of tokens".
+pub const CONTEXT_OVERFLOW_PHRASES: &[&str] = &[
+    "context_length_exceeded",
+    "maximum context length",
+    "context length exceeded",
+    "prompt is too long",
+    "prompt too long",
+    "exceeds the available context size",
+    "exceed_context_size",
+    "context size",
+    "context window",
+    "too many tokens",
+    "input is too long",
+    "reduce the length of the messages",
+    "exceeds the maximum number of tokens",
+    "maximum prompt length",
+];
+
+/// True when a provider's error text (message, type or code) says the
+/// prompt is larger than the model's window.
+pub fn looks_like_context_overflow(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    CONTEXT_OVERFLOW_PHRASES
+        .iter()
+        .any(|phrase| lower.contains(phrase))
+}
+
+/// The parts of a provider error body we read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ErrorBody {
+    /// `error.code` (OpenAI, llama.cpp).
+    pub(crate) code: Option<String>,
+    /// `error.type` (OpenAI, Anthropic, llama.cpp).
+    pub(crate) kind: Option<String>,
+    /// The human message, or the raw body when it is not JSON.
+    pub(crate) message: String,
+}
+
+impl ErrorBody {
+    fn text_for_matching(&self) -> String {
+        format!(
+            "{} {} {}",
+            self.code.as_deref().unwrap_or(""),
+            self.kind.as_deref().unwrap_or(""),
+            self.message
+        )
+    }
+
+    fn kind_contains(&self, needle: &str) -> bool {
+        self.kind.as_deref().is_some_and(|k| k.contains(needle))
+            || self.code.as_deref().is_some_and(|c| c.contains(needle))
+    }
+}
+
+const MAX_MESSAGE_CHARS: usize = 600;
+
+fn clip(text: &str) -> String {
+    let trimmed = text.trim();
+    if trimmed.chars().count() <= MAX_MESSAGE_CHARS {
+        return trimmed.to_string();
+    }
+    let mut out: String = trimmed.chars().take(MAX_MESSAGE_CHARS).collect();
+    out.push_str("...");
+    out
+}
+
+fn string_field(value: &serde_json::Value, key: &str) -> Option<String> {
+    match value.get(key)? {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
+/// Reads an error body in any of the shapes providers use:
+/// `{"error":{"message","type","code"}}` (OpenAI, llama.cpp, Anthropic's
+/// `{"type":"error","error":{...}}`), `{"error":"text"}`, `{"message":..}`,
+/// `{"detail":..}`, or plain text.
+pub(crate) fn parse_error_body(body: &[u8]) -> ErrorBody {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return ErrorBody {
+            message: clip(&String::from_utf8_lossy(body)),
+            ..ErrorBody::default()
+        };
+    };
+    error_from_value(&value)
+}
+
+/// Like [`parse_error_body`] for a value already parsed (stream events).
+pub(crate) fn error_from_value(value: &serde_json::Value) -> ErrorBody {
+    let inner = match value.get("error") {
+        Some(serde_json::Value::String(text)) => {
+            return ErrorBody {
+                message: clip(text),
+                ..ErrorBody::default()
+            };
+        }
+        Some(inner @ serde_json::Value::Object(_)) => inner,
+        _ => value,
+    };
+    let message = string_field(inner, "message")
+        .or_else(|| string_field(inner, "detail"))
+        .or_else(|| string_field(value, "message"))
+        .unwrap_or_else(|| value.to_string());
+    ErrorBody {
+        code: string_field(inner, "code"),
+        kind: string_field(inner, "type"),
+        message: clip(&message),
+    }
+}
+
+/// Classifies a non-success HTTP answer.
+///
+/// Order matters: 429 is always a rate limit (some providers say "tokens"
+/// in rate-limit messages); then any overflow wording, whatever the status
+/// (llama.cpp once answered overflows with 500); then 413; then transient
+/// statuses (408, 409, 425, 5xx, 529) and overload types; the rest of 4xx
+/// is a bad request.
+pub(crate) fn classify_status(
+    provider: &str,
+    status: u16,
+    retry_after: Option<Duration>,
+    body: &ErrorBody,
+) -> LlmError {
+    let provider = provider.to_string();
+    let message = body.message.clone();
+    if status == 429 || body.kind_contains("rate_limit") {
+        return LlmError::RateLimited {
+            provider,
+            retry_after,
+            message,
+        };
+    }
+    if looks_like_context_overflow(&body.text_for_matching()) || status == 413 {
+        return LlmError::ContextOverflow { provider, message };
+    }
+    if matches!(status, 408 | 409 | 425) || status >= 500 || body.kind_contains("overloaded") {
+        return LlmError::Server {
+            provider,
+            status,
+            message,
+        };
+    }
+    LlmError::BadRequest {
+        provider,
+        status,
+        message,
+    }
+}
+
+/// Classifies an error reported inside a successful (200) stream, where no
+/// status tells the class: the type or code and the wording decide, and an
+/// unknown failure counts as a transient server error.
+pub(crate) fn classify_stream_error(provider: &str, body: &ErrorBody) -> LlmError {
+    let status = if looks_like_context_overflow(&body.text_for_matching()) {
+        400
+    } else if body.kind_contains("rate_limit") {
+        429
+    } else if body.kind_contains("overloaded") {
+        529
+    } else if body.kind_contains("invalid_request") {
+        400
+    } else if body.kind_contains("authentication") {
+        401
+    } else if body.kind_contains("permission") {
+        403
+    } else {
+        500
+    };
+    classify_status(provider, status, None, body)
+}
+
+/// Reads how long the server asked us to wait: `retry-after-ms` (OpenAI),
+/// else `retry-after` as seconds (integer or decimal) or an HTTP-date.
+pub(crate) fn retry_after(
+    headers: &reqwest::header::HeaderMap,
+    now: SystemTime,
+) -> Option<Duration> {
+    if let Some(ms) = headers
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let value = headers.get("retry-after")?.to_str().ok()?;
+    parse_retry_after(value, now)
+}
+
+/// Parses a `Retry-After` value: delta seconds or an HTTP-date (a date in
+/// the past means "now").
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = parse_http_date(value)?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only
+/// HTTP-date form servers still send.
+pub fn parse_http_date(value: &str) -> Option<SystemTime> {
+    let parts: Vec<&str> = value.split_whitespace().collect();
+    let [_weekday, day, month, year, time, zone] = parts.as_slice() else {
+        return None;
+    };
+    if *zone != "GMT" && *zone != "UTC" {
+        return None;
+    }
+    let day: u32 = day.parse().ok()?;
+    let month = match *month {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
+        _ => return None,
+    };
+    let year: i64 = year.parse().ok()?;
+    let mut clock = time.split(':').map(|part| part.parse::<u64>().ok());
+    let (hours, minutes, seconds) = (clock.next()??, clock.next()??, clock.next()??);
+    if clock.next().is_some()
+        || !(1..=31).contains(&day)
+        || hours > 23
+        || minutes > 59
+        || seconds > 60
+    {
+        return None;
+    }
+    let days = days_from_civil(year, month, i64::from(day));
+    let secs = days * 86_400 + i64::try_from(hours * 3600 + minutes * 60 + seconds).ok()?;
+    let secs = u64::try_from(secs).ok()?;
+    SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(secs))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let month_index = (month + 9) % 12;
+    let day_of_year = (153 * month_index + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn classify(status: u16, body: &str) -> LlmError {
+        classify_status("p", status, None, &parse_error_body(body.as_bytes()))
+    }
+
+    #[test]
+    fn openai_overflow_by_code_and_wording() {
+        let body = r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+        assert!(classify(400, body).is_context_overflow());
+        let by_code = r#"{"error":{"message":"Input too big.","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        assert!(classify(400, by_code).is_context_overflow());
+    }
+
+    #[test]
+    fn anthropic_overflow_wording() {
+        let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208000 tokens > 200000 maximum"}}"#;
+        let error = classify(400, body);
+        assert_eq!(
+            error,
+            LlmError::ContextOverflow {
+                provider: "p".into(),
+                message: "prompt is too long: 208000 tokens > 200000 maximum".into()
+            }
+        );
+    }
+
+    #[test]
+    fn llama_cpp_overflow_wordings() {
+        let body = r#"{"error":{"code":400,"message":"request (9000 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}"#;
+        assert!(classify(400, body).is_context_overflow());
+        let old = r#"{"error":{"code":500,"message":"the request exceeds the available context size, try increasing the context size or enable context shift","type":"server_error"}}"#;
+        assert!(classify(500, old).is_context_overflow());
+        let python = r#"{"error":{"message":"Requested tokens (9000) exceed context window of 2048","type":"invalid_request_error"}}"#;
+        assert!(classify(400, python).is_context_overflow());
+    }
+
+    #[test]
+    fn generic_overflow_wordings() {
+        for text in [
+            "too many tokens in the prompt",
+            "Input is too long for requested model.",
+            "Please reduce the length of the messages or completion.",
+            "The input token count (300000) exceeds the maximum number of tokens allowed (1048576).",
+        ] {
+            assert!(classify(400, text).is_context_overflow(), "{text}");
+        }
+        assert!(classify(413, "Request Entity Too Large").is_context_overflow());
+    }
+
+    #[test]
+    fn rate_limit_wins_over_token_wording() {
+        let error = classify_status(
+            "p",
+            429,
+            Some(Duration::from_secs(3)),
+            &parse_error_body(br#"{"error":{"message":"Rate limit reached: too many tokens per min","code":"rate_limit_exceeded"}}"#),
+        );
+        assert_eq!(error.retry_after(), Some(Duration::from_secs(3)));
+        assert!(!error.is_context_overflow());
+    }
+
+    #[test]
+    fn server_and_bad_request_classes() {
+        assert!(matches!(
+            classify(500, "boom"),
+            LlmError::Server { status: 500, .. }
+        ));
+        let overloaded =
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert!(matches!(
+            classify(529, overloaded),
+            LlmError::Server { status: 529, .. }
+        ));
+        assert!(matches!(
+            classify(401, "no key"),
+            LlmError::BadRequest { status: 401, .. }
+        ));
+        assert!(!classify(404, "no such model").is_retryable());
+    }
+
+    #[test]
+    fn stream_errors_are_classed_by_type() {
+        let overloaded = error_from_value(
+            &serde_json::json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}),
+        );
+        assert!(matches!(
+            classify_stream_error("p", &overloaded),
+            LlmError::Server { status: 529, .. }
+        ));
+        let overflow = error_from_value(
+            &serde_json::json!({"code":"context_length_exceeded","message":"too big"}),
+        );
+        assert!(classify_stream_error("p", &overflow).is_context_overflow());
+    }
+
+    #[test]
+    fn retry_after_seconds_and_http_date() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_767); // Sun, 06 Nov 1994 08:49:27 GMT
+        assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
+        assert_eq!(
+            parse_retry_after("1.5", now),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("-3", now), None);
+    }
+
+    #[test]
+    fn http_date_epoch_and_leap_year() {
+        assert_eq!(
+            parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"),
+            Some(SystemTime::UNIX_EPOCH)
+        );
+        assert_eq!(
+            parse_http_date("Tue, 29 Feb 2028 00:00:01 GMT"),
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_835_395_201))
+        );
+        assert_eq!(parse_http_date("Tue, 29 Foo 2028 00:00:01 GMT"), None);
+    }
+
+    #[test]
+    fn long_bodies_are_clipped() {
+        let long = "x".repeat(5000);
+        let body = parse_error_body(long.as_bytes());
+        assert_eq!(body.message.len(), MAX_MESSAGE_CHARS + 3);
+    }
+}

@@ -1,0 +1,255 @@
+//! The one HTTP path every provider shares: headers, authentication,
+//! sending, and turning a failed answer into a classified error with the
+//! key scrubbed out.
+
+use std::fmt;
+use std::time::SystemTime;
+
+use reqwest::header::HeaderMap;
+use reqwest::header::HeaderName;
+use reqwest::header::HeaderValue;
+
+use super::classify;
+use super::config::ApiKey;
+use super::config::ProviderConfig;
+use crate::client::Purpose;
+use crate::error::LlmError;
+
+/// How the key is sent.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Auth {
+    /// `Authorization: Bearer KEY` (OpenAI and compatible servers).
+    Bearer,
+    /// `x-api-key: KEY` (Anthropic).
+    XApiKey,
+}
+
+/// A configured endpoint.
+pub(crate) struct Http {
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    provider: String,
+    secret: Option<ApiKey>,
+    purpose_header: Option<HeaderName>,
+}
+
+impl fmt::Debug for Http {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Http")
+            .field("provider", &self.provider)
+            .field("url", &self.url)
+            .field("header_names", &self.headers.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+fn config_error(provider: &str, message: String) -> LlmError {
+    LlmError::InvalidConfig {
+        provider: provider.to_string(),
+        message,
+    }
+}
+
+impl Http {
+    /// Builds the endpoint `base + path` with the caller's headers and the
+    /// provider's fixed ones.
+    ///
+    /// # Errors
+    /// `InvalidConfig` for a header that is not valid HTTP, a URL that does
+    /// not start with `http://` or `https://`, or a TLS setup failure.
+    pub(crate) fn new(
+        provider: &str,
+        config: &ProviderConfig,
+        default_base: &str,
+        path: &str,
+        auth: Auth,
+        fixed_headers: &[(&'static str, &'static str)],
+    ) -> Result<Self, LlmError> {
+        let base = config.base_url.as_deref().unwrap_or(default_base);
+        let base = base.trim_end_matches('/');
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(config_error(
+                provider,
+                format!("base url {base:?} must start with http:// or https://"),
+            ));
+        }
+        let mut headers = HeaderMap::new();
+        for (name, value) in fixed_headers {
+            headers.insert(*name, HeaderValue::from_static(value));
+        }
+        for (name, value) in &config.headers {
+            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                config_error(provider, format!("header name {name:?} is not valid"))
+            })?;
+            let mut value = HeaderValue::from_str(value).map_err(|_| {
+                config_error(
+                    provider,
+                    format!("the value of header {name:?} is not valid"),
+                )
+            })?;
+            value.set_sensitive(true);
+            headers.insert(header, value);
+        }
+        if let Some(key) = &config.api_key {
+            let (name, text) = match auth {
+                Auth::Bearer => (
+                    reqwest::header::AUTHORIZATION,
+                    format!("Bearer {}", key.expose()),
+                ),
+                Auth::XApiKey => (
+                    HeaderName::from_static("x-api-key"),
+                    key.expose().to_string(),
+                ),
+            };
+            let mut value = HeaderValue::from_str(&text).map_err(|_| {
+                config_error(provider, "the api key is not a valid header value".into())
+            })?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        let purpose_header = match &config.purpose_header {
+            Some(name) => Some(HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                config_error(
+                    provider,
+                    format!("purpose header name {name:?} is not valid"),
+                )
+            })?),
+            None => None,
+        };
+        let mut builder = reqwest::Client::builder();
+        if let Some(timeout) = config.connect_timeout {
+            builder = builder.connect_timeout(timeout);
+        }
+        let client = builder
+            .build()
+            .map_err(|e| config_error(provider, format!("could not build the http client: {e}")))?;
+        Ok(Http {
+            client,
+            url: format!("{base}{path}"),
+            headers,
+            provider: provider.to_string(),
+            secret: config.api_key.clone(),
+            purpose_header,
+        })
+    }
+
+    /// The provider name errors carry.
+    pub(crate) fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    /// Removes the key from text that may echo it (error bodies, transport
+    /// messages).
+    pub(crate) fn scrub(&self, text: String) -> String {
+        match &self.secret {
+            Some(key) if key.expose().len() >= 4 && text.contains(key.expose()) => {
+                text.replace(key.expose(), "<redacted>")
+            }
+            _ => text,
+        }
+    }
+
+    /// A transport failure, scrubbed, with the cause chain but no URL.
+    pub(crate) fn transport(&self, error: &reqwest::Error) -> LlmError {
+        let mut message = error.to_string();
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            message.push_str(": ");
+            message.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        LlmError::Transport {
+            provider: self.provider.clone(),
+            message: self.scrub(message),
+        }
+    }
+
+    /// A transport-class error with our own message.
+    pub(crate) fn malformed(&self, message: impl Into<String>) -> LlmError {
+        LlmError::Transport {
+            provider: self.provider.clone(),
+            message: self.scrub(message.into()),
+        }
+    }
+
+    /// Posts a JSON body and returns the response once its status is a
+    /// success; any other status is read and classified.
+    ///
+    /// # Errors
+    /// Transport failures and classified HTTP errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future drops the connection.
+    pub(crate) async fn post(
+        &self,
+        body: Vec<u8>,
+        purpose: Purpose,
+        streaming: bool,
+    ) -> Result<reqwest::Response, LlmError> {
+        tracing::debug!(
+            provider = %self.provider,
+            ?purpose,
+            streaming,
+            bytes = body.len(),
+            "sending model request"
+        );
+        let mut request = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
+        if streaming {
+            request = request.header(reqwest::header::ACCEPT, "text/event-stream");
+        }
+        if let Some(name) = &self.purpose_header {
+            request = request.header(name.clone(), purpose_name(purpose));
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| self.transport(&e.without_url()))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let retry_after = classify::retry_after(response.headers(), SystemTime::now());
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| self.transport(&e.without_url()))?;
+        let mut body = classify::parse_error_body(&bytes);
+        body.message = self.scrub(body.message);
+        let error = classify::classify_status(&self.provider, status.as_u16(), retry_after, &body);
+        tracing::warn!(provider = %self.provider, status = status.as_u16(), error = %error, "model request failed");
+        Err(error)
+    }
+
+    /// Reads a whole JSON body.
+    ///
+    /// # Errors
+    /// `Transport` when the connection fails or the body is not the JSON
+    /// shape expected.
+    pub(crate) async fn read_json<T: serde::de::DeserializeOwned>(
+        &self,
+        response: reqwest::Response,
+    ) -> Result<T, LlmError> {
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| self.transport(&e.without_url()))?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| self.malformed(format!("the answer is not the expected json ({e})")))
+    }
+}
+
+/// The wire name of a purpose, as sent in the purpose header.
+pub(crate) fn purpose_name(purpose: Purpose) -> &'static str {
+    match purpose {
+        Purpose::Turn => "turn",
+        Purpose::Compaction => "compaction",
+        Purpose::BranchSummary => "branch_summary",
+        Purpose::Handoff => "handoff",
+    }
+}

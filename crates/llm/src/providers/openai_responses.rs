@@ -1,0 +1,529 @@
+//! OpenAI Responses (`POST {base}/responses`).
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use serde_json::json;
+
+use super::classify;
+use super::config::ProviderConfig;
+use super::http::Auth;
+use super::http::Http;
+use super::openai_chat::OPENAI_BASE_URL;
+use super::openai_chat::arguments_text;
+use super::sse::SseEvent;
+use super::stream;
+use super::stream::Decoder;
+use super::wire;
+use crate::client::LlmClient;
+use crate::client::Request;
+use crate::client::Response;
+use crate::client::ResponseStream;
+use crate::client::StreamEvent;
+use crate::client::ToolChoice;
+use crate::error::LlmError;
+use crate::message::Block;
+use crate::message::Role;
+use crate::usage::StopReason;
+use crate::usage::Usage;
+
+/// Dialect switches for the Responses API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponsesOptions {
+    /// `store`: keep the response on OpenAI's side. Default false: abridge
+    /// keeps history itself, and replays reasoning as encrypted items.
+    pub store: bool,
+    /// Ask for `reasoning.encrypted_content`, so reasoning can be replayed
+    /// statelessly. Default true.
+    pub include_encrypted_reasoning: bool,
+}
+
+impl Default for ResponsesOptions {
+    fn default() -> Self {
+        ResponsesOptions {
+            store: false,
+            include_encrypted_reasoning: true,
+        }
+    }
+}
+
+/// A Responses API client.
+///
+/// Wire mapping: every message becomes input items. System and developer
+/// messages are `message` items with their role and `input_text`; user
+/// text and images are `input_text` and `input_image`; assistant text is
+/// an assistant `message` with `output_text`; tool calls are
+/// `function_call` items (arguments as JSON text) and tool results
+/// `function_call_output` items (text, or `input_text`/`input_image`
+/// parts when images are present). A thinking block written by this
+/// client carries the whole `reasoning` item (id, summary, encrypted
+/// content) as its signature and is replayed verbatim; thinking from other
+/// providers is not sent. Output items of any other type (for example a
+/// compaction item) are returned, in order, as `Response.native`:
+/// `{"output": [item, ...]}`.
+#[derive(Debug)]
+pub struct OpenAiResponsesClient {
+    http: Http,
+    options: ResponsesOptions,
+    default_model: Option<String>,
+    extra_body: serde_json::Map<String, Value>,
+}
+
+impl OpenAiResponsesClient {
+    /// Default provider name.
+    pub const NAME: &'static str = "openai-responses";
+
+    /// A client for `config`, posting to `{base_url}/responses` (base
+    /// defaults to [`OPENAI_BASE_URL`]).
+    ///
+    /// # Errors
+    /// `InvalidConfig` for a bad URL or header.
+    pub fn new(config: ProviderConfig, options: ResponsesOptions) -> Result<Self, LlmError> {
+        let name = config
+            .name
+            .clone()
+            .unwrap_or_else(|| Self::NAME.to_string());
+        let http = Http::new(
+            &name,
+            &config,
+            OPENAI_BASE_URL,
+            "/responses",
+            Auth::Bearer,
+            &[],
+        )?;
+        Ok(OpenAiResponsesClient {
+            http,
+            options,
+            default_model: config.default_model,
+            extra_body: config.extra_body,
+        })
+    }
+
+    /// OpenAI's own API with `key`.
+    ///
+    /// # Errors
+    /// `InvalidConfig` when the key is not a valid header value.
+    pub fn openai(api_key: impl Into<super::config::ApiKey>) -> Result<Self, LlmError> {
+        Self::new(
+            ProviderConfig::default().with_api_key(api_key),
+            ResponsesOptions::default(),
+        )
+    }
+
+    /// The model used when a request names none.
+    pub fn default_model(&self) -> Option<&str> {
+        self.default_model.as_deref()
+    }
+
+    /// The request body exactly as it is sent, for tests and benchmarks.
+    ///
+    /// # Errors
+    /// `InvalidConfig` when no model is named.
+    pub fn build_body(&self, request: &Request, streaming: bool) -> Result<Value, LlmError> {
+        let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
+        let mut body = json!({
+            "model": model,
+            "input": input_items(request),
+        });
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|tool| {
+                    json!({
+                        "type": "function",
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": wire::schema(&tool.parameters),
+                        "strict": false,
+                    })
+                })
+                .collect();
+            body["tools"] = Value::Array(tools);
+            body["tool_choice"] = json!(match request.tool_choice {
+                ToolChoice::Auto => "auto",
+                ToolChoice::None => "none",
+                ToolChoice::Required => "required",
+            });
+        }
+        if let Some(max) = request.max_output_tokens {
+            body["max_output_tokens"] = json!(max);
+        }
+        if let Some(temperature) = request.temperature {
+            body["temperature"] = json!(temperature);
+        }
+        body["store"] = json!(self.options.store);
+        if self.options.include_encrypted_reasoning {
+            body["include"] = json!(["reasoning.encrypted_content"]);
+        }
+        body["stream"] = json!(streaming);
+        wire::merge_extra(&mut body, &self.extra_body);
+        Ok(body)
+    }
+
+    async fn send(
+        &self,
+        request: &Request,
+        streaming: bool,
+    ) -> Result<reqwest::Response, LlmError> {
+        let body = self.build_body(request, streaming)?;
+        let bytes = wire::to_bytes(self.http.provider(), &body)?;
+        self.http.post(bytes, request.purpose, streaming).await
+    }
+}
+
+fn input_part(block: &Block) -> Option<Value> {
+    match block {
+        Block::Text { text } => Some(json!({"type": "input_text", "text": text})),
+        Block::Image { source, .. } => Some(match wire::image_url(source) {
+            Some(url) => json!({"type": "input_image", "image_url": url, "detail": "auto"}),
+            None => json!({"type": "input_text", "text": wire::IMAGE_NOT_LOADED}),
+        }),
+        _ => None,
+    }
+}
+
+/// A reasoning item this client stored as a thinking signature.
+fn reasoning_item(signature: Option<&String>) -> Option<Value> {
+    let value: Value = serde_json::from_str(signature?).ok()?;
+    (value.get("type").and_then(Value::as_str) == Some("reasoning")).then_some(value)
+}
+
+fn input_items(request: &Request) -> Vec<Value> {
+    let mut items = Vec::with_capacity(request.messages.len() + 1);
+    for message in &request.messages {
+        match message.role {
+            Role::System | Role::Developer | Role::User => {
+                let parts: Vec<Value> = message.content.iter().filter_map(input_part).collect();
+                items.push(
+                    json!({"type": "message", "role": message.role.as_str(), "content": parts}),
+                );
+            }
+            Role::Assistant => {
+                let mut texts: Vec<Value> = Vec::new();
+                let flush = |texts: &mut Vec<Value>, items: &mut Vec<Value>| {
+                    if !texts.is_empty() {
+                        items.push(json!({"type": "message", "role": "assistant", "content": std::mem::take(texts)}));
+                    }
+                };
+                for block in &message.content {
+                    match block {
+                        Block::Text { text } => texts
+                            .push(json!({"type": "output_text", "text": text, "annotations": []})),
+                        Block::Thinking { signature, .. } => {
+                            if let Some(item) = reasoning_item(signature.as_ref()) {
+                                flush(&mut texts, &mut items);
+                                items.push(item);
+                            }
+                        }
+                        Block::ToolCall {
+                            id,
+                            name,
+                            arguments,
+                        } => {
+                            flush(&mut texts, &mut items);
+                            items.push(json!({
+                                "type": "function_call",
+                                "call_id": id,
+                                "name": name,
+                                "arguments": arguments_text(arguments),
+                            }));
+                        }
+                        _ => {}
+                    }
+                }
+                flush(&mut texts, &mut items);
+            }
+            Role::Tool => {
+                for block in &message.content {
+                    if let Block::ToolResult {
+                        call_id, content, ..
+                    } = block
+                    {
+                        let has_image = content.iter().any(|b| matches!(b, Block::Image { .. }));
+                        let output = if has_image {
+                            Value::Array(content.iter().filter_map(input_part).collect())
+                        } else {
+                            json!(wire::joined_text(content))
+                        };
+                        items.push(json!({"type": "function_call_output", "call_id": call_id, "output": output}));
+                    }
+                }
+            }
+        }
+    }
+    items
+}
+
+fn usage_of(response: &Value) -> Usage {
+    let Some(usage) = response.get("usage") else {
+        return Usage::default();
+    };
+    let number = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    let input = number(usage.get("input_tokens"));
+    let cached = number(usage.pointer("/input_tokens_details/cached_tokens")).min(input);
+    Usage {
+        input: input - cached,
+        output: number(usage.get("output_tokens")),
+        cache_read: cached,
+        cache_write: 0,
+    }
+}
+
+/// Turns a finished `response` object (non-streamed body, or the payload
+/// of `response.completed`/`response.incomplete`) into our answer.
+fn response_from(provider: &str, requested: &str, response: &Value, output: &[Value]) -> Response {
+    let mut content = Vec::new();
+    let mut native = Vec::new();
+    let mut called = false;
+    for item in output {
+        match item.get("type").and_then(Value::as_str) {
+            Some("message") => {
+                for part in item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let text = part
+                        .get("text")
+                        .or_else(|| part.get("refusal"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    if !text.is_empty() {
+                        content.push(Block::text(text));
+                    }
+                }
+            }
+            Some("reasoning") => {
+                let summary: Vec<&str> = item
+                    .get("summary")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .chain(
+                        item.get("content")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten(),
+                    )
+                    .filter_map(|part| part.get("text").and_then(Value::as_str))
+                    .collect();
+                content.push(Block::Thinking {
+                    thinking: summary.join("\n\n"),
+                    signature: Some(item.to_string()),
+                });
+            }
+            Some("function_call") => {
+                called = true;
+                let field = |key: &str| {
+                    item.get(key)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                };
+                content.push(Block::ToolCall {
+                    id: field("call_id"),
+                    name: field("name"),
+                    arguments: stream::tool_arguments(&field("arguments")),
+                });
+            }
+            _ => native.push(item.clone()),
+        }
+    }
+    let status = response
+        .get("status")
+        .and_then(Value::as_str)
+        .unwrap_or("completed");
+    let reason = response
+        .pointer("/incomplete_details/reason")
+        .and_then(Value::as_str);
+    let stop = match (status, reason) {
+        ("incomplete", Some("content_filter")) => StopReason::Refusal,
+        ("incomplete", _) => StopReason::MaxTokens,
+        _ if called => StopReason::ToolUse,
+        _ => StopReason::EndTurn,
+    };
+    let model = response
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or(requested)
+        .to_string();
+    let native = (!native.is_empty()).then(|| json!({"output": native}));
+    stream::response(provider, model, content, usage_of(response), stop, native)
+}
+
+fn failure(provider: &str, response: &Value) -> LlmError {
+    let error = response
+        .get("error")
+        .filter(|e| !e.is_null())
+        .map(|e| classify::error_from_value(&json!({"error": e})))
+        .unwrap_or_else(|| classify::ErrorBody {
+            message: "the response failed without an error message".to_string(),
+            ..classify::ErrorBody::default()
+        });
+    classify::classify_stream_error(provider, &error)
+}
+
+/// Stream decoder: named events ending in `response.completed`,
+/// `response.incomplete` or `response.failed`.
+#[derive(Debug)]
+struct ResponsesDecoder {
+    provider: String,
+    requested: String,
+    items: BTreeMap<u64, Value>,
+}
+
+impl Decoder for ResponsesDecoder {
+    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, LlmError> {
+        let value = stream::event_json(&self.provider, &event.data)?;
+        let kind = value
+            .get("type")
+            .and_then(Value::as_str)
+            .or(event.event.as_deref())
+            .unwrap_or("")
+            .to_string();
+        let delta = || {
+            value
+                .get("delta")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        match kind.as_str() {
+            "response.output_text.delta" | "response.refusal.delta" => {
+                out.push(StreamEvent::TextDelta(delta()))
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                out.push(StreamEvent::ThinkingDelta(delta()));
+            }
+            "response.function_call_arguments.delta" => {
+                out.push(StreamEvent::ToolCallDelta(delta()))
+            }
+            "response.output_item.added" => {
+                let item = value.get("item").unwrap_or(&Value::Null);
+                if item.get("type").and_then(Value::as_str) == Some("function_call") {
+                    let field = |key: &str| {
+                        item.get(key)
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string()
+                    };
+                    out.push(StreamEvent::ToolCallStart {
+                        id: field("call_id"),
+                        name: field("name"),
+                    });
+                }
+            }
+            "response.output_item.done" => {
+                let index = value
+                    .get("output_index")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(self.items.len() as u64);
+                if let Some(item) = value.get("item") {
+                    self.items.insert(index, item.clone());
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                let response = value.get("response").cloned().unwrap_or(Value::Null);
+                let listed = response
+                    .get("output")
+                    .and_then(Value::as_array)
+                    .filter(|o| !o.is_empty());
+                let output: Vec<Value> = match listed {
+                    Some(output) => output.clone(),
+                    None => std::mem::take(&mut self.items).into_values().collect(),
+                };
+                let done = response_from(&self.provider, &self.requested, &response, &output);
+                out.push(StreamEvent::Done(Box::new(done)));
+                return Ok(true);
+            }
+            "response.failed" => {
+                return Err(failure(
+                    &self.provider,
+                    value.get("response").unwrap_or(&Value::Null),
+                ));
+            }
+            "error" => {
+                return Err(classify::classify_stream_error(
+                    &self.provider,
+                    &classify::error_from_value(&value),
+                ));
+            }
+            _ => {}
+        }
+        Ok(false)
+    }
+}
+
+#[async_trait]
+impl LlmClient for OpenAiResponsesClient {
+    fn provider(&self) -> &str {
+        self.http.provider()
+    }
+
+    async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
+        let requested =
+            wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
+        let response = self.send(request, false).await?;
+        let value: Value = self.http.read_json(response).await?;
+        if value.get("status").and_then(Value::as_str) == Some("failed")
+            || value
+                .get("error")
+                .is_some_and(|e| !e.is_null() && value.get("output").is_none())
+        {
+            return Err(failure(self.http.provider(), &value));
+        }
+        let output = value
+            .get("output")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        Ok(response_from(
+            self.http.provider(),
+            requested,
+            &value,
+            &output,
+        ))
+    }
+
+    async fn stream(&self, request: &Request) -> Result<ResponseStream, LlmError> {
+        let requested =
+            wire::model_for(self.http.provider(), request, self.default_model.as_deref())?
+                .to_string();
+        let response = self.send(request, true).await?;
+        let decoder = ResponsesDecoder {
+            provider: self.http.provider().to_string(),
+            requested,
+            items: BTreeMap::new(),
+        };
+        Ok(stream::drive(self.http.provider(), response, decoder))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasoning_round_trips_through_the_signature() {
+        let item = json!({"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "plan"}], "encrypted_content": "gAAA"});
+        let response = response_from(
+            "p",
+            "m",
+            &json!({"status": "completed"}),
+            std::slice::from_ref(&item),
+        );
+        let mut request = Request::new("m", vec![response.message], crate::Purpose::Turn);
+        request.tools.clear();
+        assert_eq!(input_items(&request), vec![item]);
+    }
+
+    #[test]
+    fn unknown_output_items_become_native() {
+        let compaction = json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "zzz"});
+        let response = response_from("p", "m", &json!({}), std::slice::from_ref(&compaction));
+        assert_eq!(response.native, Some(json!({"output": [compaction]})));
+    }
+}

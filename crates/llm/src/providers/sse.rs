@@ -1,0 +1,162 @@
+//! A server-sent events parser that accepts bytes in arbitrary pieces.
+//!
+//! Network reads cut lines (and UTF-8 characters) anywhere, so the parser
+//! buffers bytes until a line ends and decodes only whole lines. Lines end
+//! in `\n` or `\r\n`; an event ends at a blank line. An event still open
+//! when the bytes stop is dropped, as the SSE format says, which is what
+//! lets a driver notice a stream cut before its terminal event.
+
+/// One dispatched event.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct SseEvent {
+    /// The `event:` field, if any.
+    pub(crate) event: Option<String>,
+    /// The `data:` lines joined by `\n`.
+    pub(crate) data: String,
+}
+
+/// Incremental parser state.
+#[derive(Debug, Default)]
+pub(crate) struct SseParser {
+    buffer: Vec<u8>,
+    event: Option<String>,
+    data: String,
+    has_data: bool,
+}
+
+impl SseParser {
+    /// Feeds the next bytes; complete events are pushed onto `out`.
+    ///
+    /// # Errors
+    /// A line that is not UTF-8.
+    pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), String> {
+        self.buffer.extend_from_slice(chunk);
+        let mut start = 0;
+        while let Some(offset) = self.buffer[start..].iter().position(|&b| b == b'\n') {
+            let end = start + offset;
+            let mut line = &self.buffer[start..end];
+            if let Some(stripped) = line.strip_suffix(b"\r") {
+                line = stripped;
+            }
+            let line =
+                std::str::from_utf8(line).map_err(|e| format!("stream line is not utf-8 ({e})"))?;
+            Self::take_line(
+                line,
+                &mut self.event,
+                &mut self.data,
+                &mut self.has_data,
+                out,
+            );
+            start = end + 1;
+        }
+        self.buffer.drain(..start);
+        Ok(())
+    }
+
+    fn take_line(
+        line: &str,
+        event: &mut Option<String>,
+        data: &mut String,
+        has_data: &mut bool,
+        out: &mut Vec<SseEvent>,
+    ) {
+        if line.is_empty() {
+            if *has_data {
+                out.push(SseEvent {
+                    event: event.take(),
+                    data: std::mem::take(data),
+                });
+            }
+            *event = None;
+            *has_data = false;
+            return;
+        }
+        if line.starts_with(':') {
+            return;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
+        };
+        match field {
+            "data" => {
+                if *has_data {
+                    data.push('\n');
+                }
+                data.push_str(value);
+                *has_data = true;
+            }
+            "event" => *event = Some(value.to_string()),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use proptest::prelude::*;
+
+    fn parse_all(chunks: &[&[u8]]) -> Vec<SseEvent> {
+        let mut parser = SseParser::default();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            parser.feed(chunk, &mut out).unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn events_names_comments_and_multiline_data() {
+        let text =
+            b": keep-alive\nevent: ping\ndata: {}\n\ndata: a\ndata: b\r\n\r\ndata:[DONE]\n\n";
+        assert_eq!(
+            parse_all(&[text]),
+            vec![
+                SseEvent {
+                    event: Some("ping".into()),
+                    data: "{}".into()
+                },
+                SseEvent {
+                    event: None,
+                    data: "a\nb".into()
+                },
+                SseEvent {
+                    event: None,
+                    data: "[DONE]".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unterminated_event_is_not_dispatched() {
+        assert_eq!(parse_all(&[b"data: {\"partial\":true}\n"]), Vec::new());
+    }
+
+    #[test]
+    fn invalid_utf8_is_an_error() {
+        let mut parser = SseParser::default();
+        assert!(parser.feed(b"data: \xff\xfe\n\n", &mut Vec::new()).is_err());
+    }
+
+    proptest! {
+        /// However the bytes are cut, the same events come out.
+        #[test]
+        fn splitting_does_not_change_events(cuts in proptest::collection::vec(0usize..120, 0..8)) {
+            let text = "event: a\ndata: héllo wörld\n\n: c\ndata: {\"x\":\"ünï\"}\r\n\r\ndata: z\n\n".as_bytes();
+            let whole = parse_all(&[text]);
+            let mut points: Vec<usize> = cuts.into_iter().map(|c| c % (text.len() + 1)).collect();
+            points.sort_unstable();
+            let mut chunks = Vec::new();
+            let mut last = 0;
+            for p in points {
+                chunks.push(&text[last..p]);
+                last = p;
+            }
+            chunks.push(&text[last..]);
+            prop_assert_eq!(parse_all(&chunks), whole);
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! Shared pieces of every provider's answer: the SSE stream driver, the
+//! partial blocks a stream fills, and the finished [`Response`].
+
+use std::collections::VecDeque;
+
+use futures::StreamExt;
+
+use super::sse::SseEvent;
+use super::sse::SseParser;
+use crate::client::Response;
+use crate::client::ResponseStream;
+use crate::client::StreamEvent;
+use crate::error::LlmError;
+use crate::message::Block;
+use crate::message::Message;
+use crate::message::Meta;
+use crate::message::Origin;
+use crate::message::Role;
+use crate::usage::StopReason;
+use crate::usage::Usage;
+
+/// Turns one provider's SSE events into [`StreamEvent`]s.
+pub(crate) trait Decoder: Send + 'static {
+    /// Handles one event, pushing what it yields onto `out`. Returns `true`
+    /// once the provider's terminal event has been seen (a `Done` must then
+    /// be in `out`).
+    ///
+    /// # Errors
+    /// A malformed event (`Transport`) or an error the provider reported in
+    /// the stream (classified).
+    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, LlmError>;
+}
+
+struct Driver<D> {
+    provider: String,
+    body: futures::stream::BoxStream<'static, Result<bytes::Bytes, reqwest::Error>>,
+    parser: SseParser,
+    decoder: D,
+    queue: VecDeque<Result<StreamEvent, LlmError>>,
+    ended: bool,
+}
+
+impl<D: Decoder> Driver<D> {
+    fn fail(&mut self, message: String) {
+        self.queue.push_back(Err(LlmError::Transport {
+            provider: self.provider.clone(),
+            message,
+        }));
+        self.ended = true;
+    }
+
+    fn feed(&mut self, chunk: &[u8]) {
+        let mut events = Vec::new();
+        if let Err(message) = self.parser.feed(chunk, &mut events) {
+            self.fail(message);
+            return;
+        }
+        let mut out = Vec::new();
+        for event in events {
+            match self.decoder.on_event(event, &mut out) {
+                Ok(finished) => {
+                    self.queue.extend(out.drain(..).map(Ok));
+                    if finished {
+                        self.ended = true;
+                        return;
+                    }
+                }
+                Err(error) => {
+                    self.queue.extend(out.drain(..).map(Ok));
+                    self.queue.push_back(Err(error));
+                    self.ended = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn next(mut self) -> Option<(Result<StreamEvent, LlmError>, Self)> {
+        loop {
+            if let Some(item) = self.queue.pop_front() {
+                return Some((item, self));
+            }
+            if self.ended {
+                return None;
+            }
+            match self.body.next().await {
+                Some(Ok(chunk)) => self.feed(&chunk),
+                Some(Err(error)) => {
+                    let error = error.without_url();
+                    self.fail(format!("the stream broke off: {error}"));
+                }
+                None => self.fail("the stream ended before its terminal event".to_string()),
+            }
+        }
+    }
+}
+
+/// Streams a successful SSE response through `decoder`.
+///
+/// The stream ends after the decoder's terminal event, or with a
+/// `Transport` error when the bytes stop first or cannot be parsed.
+/// Dropping the stream drops the connection.
+pub(crate) fn drive<D: Decoder>(
+    provider: &str,
+    response: reqwest::Response,
+    decoder: D,
+) -> ResponseStream {
+    let driver = Driver {
+        provider: provider.to_string(),
+        body: response.bytes_stream().boxed(),
+        parser: SseParser::default(),
+        decoder,
+        queue: VecDeque::new(),
+        ended: false,
+    };
+    Box::pin(futures::stream::unfold(driver, Driver::next))
+}
+
+/// A block being written by a stream.
+#[derive(Debug, Clone)]
+pub(crate) enum Partial {
+    /// Visible text.
+    Text(String),
+    /// Reasoning with its signature so far.
+    Thinking {
+        /// Reasoning text.
+        text: String,
+        /// Signature text.
+        signature: String,
+    },
+    /// Opaque reasoning.
+    Redacted(String),
+    /// A tool call with its argument JSON so far.
+    Tool {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Argument JSON text.
+        arguments: String,
+    },
+}
+
+impl Partial {
+    /// The finished block; `None` for empty text or reasoning.
+    pub(crate) fn finish(self) -> Option<Block> {
+        match self {
+            Partial::Text(text) => (!text.is_empty()).then_some(Block::Text { text }),
+            Partial::Thinking { text, signature } => (!text.is_empty() || !signature.is_empty())
+                .then(|| Block::Thinking {
+                    thinking: text,
+                    signature: (!signature.is_empty()).then_some(signature),
+                }),
+            Partial::Redacted(data) => Some(Block::RedactedThinking { data }),
+            Partial::Tool {
+                id,
+                name,
+                arguments,
+            } => Some(Block::ToolCall {
+                id,
+                name,
+                arguments: tool_arguments(&arguments),
+            }),
+        }
+    }
+}
+
+/// Parses a tool call's argument text. Empty means `{}`; text that is not
+/// JSON is kept as a JSON string so the caller sees exactly what the model
+/// wrote.
+pub(crate) fn tool_arguments(raw: &str) -> serde_json::Value {
+    if raw.trim().is_empty() {
+        return serde_json::Value::Object(serde_json::Map::new());
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| serde_json::Value::String(raw.to_string()))
+}
+
+/// The finished answer, with the assistant message's meta filled in.
+pub(crate) fn response(
+    provider: &str,
+    model: String,
+    content: Vec<Block>,
+    usage: Usage,
+    stop_reason: StopReason,
+    native: Option<serde_json::Value>,
+) -> Response {
+    let message = Message {
+        role: Role::Assistant,
+        content,
+        meta: Meta {
+            origin: Some(Origin::Model {
+                provider: provider.to_string(),
+                model: model.clone(),
+            }),
+            usage: Some(usage),
+            stop_reason: Some(stop_reason.clone()),
+            useless: false,
+        },
+    };
+    Response {
+        message,
+        usage,
+        stop_reason,
+        model,
+        native,
+    }
+}
+
+/// Parses one event's JSON data.
+///
+/// # Errors
+/// `Transport` naming the provider when the data is not JSON.
+pub(crate) fn event_json(provider: &str, data: &str) -> Result<serde_json::Value, LlmError> {
+    serde_json::from_str(data).map_err(|e| LlmError::Transport {
+        provider: provider.to_string(),
+        message: format!("malformed stream event ({e}): {}", clip(data)),
+    })
+}
+
+fn clip(text: &str) -> String {
+    if text.len() <= 200 {
+        return text.to_string();
+    }
+    let mut end = 200;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_arguments_keep_what_the_model_wrote() {
+        assert_eq!(tool_arguments(""), serde_json::json!({}));
+        assert_eq!(tool_arguments("{\"a\":1}"), serde_json::json!({"a": 1}));
+        assert_eq!(tool_arguments("{\"a\":"), serde_json::json!("{\"a\":"));
+    }
+}

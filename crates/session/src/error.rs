@@ -1,0 +1,142 @@
+//! Errors of the session log.
+
+use std::path::PathBuf;
+
+use crate::event::Seq;
+
+/// Where a rejected event came from: a live append, or a line of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// Draft number `index` (from 0) of a live append batch.
+    Draft {
+        /// Index in the batch.
+        index: usize,
+    },
+    /// A line of a stored log (line 1 is the header).
+    Line {
+        /// The store's location (a path, or `memory`).
+        location: String,
+        /// 1-based line number.
+        line: u64,
+    },
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Draft { index } => write!(f, "draft {index} of the batch"),
+            Place::Line { location, line } => write!(f, "{location}:{line}"),
+        }
+    }
+}
+
+/// A failure of the session log.
+///
+/// Every variant leaves the log as it was: validation happens before any
+/// byte is written, and a failed write is rolled back in memory.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// An event broke a rule of the log; nothing was written.
+    #[error("{place}: field `{field}`: {reason}")]
+    Invalid {
+        /// Which event.
+        place: Place,
+        /// The offending field (`seq`, `parent`, `data.op`, ...).
+        field: &'static str,
+        /// What is wrong, naming the values.
+        reason: String,
+    },
+    /// A seq asked about does not exist.
+    #[error("no event with seq {seq} (the log has {len} events)")]
+    UnknownSeq {
+        /// The seq asked for.
+        seq: Seq,
+        /// Events in the log.
+        len: usize,
+    },
+    /// The store failed; the in-memory session was rolled back to match it.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A failure of a [`SessionStore`](crate::SessionStore).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// An I/O operation failed.
+    #[error("{}: cannot {op}: {source}", path.display())]
+    Io {
+        /// The file involved.
+        path: PathBuf,
+        /// What we were doing (`open`, `append`, `sync`, ...).
+        op: &'static str,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another writer holds the session.
+    #[error("{}: another process is writing this session (lock {} is held); close it or open read-only", path.display(), lock.display())]
+    Locked {
+        /// The session file.
+        path: PathBuf,
+        /// The lock file.
+        lock: PathBuf,
+    },
+    /// A line before the last one does not parse. Open with salvage to keep
+    /// what parses.
+    #[error("{}:{line}:{column}: {reason} (open with salvage to keep the lines that parse)", path.display())]
+    Corrupt {
+        /// The session file.
+        path: PathBuf,
+        /// 1-based line.
+        line: u64,
+        /// 1-based column (bytes) where parsing failed.
+        column: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A line exceeds the configured maximum.
+    #[error("{}:{line}: line is {len} bytes, over the limit of {limit} bytes", path.display())]
+    LineTooLong {
+        /// The session file.
+        path: PathBuf,
+        /// 1-based line.
+        line: u64,
+        /// Its length (at least; reading stops counting at the limit's end
+        /// of line).
+        len: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The first line is not a header we can read.
+    #[error("{}:1: bad header: {reason}", path.display())]
+    BadHeader {
+        /// The session file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An image blob the log refers to is missing or damaged.
+    #[error("{}: blob {sha256} is missing or damaged: {reason}", path.display())]
+    Blob {
+        /// The blob file.
+        path: PathBuf,
+        /// Its expected hash.
+        sha256: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `create` on a store that already holds a session.
+    #[error("{location}: a session already exists here")]
+    AlreadyExists {
+        /// The store's location.
+        location: String,
+    },
+    /// An append or load on a store with no session yet.
+    #[error("{location}: no session has been created here")]
+    NotCreated {
+        /// The store's location.
+        location: String,
+    },
+}

@@ -1,0 +1,1 @@
+//! Importers: other agents' session files turned into abridge logs.

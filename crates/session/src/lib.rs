@@ -1,0 +1,81 @@
+//! The session log: an append-only tree of events from which the history a
+//! model sees is folded.
+//!
+//! # Overview
+//!
+//! - [`Event`]: one line of the log. Every event has a `seq` (its index),
+//!   a `parent` (the event before it on its branch), a time and a body.
+//! - [`Session`]: the log in memory with its active path (the parent chain
+//!   from the last event) and its [`Surface`] (the seqs the model sees).
+//! - [`SessionStore`]: where the log lives: [`JsonlStore`] on disk,
+//!   [`MemoryStore`] for tests and hosts with their own persistence.
+//! - [`import`]: other agents' session files turned into logs.
+//!
+//! # Why append-only
+//!
+//! A compaction never edits history: it appends a message that *replaces*
+//! a span of the surface, or *rewrites* one tool result, and lists what it
+//! hides. The originals stay in the file, so any earlier state can be
+//! replayed, token counts can be cached by seq forever, and a crash can at
+//! worst tear the last line, which is cut on the next open.
+//!
+//! # Example
+//!
+//! ```
+//! use abridge_llm::Message;
+//! use abridge_session::{Draft, Session};
+//!
+//! let mut session = Session::in_memory("demo");
+//! session.append_message(Message::user("fix the build"))?;
+//! session.append_message(Message::assistant("done"))?;
+//! let summary = session.append(Draft::replace(Message::user("[checkpoint]"), 0, 1, vec![0, 1]))?;
+//! assert_eq!(session.surface().seqs(), &[summary]);
+//! assert_eq!(session.events().len(), 3); // nothing was lost
+//! # Ok::<(), abridge_session::SessionError>(())
+//! ```
+
+mod error;
+mod event;
+pub mod import;
+mod repair;
+mod session;
+mod store;
+mod surface;
+pub mod time;
+
+pub use error::Place;
+pub use error::SessionError;
+pub use error::StoreError;
+pub use event::Draft;
+pub use event::Event;
+pub use event::EventBody;
+pub use event::FORMAT_VERSION;
+pub use event::Header;
+pub use event::HeaderTag;
+pub use event::LogEvent;
+pub use event::MessageEvent;
+pub use event::Seq;
+pub use event::SurfaceOp;
+pub use event::TYPE_LEAF;
+pub use event::TYPE_MESSAGE;
+pub use repair::UNKNOWN_OUTCOME;
+pub use repair::dangling_tool_calls;
+pub use repair::repair_dangling_tool_calls;
+pub use session::Navigation;
+pub use session::Session;
+pub use session::SurfaceCursor;
+pub use store::BLOB_THRESHOLD;
+pub use store::FsyncPolicy;
+pub use store::JsonlOptions;
+pub use store::JsonlStore;
+pub use store::LoadReport;
+pub use store::LoadedLog;
+pub use store::MemoryStore;
+pub use store::SessionStore;
+pub use store::SkippedLine;
+pub use store::TornTail;
+pub use store::LineError;
+pub use store::decode_event;
+pub use store::encode_event;
+pub use surface::Surface;
+pub use surface::SurfaceChange;

@@ -1,0 +1,538 @@
+//! The live session: the log in memory, its active path and its surface.
+
+use std::collections::HashSet;
+
+use abridge_llm::Role;
+use abridge_llm::SharedMessage;
+
+use crate::error::Place;
+use crate::error::SessionError;
+use crate::event::Draft;
+use crate::event::Event;
+use crate::event::EventBody;
+use crate::event::Header;
+use crate::event::Seq;
+use crate::event::SurfaceOp;
+use crate::store::LoadReport;
+use crate::store::MemoryStore;
+use crate::store::SessionStore;
+use crate::surface::Surface;
+use crate::surface::SurfaceChange;
+use crate::surface::Undo;
+
+/// A position in the surface change journal, for consumers that keep
+/// running totals (see [`Session::surface_changes_since`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SurfaceCursor {
+    epoch: u64,
+    index: usize,
+}
+
+/// What a navigation did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Navigation {
+    /// The `leaf` event appended to record it.
+    pub leaf_event: Seq,
+    /// The leaf before navigating.
+    pub from: Option<Seq>,
+    /// The event navigated to (`None`: before the first event).
+    pub target: Option<Seq>,
+    /// The deepest event on both the old and the new path.
+    pub common_ancestor: Option<Seq>,
+    /// Events on the old path after the common ancestor, oldest first: the
+    /// branch that was left, which a branch summary may describe.
+    pub abandoned: Vec<Seq>,
+}
+
+/// A session log in memory, backed by a [`SessionStore`].
+///
+/// Every append is validated before anything is written; a batch is
+/// written in one store call and either lands whole or leaves no trace,
+/// in memory and on disk. The surface is kept incrementally: appending on
+/// the active leaf costs O(1) (a replace costs the length of the surface
+/// after its span).
+#[derive(Debug)]
+pub struct Session {
+    header: Header,
+    events: Vec<Event>,
+    surface: Surface,
+    journal: Vec<SurfaceChange>,
+    epoch: u64,
+    store: Box<dyn SessionStore>,
+}
+
+impl Session {
+    /// Creates a new session in `store`.
+    ///
+    /// # Errors
+    /// The store's, for example when a session already exists there.
+    pub fn create(mut store: Box<dyn SessionStore>, header: Header) -> Result<Self, SessionError> {
+        store.create(&header)?;
+        Ok(Session {
+            header,
+            events: Vec::new(),
+            surface: Surface::default(),
+            journal: Vec::new(),
+            epoch: 0,
+            store,
+        })
+    }
+
+    /// A new session in a fresh [`MemoryStore`].
+    pub fn in_memory(session_id: &str) -> Self {
+        let mut store = MemoryStore::new();
+        // A fresh memory store always accepts a header.
+        let _ = store.create(&Header::new(session_id));
+        Session {
+            header: Header::new(session_id),
+            events: Vec::new(),
+            surface: Surface::default(),
+            journal: Vec::new(),
+            epoch: 0,
+            store: Box::new(store),
+        }
+    }
+
+    /// Opens the session in `store`, validating every event (seq, parent)
+    /// and every surface operation on the active path.
+    ///
+    /// # Errors
+    /// [`SessionError::Invalid`] naming the line and field of the first bad
+    /// event; the store's errors; `NotCreated` when the store is empty.
+    pub fn open(mut store: Box<dyn SessionStore>) -> Result<(Self, LoadReport), SessionError> {
+        let location = store.location();
+        let loaded = store
+            .load()?
+            .ok_or(crate::error::StoreError::NotCreated {
+                location: location.clone(),
+            })?;
+        for (index, event) in loaded.events.iter().enumerate() {
+            let place = || Place::Line {
+                location: location.clone(),
+                line: index as u64 + 2,
+            };
+            check_links(event, index as u64).map_err(|(field, reason)| SessionError::Invalid {
+                place: place(),
+                field,
+                reason,
+            })?;
+        }
+        let mut session = Session {
+            header: loaded.header,
+            events: loaded.events,
+            surface: Surface::default(),
+            journal: Vec::new(),
+            epoch: 0,
+            store,
+        };
+        session.refold().map_err(|(seq, field, reason)| SessionError::Invalid {
+            place: Place::Line {
+                location,
+                line: seq + 2,
+            },
+            field,
+            reason,
+        })?;
+        Ok((session, loaded.report))
+    }
+
+    /// The header line.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Every event, in log order.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// The event with this seq.
+    pub fn event(&self, seq: Seq) -> Option<&Event> {
+        usize::try_from(seq).ok().and_then(|i| self.events.get(i))
+    }
+
+    /// The message of a message event.
+    pub fn message(&self, seq: Seq) -> Option<&SharedMessage> {
+        self.event(seq).and_then(Event::message)
+    }
+
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// True when no event has been written.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// The store's location, for messages.
+    pub fn location(&self) -> String {
+        self.store.location()
+    }
+
+    /// The leaf: the last event. `None` for an empty log.
+    pub fn leaf(&self) -> Option<Seq> {
+        self.events.last().map(|e| e.seq)
+    }
+
+    /// What the model sees, as seqs.
+    pub fn surface(&self) -> &Surface {
+        &self.surface
+    }
+
+    /// What the model sees, as messages (cheap: each is an `Arc` clone).
+    pub fn surface_messages(&self) -> Vec<SharedMessage> {
+        self.surface
+            .seqs()
+            .iter()
+            .filter_map(|seq| self.message(*seq).cloned())
+            .collect()
+    }
+
+    /// The seqs from the root to `seq`, oldest first.
+    pub fn path_to(&self, seq: Option<Seq>) -> Vec<Seq> {
+        let mut path = Vec::new();
+        let mut cursor = seq;
+        // Parents always point backwards (checked on every append and open),
+        // so this walk terminates; the step bound guards it regardless.
+        while let Some(current) = cursor {
+            if path.len() > self.events.len() {
+                break;
+            }
+            path.push(current);
+            cursor = self.event(current).and_then(|e| e.parent);
+        }
+        path.reverse();
+        path
+    }
+
+    /// The active path: root to leaf.
+    pub fn active_path(&self) -> Vec<Seq> {
+        self.path_to(self.leaf())
+    }
+
+    /// The deepest event that both `a` and `b` descend from (or are).
+    pub fn common_ancestor(&self, a: Option<Seq>, b: Option<Seq>) -> Option<Seq> {
+        let on_a: HashSet<Seq> = self.path_to(a).into_iter().collect();
+        let mut cursor = b;
+        let mut steps = 0;
+        while let Some(current) = cursor {
+            if on_a.contains(&current) || steps > self.events.len() {
+                return on_a.contains(&current).then_some(current);
+            }
+            steps += 1;
+            cursor = self.event(current).and_then(|e| e.parent);
+        }
+        None
+    }
+
+    /// The events on the path to `from` that are not on the path to `to`,
+    /// oldest first: what navigating from `from` to `to` leaves behind.
+    pub fn abandoned(&self, from: Option<Seq>, to: Option<Seq>) -> Vec<Seq> {
+        let ancestor = self.common_ancestor(from, to);
+        let path = self.path_to(from);
+        let keep = match ancestor {
+            Some(a) => path.iter().position(|s| *s == a).map_or(0, |i| i + 1),
+            None => 0,
+        };
+        path[keep..].to_vec()
+    }
+
+    /// A cursor at the end of the change journal.
+    pub fn surface_cursor(&self) -> SurfaceCursor {
+        SurfaceCursor {
+            epoch: self.epoch,
+            index: self.journal.len(),
+        }
+    }
+
+    /// The surface changes since `cursor`, oldest first. `None` when the
+    /// surface was refolded since (navigation, a branch, a rollback), so the
+    /// caller must recount from [`Session::surface`].
+    pub fn surface_changes_since(&self, cursor: SurfaceCursor) -> Option<&[SurfaceChange]> {
+        if cursor.epoch != self.epoch {
+            return None;
+        }
+        self.journal.get(cursor.index..)
+    }
+
+    /// Appends one event.
+    ///
+    /// # Errors
+    /// See [`Session::append_batch`].
+    pub fn append(&mut self, draft: Draft) -> Result<Seq, SessionError> {
+        let seqs = self.append_batch(vec![draft])?;
+        Ok(seqs[0])
+    }
+
+    /// Appends a message on the active leaf.
+    ///
+    /// # Errors
+    /// See [`Session::append_batch`].
+    pub fn append_message(&mut self, message: abridge_llm::Message) -> Result<Seq, SessionError> {
+        self.append(Draft::message(message))
+    }
+
+    /// Validates, writes and applies `drafts` in order, as one store write.
+    ///
+    /// Each draft is checked against the state left by the ones before it.
+    /// If any is invalid or the write fails, nothing is written and the
+    /// session is exactly as before.
+    ///
+    /// # Errors
+    /// [`SessionError::Invalid`] naming the draft and field;
+    /// [`SessionError::Store`] when the write fails.
+    pub fn append_batch(&mut self, drafts: Vec<Draft>) -> Result<Vec<Seq>, SessionError> {
+        let mark = Mark {
+            events: self.events.len(),
+            journal: self.journal.len(),
+            epoch: self.epoch,
+        };
+        let mut undos: Vec<Undo> = Vec::new();
+        let mut refolded = false;
+        let mut seqs = Vec::with_capacity(drafts.len());
+        for (index, draft) in drafts.into_iter().enumerate() {
+            match self.apply_draft(draft, &mut undos, &mut refolded) {
+                Ok(seq) => seqs.push(seq),
+                Err((field, reason)) => {
+                    self.rollback(mark, undos, refolded);
+                    return Err(SessionError::Invalid {
+                        place: Place::Draft { index },
+                        field,
+                        reason,
+                    });
+                }
+            }
+        }
+        if let Err(error) = self.store.append(&self.events[mark.events..]) {
+            self.rollback(mark, undos, refolded);
+            return Err(error.into());
+        }
+        tracing::trace!(count = seqs.len(), "appended events");
+        Ok(seqs)
+    }
+
+    /// Moves the leaf to `target` by appending a `leaf` event whose parent
+    /// is `target`, so the choice survives a restart.
+    ///
+    /// # Errors
+    /// Unknown target; a surface operation on the new path that does not
+    /// apply; the store's errors.
+    pub fn navigate(&mut self, target: Option<Seq>) -> Result<Navigation, SessionError> {
+        if let Some(t) = target {
+            if self.event(t).is_none() {
+                return Err(SessionError::UnknownSeq {
+                    seq: t,
+                    len: self.events.len(),
+                });
+            }
+        }
+        let from = self.leaf();
+        let common_ancestor = self.common_ancestor(from, target);
+        let abandoned = self.abandoned(from, target);
+        let leaf_event = self.append(Draft::body(EventBody::Leaf).with_parent(target))?;
+        tracing::debug!(?from, ?target, abandoned = abandoned.len(), "navigated");
+        Ok(Navigation {
+            leaf_event,
+            from,
+            target,
+            common_ancestor,
+            abandoned,
+        })
+    }
+
+    /// Makes every appended event durable now.
+    ///
+    /// # Errors
+    /// The store's.
+    pub fn sync(&mut self) -> Result<(), SessionError> {
+        Ok(self.store.sync()?)
+    }
+
+    /// Folds the active path from scratch, without touching the live
+    /// surface: what the incremental fold must always equal.
+    pub fn fold_full(&self) -> Surface {
+        let mut surface = Surface::default();
+        for seq in self.active_path() {
+            if let Some(m) = self.event(seq).and_then(Event::message_event) {
+                if surface.check(seq, &m.op).is_ok() {
+                    surface.apply(seq, &m.op);
+                }
+            }
+        }
+        surface
+    }
+
+    fn apply_draft(
+        &mut self,
+        draft: Draft,
+        undos: &mut Vec<Undo>,
+        refolded: &mut bool,
+    ) -> Result<Seq, (&'static str, String)> {
+        let seq = self.events.len() as Seq;
+        let leaf = self.leaf();
+        let parent = draft.parent.unwrap_or(leaf);
+        let event = Event {
+            seq,
+            parent,
+            time: draft.time.unwrap_or_else(crate::time::now_rfc3339),
+            body: draft.body,
+        };
+        check_links(&event, seq)?;
+        if parent == leaf {
+            if let EventBody::Message(m) = &event.body {
+                self.check_message(seq, m)?;
+                let (change, undo) = self.surface.apply(seq, &m.op);
+                self.journal.push(change);
+                undos.push(undo);
+            }
+            self.events.push(event);
+        } else {
+            // The active path changes: refold. A rejected batch refolds
+            // again after truncating, which restores the old surface.
+            *refolded = true;
+            self.events.push(event);
+            if let Err((_, field, reason)) = self.refold() {
+                self.events.pop();
+                return Err((field, reason));
+            }
+        }
+        Ok(seq)
+    }
+
+    fn check_message(
+        &self,
+        seq: Seq,
+        m: &crate::event::MessageEvent,
+    ) -> Result<(), (&'static str, String)> {
+        self.surface
+            .check(seq, &m.op)
+            .map_err(|reject| ("data.op", reject.to_string()))?;
+        match m.op {
+            SurfaceOp::Rewrite { target } => {
+                let target_message = self.message(target);
+                if target_message.map(|t| t.role) != Some(Role::Tool) {
+                    return Err((
+                        "data.op.target",
+                        format!("rewrite target seq {target} is not a tool result"),
+                    ));
+                }
+                if m.message.role != Role::Tool {
+                    return Err((
+                        "data.message.role",
+                        format!("a rewrite must be a tool message, not {}", m.message.role),
+                    ));
+                }
+                let old_id = target_message.and_then(|t| t.tool_result_block()).map(|b| b.0);
+                let new_id = m.message.tool_result_block().map(|b| b.0);
+                if old_id != new_id {
+                    return Err((
+                        "data.message.content",
+                        format!(
+                            "a rewrite must keep the call id {:?}, got {:?}",
+                            old_id.unwrap_or(""),
+                            new_id.unwrap_or("")
+                        ),
+                    ));
+                }
+                if m.sources != [target] {
+                    return Err((
+                        "data.sources",
+                        format!("a rewrite's sources must be [{target}]"),
+                    ));
+                }
+            }
+            SurfaceOp::Replace { start, end } => {
+                let hidden = &self.surface.seqs()[start..=end];
+                if let Some(missing) = hidden.iter().find(|s| !m.sources.contains(s)) {
+                    return Err((
+                        "data.sources",
+                        format!("a replace must list every seq it hides; {missing} is missing"),
+                    ));
+                }
+                if let Some(bad) = m.sources.iter().find(|s| **s >= seq) {
+                    return Err((
+                        "data.sources",
+                        format!("source seq {bad} is not before this event ({seq})"),
+                    ));
+                }
+            }
+            SurfaceOp::Append => {
+                if !m.sources.is_empty() {
+                    return Err(("data.sources", "an append has no sources".to_string()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the surface from the active path, validating every
+    /// operation. On error returns the seq, field and reason.
+    fn refold(&mut self) -> Result<(), (Seq, &'static str, String)> {
+        let mut surface = Surface::default();
+        let mut journal = Vec::new();
+        let previous = std::mem::take(&mut self.surface);
+        for seq in self.active_path() {
+            if let Some(m) = self.event(seq).and_then(Event::message_event) {
+                let m = m.clone();
+                self.surface = surface;
+                let checked = self.check_message(seq, &m);
+                surface = std::mem::take(&mut self.surface);
+                if let Err((field, reason)) = checked {
+                    self.surface = previous;
+                    return Err((seq, field, reason));
+                }
+                let (change, _) = surface.apply(seq, &m.op);
+                journal.push(change);
+            }
+        }
+        self.surface = surface;
+        self.journal = journal;
+        self.epoch += 1;
+        Ok(())
+    }
+
+    fn rollback(&mut self, mark: Mark, undos: Vec<Undo>, refolded: bool) {
+        self.events.truncate(mark.events);
+        if refolded {
+            // The path before the batch was valid, so this refold cannot
+            // fail; consumers see a new epoch and recount.
+            let _ = self.refold();
+        } else {
+            for undo in undos.into_iter().rev() {
+                self.surface.undo(undo);
+            }
+            self.journal.truncate(mark.journal);
+            self.epoch = mark.epoch;
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    events: usize,
+    journal: usize,
+    epoch: u64,
+}
+
+/// The structural rules every event obeys, whatever its branch: its seq is
+/// its index, and its parent points strictly backwards (so parent chains
+/// never cycle).
+fn check_links(event: &Event, expected: Seq) -> Result<(), (&'static str, String)> {
+    if event.seq != expected {
+        return Err((
+            "seq",
+            format!("expected seq {expected}, found {} (seqs must be contiguous from 0)", event.seq),
+        ));
+    }
+    if let Some(parent) = event.parent {
+        if parent >= event.seq {
+            return Err((
+                "parent",
+                format!("parent {parent} does not point to an earlier event (seq {})", event.seq),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! Large images kept as content-addressed files beside the session.
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use abridge_llm::Block;
+use abridge_llm::ImageSource;
+use abridge_llm::Message;
+use sha2::Digest;
+use sha2::Sha256;
+
+use crate::error::StoreError;
+
+/// Base64 image data longer than this (64 KiB) is written to a blob file
+/// instead of the session line, keeping lines short and the log fast to
+/// scan.
+pub const BLOB_THRESHOLD: usize = 64 * 1024;
+
+/// Moves large inline images of `message` into blob files under `dir`.
+/// Returns `None` when nothing needed moving (the common case: no copy).
+pub(crate) fn externalize(
+    message: &Arc<Message>,
+    dir: &Path,
+) -> Result<Option<Message>, StoreError> {
+    if !has_large_image(&message.content) {
+        return Ok(None);
+    }
+    let mut copy = (**message).clone();
+    rewrite_blocks(&mut copy.content, &mut |source| {
+        if let ImageSource::Base64 { media_type, data } = source {
+            if data.len() > BLOB_THRESHOLD {
+                let sha256 = hex_sha256(data.as_bytes());
+                write_blob(dir, &sha256, data.as_bytes())?;
+                *source = ImageSource::Blob {
+                    media_type: media_type.clone(),
+                    sha256,
+                    len: data.len() as u64,
+                };
+            }
+        }
+        Ok(())
+    })?;
+    Ok(Some(copy))
+}
+
+/// Replaces blob references in `message` with their data. Returns how many
+/// were resolved (0: the message is untouched).
+pub(crate) fn resolve(message: &mut Arc<Message>, dir: &Path) -> Result<usize, StoreError> {
+    if !has_blob(&message.content) {
+        return Ok(0);
+    }
+    let mut count = 0;
+    let inner = Arc::make_mut(message);
+    rewrite_blocks(&mut inner.content, &mut |source| {
+        if let ImageSource::Blob {
+            media_type, sha256, ..
+        } = source
+        {
+            let data = read_blob(dir, sha256)?;
+            *source = ImageSource::Base64 {
+                media_type: media_type.clone(),
+                data,
+            };
+            count += 1;
+        }
+        Ok(())
+    })?;
+    Ok(count)
+}
+
+fn rewrite_blocks(
+    blocks: &mut [Block],
+    f: &mut dyn FnMut(&mut ImageSource) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    for block in blocks {
+        match block {
+            Block::Image { source, .. } => f(source)?,
+            Block::ToolResult { content, .. } => rewrite_blocks(content, f)?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn has_large_image(blocks: &[Block]) -> bool {
+    blocks.iter().any(|block| match block {
+        Block::Image {
+            source: ImageSource::Base64 { data, .. },
+            ..
+        } => data.len() > BLOB_THRESHOLD,
+        Block::ToolResult { content, .. } => has_large_image(content),
+        _ => false,
+    })
+}
+
+fn has_blob(blocks: &[Block]) -> bool {
+    blocks.iter().any(|block| match block {
+        Block::Image {
+            source: ImageSource::Blob { .. },
+            ..
+        } => true,
+        Block::ToolResult { content, .. } => has_blob(content),
+        _ => false,
+    })
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for byte in digest {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+fn blob_path(dir: &Path, sha256: &str) -> PathBuf {
+    dir.join(sha256)
+}
+
+fn write_blob(dir: &Path, sha256: &str, data: &[u8]) -> Result<(), StoreError> {
+    let path = blob_path(dir, sha256);
+    if path.exists() {
+        return Ok(());
+    }
+    let io = |op, source| StoreError::Io {
+        path: path.clone(),
+        op,
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(|e| io("create the blob directory", e))?;
+    // Write to a temporary name then rename, so a crash never leaves a
+    // blob whose content does not match its name.
+    let tmp = dir.join(format!("{sha256}.tmp"));
+    let mut file = super::jsonl::create_private(&tmp).map_err(|e| io("create a blob", e))?;
+    std::io::Write::write_all(&mut file, data).map_err(|e| io("write a blob", e))?;
+    file.sync_data().map_err(|e| io("sync a blob", e))?;
+    std::fs::rename(&tmp, &path).map_err(|e| io("rename a blob", e))?;
+    Ok(())
+}
+
+fn read_blob(dir: &Path, sha256: &str) -> Result<String, StoreError> {
+    let path = blob_path(dir, sha256);
+    let bytes = std::fs::read(&path).map_err(|e| StoreError::Blob {
+        path: path.clone(),
+        sha256: sha256.to_string(),
+        reason: e.to_string(),
+    })?;
+    if hex_sha256(&bytes) != sha256 {
+        return Err(StoreError::Blob {
+            path,
+            sha256: sha256.to_string(),
+            reason: "content does not match its hash".to_string(),
+        });
+    }
+    String::from_utf8(bytes).map_err(|_| StoreError::Blob {
+        path,
+        sha256: sha256.to_string(),
+        reason: "not base64 text".to_string(),
+    })
+}

@@ -1,0 +1,1 @@
+//! Cross-crate integration suites live in tests/tests/.
