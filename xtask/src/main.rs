@@ -20,6 +20,7 @@ use anyhow::bail;
 
 mod bench;
 mod e2e;
+mod e2e_checks;
 mod eval;
 
 fn main() -> anyhow::Result<()> {

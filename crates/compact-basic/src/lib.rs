@@ -1,1 +1,128 @@
-//! The basic compaction backend: retention walk, LLM and digest checkpoints, branch summaries, handoff, remote.
+//! The basic compaction backend: checkpoints written by a model (`soft`)
+//! or from the history itself (`digest`), the budget that says when to
+//! compact, overflow recovery and branch summaries.
+//!
+//! Everything here plugs into the seam in [`abridge_compact`]: the methods
+//! implement [`CompactionMethod`](abridge_compact::CompactionMethod), the
+//! LLM summarizer implements [`Summarizer`](abridge_compact::Summarizer),
+//! and [`BasicService`] implements
+//! [`CompactService`](abridge_compact::CompactService).
+//!
+//! # Example: compact offline with `digest`
+//!
+//! ```
+//! use std::sync::Arc;
+//! use abridge_compact::{CompactionMethod, Policy, Trigger, compact_session};
+//! use abridge_compact_basic::DigestMethod;
+//! use abridge_llm::Message;
+//! use abridge_session::Session;
+//!
+//! let mut session = Session::in_memory("demo");
+//! for i in 0..40 {
+//!     session.append_message(Message::user(format!("step {i}: please continue with the parser work")))?;
+//!     session.append_message(Message::assistant(format!("Done with step {i}. {}", "details ".repeat(60))))?;
+//! }
+//! let methods: Vec<Arc<dyn CompactionMethod>> = vec![Arc::new(DigestMethod)];
+//! let policy = Policy::default().with_keep_recent_tokens(500);
+//! let outcome = futures::executor::block_on(compact_session(&mut session, &methods, &policy, Trigger::Manual))?;
+//! assert!(outcome.tokens_after < outcome.tokens_before / 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod branch;
+mod budget;
+mod cache_aligned;
+mod candidates;
+mod digest;
+mod error;
+mod files;
+mod handoff;
+mod llm;
+mod overflow;
+mod prompts;
+#[cfg(feature = "remote")]
+mod remote;
+mod service;
+mod soft;
+mod transcript;
+
+pub use branch::BranchConfig;
+pub use branch::abandoned_messages;
+pub use branch::branch_message;
+pub use branch::navigate_with_summary;
+pub use branch::summarize_branch;
+pub use budget::Budget;
+pub use cache_aligned::AlignedPrefix;
+pub use cache_aligned::CACHE_ALIGNED_NOTICE;
+pub use cache_aligned::ConversationPrefix;
+pub use cache_aligned::SUMMARIZE_UPDATE_ALIGNED;
+pub use cache_aligned::build_cache_aligned_request;
+pub use candidates::Attempt;
+pub use candidates::AttemptLog;
+pub use candidates::AttemptOutcome;
+pub use candidates::CandidateSoftMethod;
+pub use candidates::CandidateSummarizer;
+pub use candidates::SoftSetup;
+pub use candidates::SummarizerCandidates;
+pub use candidates::soft_method;
+pub use handoff::HANDOFF;
+pub use handoff::HANDOFF_PROMPT;
+pub use handoff::HandoffConfig;
+pub use handoff::HandoffMethod;
+pub use handoff::build_handoff_request;
+pub use handoff::handoff_method;
+#[cfg(feature = "remote")]
+pub use remote::{
+    COMPACTION_ITEM, NativeCompaction, REMOTE, RESPONSES_COMPACT_PATH, RemoteConfig, RemoteKind,
+    RemoteMethod, ResponsesCompact, SUMMARY_ENDPOINT, SummaryEndpoint, native_replay, remote_method,
+};
+pub use budget::DEFAULT_RESERVE_PERCENT;
+pub use budget::MIN_DEFAULT_RESERVE;
+pub use digest::CommandRecord;
+pub use digest::DIGEST;
+pub use digest::DigestMethod;
+pub use digest::DigestState;
+pub use digest::COMMANDS_LISTED;
+pub use digest::FAILURES_LISTED;
+pub use digest::PROGRESS_CHARS;
+pub use digest::SUBSTANTIAL_CHARS;
+pub use digest::REQUEST_CHARS;
+pub use digest::REQUESTS_HEAD;
+pub use digest::REQUESTS_TAIL;
+pub use digest::output_failed;
+pub use error::BudgetError;
+pub use files::MAX_FILES_LISTED;
+pub use files::clean_path;
+pub use files::collect_file_ops;
+pub use files::command_text;
+pub use files::patch_files;
+pub use files::render_files;
+pub use llm::LlmSummarizer;
+pub use llm::RequestMode;
+pub use llm::build_summary_request;
+pub use llm::split_short;
+pub use overflow::DEFAULT_PRESSURE_ROUNDS;
+pub use overflow::Pressure;
+pub use overflow::compact_under_pressure;
+pub use overflow::recover_overflow;
+pub use prompts::BRANCH_OPENING;
+pub use prompts::BRANCH_SUMMARY;
+pub use prompts::SHORT_HEADING;
+pub use prompts::SUMMARIZE_INITIAL;
+pub use prompts::SUMMARIZE_SYSTEM;
+pub use prompts::SUMMARIZE_TURN_PREFIX;
+pub use prompts::SUMMARIZE_UPDATE;
+pub use prompts::TURN_PREFIX_HEADING;
+pub use service::BasicService;
+pub use soft::SOFT;
+pub use soft::SoftConfig;
+pub use soft::SoftMethod;
+pub use transcript::TOOL_ARGUMENT_CHARS;
+pub use transcript::TOOL_RESULT_CHARS;
+pub use transcript::render_transcript;
+
+/// The checkpoint framing, re-exported from the seam: every committed
+/// checkpoint opens with this.
+pub use abridge_compact::CHECKPOINT_OPENING;
+/// See [`CHECKPOINT_OPENING`].
+pub use abridge_compact::CHECKPOINT_CLOSING;

@@ -9,6 +9,13 @@
 //! - [`Usage`] and [`StopReason`]: what a provider reports about a call.
 //! - [`LlmClient`]: one call to a model, whole or streamed, with errors
 //!   ([`LlmError`]) classified by what the caller does next.
+//! - Feature `providers` (on by default in this crate; the workspace
+//!   dependency turns it off, so ask for it): `OpenAiChatClient` (also
+//!   llama.cpp, vLLM, Ollama, gateways; see `openai_compatible`),
+//!   `OpenAiResponsesClient` and `AnthropicClient` over reqwest with rustls.
+//! - Feature `retry` (implied by `providers`): `RetryingClient` (backoff,
+//!   Retry-After, per-call timeout, early give-up) and `FallbackClient`
+//!   (a list of candidate models), around any `Arc<dyn LlmClient>`.
 //!
 //! # Example
 //!

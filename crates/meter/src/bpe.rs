@@ -7,9 +7,9 @@
 //! are merged lowest rank first, leftmost on ties, until no adjacent pair
 //! forms a token.
 
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::collections::HashMap;
-use std::cmp::Reverse;
 use std::hash::BuildHasherDefault;
 use std::hash::Hasher;
 
@@ -268,7 +268,6 @@ impl Bpe {
 mod tests {
     use proptest::prelude::*;
 
-    use super::*;
     use crate::pretokenize::tests::arb_text;
     use crate::tokenizer::Encoding;
 

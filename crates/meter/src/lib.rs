@@ -1,10 +1,79 @@
-//! Token accounting for abridge: tokenizers, message cost, image billing,
-//! and the incremental surface meter.
+//! Token accounting for abridge: how many tokens the history a model sees
+//! costs, counted once and kept current.
+//!
+//! # Overview
+//!
+//! - [`Tokenizer`]: counts text. [`Tiktoken`] runs OpenAI's o200k and
+//!   cl100k exactly (the same tokens as Python `tiktoken`, several times
+//!   faster); [`Estimate`] is bytes / 4. [`tokenizer_for`] picks the closest
+//!   one for a model's tokenizer family.
+//! - [`CostModel`]: what a message costs: its text, thinking and
+//!   signatures, tool calls and results, images billed by their provider's
+//!   formula ([`image_tokens`]), plus fixed per-block and per-message
+//!   overhead ([`MESSAGE_OVERHEAD`], [`BLOCK_OVERHEAD`], ...).
+//! - [`TokenMeter`]: the figure compaction acts on. Costs are cached by
+//!   event seq and the surface total follows the session's change journal,
+//!   so measuring after an append is O(1). [`Measure`] holds our estimate,
+//!   the figure anchored on the provider's last reported usage, and
+//!   `tokens = max(anchored, estimate)`.
+//! - [`token_stats`]: where the tokens go, by role, by tool, largest items.
+//!
+//! # Why one figure
+//!
+//! Compaction loops when the trigger and the check that a compaction freed
+//! enough count differently. Everything that asks "how full is the window"
+//! asks a [`TokenMeter`] and reads [`Measure::tokens`]. Our count can be
+//! wrong (a provider's tokenizer we do not have, a system prompt we do not
+//! see); the provider's report can be stale (made before a compaction) or
+//! missing. Taking the larger of the two, with stale reports dropped, errs
+//! toward compacting early, never toward overflowing.
+//!
+//! # Example
+//!
+//! ```
+//! use abridge_llm::{Catalog, Message};
+//! use abridge_meter::{TokenMeter, Tokenizer, Tiktoken};
+//! use abridge_session::Session;
+//!
+//! assert_eq!(Tiktoken::o200k().count("The quick brown fox jumps over the lazy dog."), 10);
+//!
+//! let lookup = Catalog::builtin().lookup("openrouter/anthropic/claude-sonnet-4.5");
+//! let mut meter = TokenMeter::for_model(&lookup.entry);
+//! let mut session = Session::in_memory("demo");
+//! session.append_message(Message::user("fix the failing test"))?;
+//! let measure = meter.measure(&session);
+//! assert!(measure.tokens < lookup.entry.context_window);
+//! # Ok::<(), abridge_session::SessionError>(())
+//! ```
 
 mod bpe;
+mod cost;
+mod image;
+mod meter;
 mod pretokenize;
+mod stats;
 mod tokenizer;
 
+pub use cost::BLOCK_OVERHEAD;
+pub use cost::CostModel;
+pub use cost::MESSAGE_OVERHEAD;
+pub use cost::TOOL_CALL_OVERHEAD;
+pub use cost::TOOL_ERROR_OVERHEAD;
+pub use cost::TOOL_RESULT_OVERHEAD;
+pub use image::MAX_IMAGE_EDGE;
+pub use image::UNKNOWN_IMAGE_EDGE;
+pub use image::image_block_tokens;
+pub use image::image_tokens;
+pub use image::sniff_size;
+pub use meter::Anchor;
+pub use meter::Measure;
+pub use meter::TokenMeter;
+pub use stats::Item;
+pub use stats::PREVIEW_CHARS;
+pub use stats::TokenStats;
+pub use stats::ToolTokens;
+pub use stats::UNKNOWN_TOOL;
+pub use stats::token_stats;
 pub use tokenizer::ESTIMATE_BYTES_PER_TOKEN;
 pub use tokenizer::Encoding;
 pub use tokenizer::Estimate;

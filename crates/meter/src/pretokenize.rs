@@ -426,11 +426,15 @@ pub(crate) mod tests {
     fn known_splits() {
         assert_eq!(
             ours(Pattern::O200k, "Hello world, it's 12345!\n\n  x"),
-            ["Hello", " world", ",", " it's", " ", "123", "45", "!\n\n", " ", " x"]
+            [
+                "Hello", " world", ",", " it's", " ", "123", "45", "!\n\n", " ", " x"
+            ]
         );
         assert_eq!(
             ours(Pattern::Cl100k, "Hello world, it's 12345!\n\n  x"),
-            ["Hello", " world", ",", " it", "'s", " ", "123", "45", "!\n\n", " ", " x"]
+            [
+                "Hello", " world", ",", " it", "'s", " ", "123", "45", "!\n\n", " ", " x"
+            ]
         );
     }
 

@@ -26,7 +26,9 @@ use crate::pretokenize::Pattern;
 /// across threads (`Send + Sync`) and behind `Arc<dyn Tokenizer>`.
 pub trait Tokenizer: Send + Sync + Debug {
     /// A short name for reports, for example `o200k`.
-    fn name(&self) -> &str;
+    fn name(&self) -> &str {
+        "custom"
+    }
 
     /// The number of tokens in `text`.
     fn count(&self, text: &str) -> usize;
@@ -45,6 +47,18 @@ pub trait Tokenizer: Send + Sync + Debug {
 }
 
 impl<T: Tokenizer + ?Sized> Tokenizer for Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn count(&self, text: &str) -> usize {
+        (**self).count(text)
+    }
+    fn fits_within(&self, text: &str, budget: usize) -> bool {
+        (**self).fits_within(text, budget)
+    }
+}
+
+impl<T: Tokenizer + ?Sized> Tokenizer for Box<T> {
     fn name(&self) -> &str {
         (**self).name()
     }
@@ -217,9 +231,6 @@ mod tests {
     struct Counting(std::sync::atomic::AtomicUsize);
 
     impl Tokenizer for Counting {
-        fn name(&self) -> &str {
-            "counting"
-        }
         fn count(&self, text: &str) -> usize {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             text.split_whitespace().count()
@@ -234,6 +245,9 @@ mod tests {
         assert!(t.fits_within("a b c", 3));
         assert!(!t.fits_within("a b c", 2));
         assert_eq!(t.0.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert_eq!(t.name(), "custom");
+        let boxed: Box<dyn Tokenizer> = Box::new(Estimate);
+        assert_eq!(boxed.count("abcdefgh"), 2);
     }
 
     #[test]
@@ -247,7 +261,13 @@ mod tests {
 
     #[test]
     fn exact_counts_never_exceed_bytes() {
-        for text in ["hello world", "中文字符", "    \n\n\t", "😀😀😀", "{\"a\":[1,2,3]}"] {
+        for text in [
+            "hello world",
+            "中文字符",
+            "    \n\n\t",
+            "😀😀😀",
+            "{\"a\":[1,2,3]}",
+        ] {
             for t in [Tiktoken::o200k(), Tiktoken::cl100k()] {
                 assert!(t.count(text) <= text.len(), "{text}");
             }

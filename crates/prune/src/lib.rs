@@ -1,1 +1,143 @@
-//! Model-free reclaim for abridge: tool-output pruning, superseded and useless elision, shake into artifacts, trim.
+//! Model-free reclaim for abridge: tool-output pruning, superseded and
+//! useless elision, shake into artifacts, and trim.
+//!
+//! # Overview
+//!
+//! Most of a coding agent's context is tool output. This crate reclaims it
+//! without a model, as `rewrite` events over the session log: each
+//! replaces the content of one visible tool result and keeps its call id,
+//! so tool pairing holds, and the original stays in the log, so
+//! [`restore`] can bring it back.
+//!
+//! - [`prune`]: superseded reads ([`SUPERSEDED`]), results a tool flagged
+//!   useless ([`USELESS`]) and old outputs beyond the newest protected
+//!   tokens ([`PRUNED`]).
+//! - [`shake`]: large results and fenced or XML blocks of older results
+//!   moved into one artifact per pass ([`SHAKEN`]), readable back through
+//!   an [`ArtifactStore`] and [`read_reference`].
+//! - [`trim`]: a result over a size limit keeps head and tail
+//!   ([`TRIM_MARKER`]).
+//!
+//! Each pass is a pure function from a session and its configuration to a
+//! [`Reclaim`]: rewrites for the compaction transaction (or drafts for
+//! `Session::append_batch`) and a [`Report`]. Passes read a [`Snapshot`]
+//! of the surface and count with the seam's `TokenCounter`, so they
+//! measure exactly as the trigger and the commit check do.
+//!
+//! # Methods
+//!
+//! [`PruneMethod`], [`ShakeMethod`] and [`TrimMethod`] implement the
+//! seam's `CompactionMethod` on a plan's snapshot; [`ReclaimConfig::method`]
+//! builds them by name ([`METHOD_NAMES`]) for `abridge compact --method`.
+//! Harnesses call the pass functions directly between turns, with
+//! [`PassContext::per_turn`].
+//!
+//! # Why rewrites and not a checkpoint
+//!
+//! A rewrite changes one result in place; everything the model said stays
+//! verbatim, nothing is summarized, and no latency is spent. It still
+//! changes the prompt from that position on, so a per-turn pass (see
+//! [`PassContext`]) rewrites only near the tail unless the provider's
+//! cache has expired.
+//!
+//! # Example
+//!
+//! ```
+//! use abridge_llm::{Block, Message, Role};
+//! use abridge_compact::EstimateCounter;
+//! use abridge_prune::{PassContext, PruneConfig, Snapshot, prune};
+//! use abridge_session::Session;
+//!
+//! let mut session = Session::in_memory("demo");
+//! session.append_message(Message {
+//!     role: Role::Assistant,
+//!     content: vec![Block::ToolCall {
+//!         id: "c1".into(),
+//!         name: "read".into(),
+//!         arguments: serde_json::json!({"path": "a.rs"}),
+//!     }],
+//!     meta: Default::default(),
+//! })?;
+//! session.append_message(Message::tool_result("c1", "fn a() {}\n".repeat(200), false))?;
+//! // Protect nothing and accept any saving, to show one rewrite.
+//! let config = PruneConfig { protect_tokens: 0, min_saving_tokens: 0, ..PruneConfig::default() };
+//! let counter = EstimateCounter::new();
+//! let snapshot = Snapshot::of_session(&session);
+//! let reclaim = prune(&snapshot, &config, &PassContext::compaction(), &counter);
+//! assert_eq!(reclaim.rewrites.len(), 1);
+//! session.append_batch(reclaim.drafts())?;
+//! # Ok::<(), abridge_session::SessionError>(())
+//! ```
+
+mod artifact;
+mod context;
+mod error;
+mod method;
+pub mod placeholder;
+mod prune;
+mod reads;
+mod regions;
+mod report;
+mod rewrite;
+mod scan;
+mod shake;
+mod trim;
+
+#[cfg(test)]
+mod pass_tests;
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod testkit;
+
+pub use artifact::ARTIFACT_SCHEME;
+pub use artifact::ArtifactId;
+pub use artifact::ArtifactRef;
+pub use artifact::ArtifactStore;
+pub use artifact::DirArtifactStore;
+pub use artifact::MemoryArtifactStore;
+pub use artifact::read_reference;
+pub use artifact::resolve;
+pub use context::PassContext;
+pub use context::PassKind;
+pub use error::PruneError;
+pub use method::METHOD_NAMES;
+pub use method::PruneMethod;
+pub use method::ReclaimConfig;
+pub use method::ShakeMethod;
+pub use method::TrimMethod;
+pub use placeholder::ARTIFACT_TOOL;
+pub use placeholder::ARTIFACT_TOOL_DESCRIPTION;
+pub use placeholder::PLACEHOLDER_PREFIX;
+pub use placeholder::PRUNED;
+pub use placeholder::SHAKEN;
+pub use placeholder::SHAKEN_IMAGE;
+pub use placeholder::SUPERSEDED;
+pub use placeholder::TRIM_MARKER;
+pub use placeholder::USELESS;
+pub use placeholder::artifact_tool_spec;
+pub use placeholder::is_placeholder;
+pub use prune::DEFAULT_PROTECTED_TOOLS;
+pub use prune::PruneConfig;
+pub use prune::prune;
+pub use reads::ArgEquals;
+pub use reads::FileRead;
+pub use reads::ReadSyntax;
+pub use reads::ReadTool;
+pub use reads::Selector;
+pub use reads::classify as classify_read;
+pub use reads::default_read_tools;
+pub use report::Reclaim;
+pub use report::Report;
+pub use report::RewriteNote;
+pub use report::Rule;
+pub use rewrite::original_of;
+pub use rewrite::restore;
+pub use scan::Snapshot;
+pub use shake::ImagePolicy;
+pub use shake::ShakeConfig;
+pub use shake::ShakePreset;
+pub use shake::shake;
+pub use trim::TrimConfig;
+pub use trim::trim;
+pub use trim::trim_text;

@@ -68,13 +68,15 @@ pub use store::BLOB_THRESHOLD;
 pub use store::FsyncPolicy;
 pub use store::JsonlOptions;
 pub use store::JsonlStore;
+pub use store::LineError;
 pub use store::LoadReport;
 pub use store::LoadedLog;
 pub use store::MemoryStore;
 pub use store::SessionStore;
 pub use store::SkippedLine;
 pub use store::TornTail;
-pub use store::LineError;
+#[cfg(any(test, feature = "testing"))]
+pub use store::conformance;
 pub use store::decode_event;
 pub use store::encode_event;
 pub use surface::Surface;

@@ -54,12 +54,12 @@ pub fn repair_dangling_tool_calls(session: &mut Session) -> Result<Vec<Seq>, Ses
     let drafts: Vec<Draft> = dangling_tool_calls(session)
         .into_iter()
         .map(|(id, name)| {
-            Draft::message(Message::tool_result(id.clone(), UNKNOWN_OUTCOME, true).with_meta(
-                Meta {
+            Draft::message(
+                Message::tool_result(id.clone(), UNKNOWN_OUTCOME, true).with_meta(Meta {
                     origin: Some(Origin::Tool { call_id: id, name }),
                     ..Meta::default()
-                },
-            ))
+                }),
+            )
         })
         .collect();
     if drafts.is_empty() {

@@ -101,11 +101,9 @@ impl Session {
     /// event; the store's errors; `NotCreated` when the store is empty.
     pub fn open(mut store: Box<dyn SessionStore>) -> Result<(Self, LoadReport), SessionError> {
         let location = store.location();
-        let loaded = store
-            .load()?
-            .ok_or(crate::error::StoreError::NotCreated {
-                location: location.clone(),
-            })?;
+        let loaded = store.load()?.ok_or(crate::error::StoreError::NotCreated {
+            location: location.clone(),
+        })?;
         for (index, event) in loaded.events.iter().enumerate() {
             let place = || Place::Line {
                 location: location.clone(),
@@ -125,14 +123,16 @@ impl Session {
             epoch: 0,
             store,
         };
-        session.refold().map_err(|(seq, field, reason)| SessionError::Invalid {
-            place: Place::Line {
-                location,
-                line: seq + 2,
-            },
-            field,
-            reason,
-        })?;
+        session
+            .refold()
+            .map_err(|(seq, field, reason)| SessionError::Invalid {
+                place: Place::Line {
+                    location,
+                    line: seq + 2,
+                },
+                field,
+                reason,
+            })?;
         Ok((session, loaded.report))
     }
 
@@ -320,13 +320,13 @@ impl Session {
     /// Unknown target; a surface operation on the new path that does not
     /// apply; the store's errors.
     pub fn navigate(&mut self, target: Option<Seq>) -> Result<Navigation, SessionError> {
-        if let Some(t) = target {
-            if self.event(t).is_none() {
-                return Err(SessionError::UnknownSeq {
-                    seq: t,
-                    len: self.events.len(),
-                });
-            }
+        if let Some(t) = target
+            && self.event(t).is_none()
+        {
+            return Err(SessionError::UnknownSeq {
+                seq: t,
+                len: self.events.len(),
+            });
         }
         let from = self.leaf();
         let common_ancestor = self.common_ancestor(from, target);
@@ -355,10 +355,10 @@ impl Session {
     pub fn fold_full(&self) -> Surface {
         let mut surface = Surface::default();
         for seq in self.active_path() {
-            if let Some(m) = self.event(seq).and_then(Event::message_event) {
-                if surface.check(seq, &m.op).is_ok() {
-                    surface.apply(seq, &m.op);
-                }
+            if let Some(m) = self.event(seq).and_then(Event::message_event)
+                && surface.check(seq, &m.op).is_ok()
+            {
+                surface.apply(seq, &m.op);
             }
         }
         surface
@@ -424,7 +424,9 @@ impl Session {
                         format!("a rewrite must be a tool message, not {}", m.message.role),
                     ));
                 }
-                let old_id = target_message.and_then(|t| t.tool_result_block()).map(|b| b.0);
+                let old_id = target_message
+                    .and_then(|t| t.tool_result_block())
+                    .map(|b| b.0);
                 let new_id = m.message.tool_result_block().map(|b| b.0);
                 if old_id != new_id {
                     return Err((
@@ -445,7 +447,11 @@ impl Session {
             }
             SurfaceOp::Replace { start, end } => {
                 let hidden = &self.surface.seqs()[start..=end];
-                if let Some(missing) = hidden.iter().find(|s| !m.sources.contains(s)) {
+                // Sorted once, so a checkpoint hiding thousands of messages
+                // is checked in n log n, not n squared.
+                let mut listed = m.sources.clone();
+                listed.sort_unstable();
+                if let Some(missing) = hidden.iter().find(|s| listed.binary_search(s).is_err()) {
                     return Err((
                         "data.sources",
                         format!("a replace must list every seq it hides; {missing} is missing"),
@@ -523,16 +529,22 @@ fn check_links(event: &Event, expected: Seq) -> Result<(), (&'static str, String
     if event.seq != expected {
         return Err((
             "seq",
-            format!("expected seq {expected}, found {} (seqs must be contiguous from 0)", event.seq),
+            format!(
+                "expected seq {expected}, found {} (seqs must be contiguous from 0)",
+                event.seq
+            ),
         ));
     }
-    if let Some(parent) = event.parent {
-        if parent >= event.seq {
-            return Err((
-                "parent",
-                format!("parent {parent} does not point to an earlier event (seq {})", event.seq),
-            ));
-        }
+    if let Some(parent) = event.parent
+        && parent >= event.seq
+    {
+        return Err((
+            "parent",
+            format!(
+                "parent {parent} does not point to an earlier event (seq {})",
+                event.seq
+            ),
+        ));
     }
     Ok(())
 }

@@ -1,7 +1,5 @@
 //! The surface: which messages the model sees, folded from the active path.
 
-use std::collections::HashMap;
-
 use crate::event::Seq;
 use crate::event::SurfaceOp;
 
@@ -10,11 +8,36 @@ use crate::event::SurfaceOp;
 ///
 /// Each position holds the seq of the event that supplies its message: the
 /// original event, or the latest rewrite of it, or a checkpoint.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub struct Surface {
     seqs: Vec<Seq>,
-    positions: HashMap<Seq, usize>,
+    /// Position of each seq, indexed by seq ([`NOT_VISIBLE`] when hidden).
+    /// Seqs are dense, so a vector beats a hash map: the entries an append
+    /// touches are at its end, in cache, however long the log is.
+    positions: Vec<usize>,
     generation: u64,
+}
+
+/// The position of a seq that is not on the surface.
+const NOT_VISIBLE: usize = usize::MAX;
+
+/// Two surfaces are equal when they show the same seqs at the same
+/// generation (positions follow from the seqs).
+impl PartialEq for Surface {
+    fn eq(&self, other: &Self) -> bool {
+        self.seqs == other.seqs && self.generation == other.generation
+    }
+}
+
+impl Eq for Surface {}
+
+impl std::fmt::Debug for Surface {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Surface")
+            .field("seqs", &self.seqs)
+            .field("generation", &self.generation)
+            .finish()
+    }
 }
 
 /// What one message event did to the surface. Consumers that keep running
@@ -31,9 +54,17 @@ pub struct SurfaceChange {
 /// Why a surface operation cannot apply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum SurfaceReject {
-    SpanOutOfRange { start: usize, end: usize, len: usize },
-    TargetNotVisible { target: Seq },
-    AlreadyVisible { seq: Seq },
+    SpanOutOfRange {
+        start: usize,
+        end: usize,
+        len: usize,
+    },
+    TargetNotVisible {
+        target: Seq,
+    },
+    AlreadyVisible {
+        seq: Seq,
+    },
 }
 
 impl std::fmt::Display for SurfaceReject {
@@ -85,17 +116,43 @@ impl Surface {
 
     /// Where `seq` stands on the surface, if visible.
     pub fn position(&self, seq: Seq) -> Option<usize> {
-        self.positions.get(&seq).copied()
+        usize::try_from(seq)
+            .ok()
+            .and_then(|i| self.positions.get(i))
+            .copied()
+            .filter(|p| *p != NOT_VISIBLE)
     }
 
     /// True when `seq` is visible.
     pub fn contains(&self, seq: Seq) -> bool {
-        self.positions.contains_key(&seq)
+        self.position(seq).is_some()
+    }
+
+    fn set_position(&mut self, seq: Seq, position: usize) {
+        // Only seqs of events being applied get here, and those are
+        // contiguous from 0 (checked before any fold), so this grows the
+        // vector by one at a time.
+        let Ok(index) = usize::try_from(seq) else {
+            return;
+        };
+        if index >= self.positions.len() {
+            self.positions.resize(index + 1, NOT_VISIBLE);
+        }
+        self.positions[index] = position;
+    }
+
+    fn clear_position(&mut self, seq: Seq) {
+        if let Some(slot) = usize::try_from(seq)
+            .ok()
+            .and_then(|i| self.positions.get_mut(i))
+        {
+            *slot = NOT_VISIBLE;
+        }
     }
 
     /// Checks that `op` by event `seq` can apply, without changing anything.
     pub(crate) fn check(&self, seq: Seq, op: &SurfaceOp) -> Result<(), SurfaceReject> {
-        if self.positions.contains_key(&seq) {
+        if self.contains(seq) {
             return Err(SurfaceReject::AlreadyVisible { seq });
         }
         match *op {
@@ -112,7 +169,7 @@ impl Surface {
                 }
             }
             SurfaceOp::Rewrite { target } => {
-                if self.positions.contains_key(&target) {
+                if self.contains(target) {
                     Ok(())
                 } else {
                     Err(SurfaceReject::TargetNotVisible { target })
@@ -126,7 +183,7 @@ impl Surface {
     pub(crate) fn apply(&mut self, seq: Seq, op: &SurfaceOp) -> (SurfaceChange, Undo) {
         match *op {
             SurfaceOp::Append => {
-                self.positions.insert(seq, self.seqs.len());
+                self.set_position(seq, self.seqs.len());
                 self.seqs.push(seq);
                 (
                     SurfaceChange {
@@ -141,7 +198,7 @@ impl Surface {
                 let start = start.min(end);
                 let removed: Vec<Seq> = self.seqs.splice(start..=end, [seq]).collect();
                 for gone in &removed {
-                    self.positions.remove(gone);
+                    self.clear_position(*gone);
                 }
                 self.reindex_from(start);
                 self.generation += 1;
@@ -154,10 +211,11 @@ impl Surface {
                 )
             }
             SurfaceOp::Rewrite { target } => {
-                let position = self.positions.remove(&target).unwrap_or(self.seqs.len());
+                let position = self.position(target).unwrap_or(self.seqs.len());
+                self.clear_position(target);
                 if let Some(slot) = self.seqs.get_mut(position) {
                     *slot = seq;
-                    self.positions.insert(seq, position);
+                    self.set_position(seq, position);
                 }
                 self.generation += 1;
                 (
@@ -179,22 +237,22 @@ impl Surface {
         match undo {
             Undo::Pop => {
                 if let Some(seq) = self.seqs.pop() {
-                    self.positions.remove(&seq);
+                    self.clear_position(seq);
                 }
             }
             Undo::Replace { start, removed } => {
                 if let Some(seq) = self.seqs.get(start).copied() {
-                    self.positions.remove(&seq);
+                    self.clear_position(seq);
                     self.seqs.splice(start..=start, removed);
                     self.reindex_from(start);
                 }
                 self.generation -= 1;
             }
             Undo::Rewrite { position, previous } => {
-                if let Some(slot) = self.seqs.get_mut(position) {
-                    self.positions.remove(slot);
-                    *slot = previous;
-                    self.positions.insert(previous, position);
+                if let Some(current) = self.seqs.get(position).copied() {
+                    self.clear_position(current);
+                    self.seqs[position] = previous;
+                    self.set_position(previous, position);
                 }
                 self.generation -= 1;
             }
@@ -202,8 +260,9 @@ impl Surface {
     }
 
     fn reindex_from(&mut self, start: usize) {
-        for (offset, seq) in self.seqs[start..].iter().enumerate() {
-            self.positions.insert(*seq, start + offset);
+        for offset in 0..self.seqs.len().saturating_sub(start) {
+            let seq = self.seqs[start + offset];
+            self.set_position(seq, start + offset);
         }
     }
 }

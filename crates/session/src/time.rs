@@ -48,7 +48,13 @@ mod tests {
     #[test]
     fn formats_known_instants() {
         assert_eq!(format_unix_millis(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(format_unix_millis(951_782_400_123), "2000-02-29T00:00:00.123Z");
-        assert_eq!(format_unix_millis(1_796_000_000_000), "2026-11-30T02:13:20.000Z");
+        assert_eq!(
+            format_unix_millis(951_782_400_123),
+            "2000-02-29T00:00:00.123Z"
+        );
+        assert_eq!(
+            format_unix_millis(1_796_000_000_000),
+            "2026-11-30T00:53:20.000Z"
+        );
     }
 }

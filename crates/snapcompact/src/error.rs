@@ -49,7 +49,9 @@ pub enum Error {
     },
     /// The archive would not cost fewer tokens than the text it replaces,
     /// so the method refuses and the chain falls through to the next one.
-    #[error("snapcompact would not save tokens: frames cost {imaged} tokens against {text} as text")]
+    #[error(
+        "snapcompact would not save tokens: frames cost {imaged} tokens against {text} as text"
+    )]
     NoSaving {
         /// Tokens the imaged archive would cost (frames, guide and edges).
         imaged: u64,

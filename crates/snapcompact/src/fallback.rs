@@ -26,7 +26,8 @@ const INK_THRESHOLD: f32 = 0.5;
 
 fn font() -> Option<&'static FontRef<'static>> {
     static FONT: OnceLock<Option<FontRef<'static>>> = OnceLock::new();
-    FONT.get_or_init(|| FontRef::try_from_slice(TTF).ok()).as_ref()
+    FONT.get_or_init(|| FontRef::try_from_slice(TTF).ok())
+        .as_ref()
 }
 
 /// True for characters a terminal draws two cells wide (East Asian Wide and
@@ -77,16 +78,16 @@ fn draw(face: &Face, ch: char, cells: u16) -> Option<Glyph> {
     }
     let width = face.width() * cells;
     let height = face.height();
-    // Size the em so that the font's ascent-to-descent span fills the cell.
-    let unscaled = font.height_unscaled();
-    if unscaled <= 0.0 {
-        return None;
-    }
-    let px = f32::from(height) * font.units_per_em().unwrap_or(unscaled) / unscaled;
+    // Make the em square as tall as the cell (ab_glyph's scale is the
+    // ascent-to-descent height, which for this font exceeds the em), and
+    // put the baseline where the bitmap face has it.
+    let upem = font.units_per_em().unwrap_or(1000.0);
+    let px = f32::from(height) * font.height_unscaled() / upem;
     let scaled = font.as_scaled(PxScale::from(px));
     let advance = scaled.h_advance(id);
     let left = ((f32::from(width) - advance) / 2.0).max(0.0);
-    let glyph = id.with_scale_and_position(px, ab_glyph::point(left, scaled.ascent()));
+    let baseline = face.ascent() as f32;
+    let glyph = id.with_scale_and_position(px, ab_glyph::point(left, baseline));
     let mut out = Glyph::blank(width, height);
     if let Some(outline) = font.outline_glyph(glyph) {
         let bounds = outline.px_bounds();

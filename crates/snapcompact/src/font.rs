@@ -325,7 +325,12 @@ mod tests {
     fn every_shipped_face_loads_with_ascii_coverage() {
         for id in FaceId::ALL {
             let face = id.face().unwrap();
-            assert!(face.len() > 3000, "{} has {} glyphs", face.name(), face.len());
+            assert!(
+                face.len() > 3000,
+                "{} has {} glyphs",
+                face.name(),
+                face.len()
+            );
             for ch in ' '..='~' {
                 assert!(face.glyph(ch).is_some(), "{} lacks {ch:?}", face.name());
             }
@@ -384,6 +389,9 @@ mod tests {
     fn parse_places_a_small_bbx_inside_the_cell() {
         let text = "FONTBOUNDINGBOX 4 4 0 -1\nFONT_ASCENT 3\nSTARTCHAR dot\nENCODING 46\nBBX 1 1 1 0\nBITMAP\n80\nENDCHAR\n";
         let face = Face::parse_bdf("tiny", text).unwrap();
-        assert_eq!(picture(face.glyph('.').unwrap()), "....\n....\n.#..\n....\n");
+        assert_eq!(
+            picture(face.glyph('.').unwrap()),
+            "....\n....\n.#..\n....\n"
+        );
     }
 }

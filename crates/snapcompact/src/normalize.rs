@@ -37,7 +37,10 @@ pub fn normalize(text: &str) -> String {
             continue;
         }
         if ch.is_whitespace() {
-            let is_break = matches!(ch, '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{85}' | '\u{2028}' | '\u{2029}');
+            let is_break = matches!(
+                ch,
+                '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+            );
             pending = Some(pending.unwrap_or(false) || is_break);
             continue;
         }
@@ -101,7 +104,11 @@ fn is_invisible_modifier(ch: char) -> bool {
 
 fn push_folded(ch: char, out: &mut String) {
     if ch.is_ascii() {
-        out.push(if ch.is_ascii_control() { UNPRINTABLE } else { ch });
+        out.push(if ch.is_ascii_control() {
+            UNPRINTABLE
+        } else {
+            ch
+        });
         return;
     }
     if let Some(folded) = fold_punctuation(ch) {
@@ -126,14 +133,16 @@ fn push_folded(ch: char, out: &mut String) {
 fn is_private_or_special(ch: char) -> bool {
     matches!(ch,
         '\u{e000}'..='\u{f8ff}' | '\u{f0000}'..='\u{10ffff}'
-        | '\u{fff0}'..='\u{fffd}' | '\u{d800}'..='\u{dfff}')
+        | '\u{fff0}'..='\u{fffd}')
 }
 
 /// Typographic punctuation to ASCII.
 fn fold_punctuation(ch: char) -> Option<&'static str> {
     Some(match ch {
-        '\u{2018}' | '\u{2019}' | '\u{201a}' | '\u{201b}' | '\u{2032}' | '\u{00b4}' | '\u{02bc}' => "'",
-        '\u{201c}' | '\u{201d}' | '\u{201e}' | '\u{201f}' | '\u{2033}' | '\u{00ab}' | '\u{00bb}' => "\"",
+        '\u{2018}' | '\u{2019}' | '\u{201a}' | '\u{201b}' | '\u{2032}' | '\u{00b4}'
+        | '\u{02bc}' => "'",
+        '\u{201c}' | '\u{201d}' | '\u{201e}' | '\u{201f}' | '\u{2033}' | '\u{00ab}'
+        | '\u{00bb}' => "\"",
         '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2212}' | '\u{2043}' => "-",
         '\u{2014}' | '\u{2015}' => "--",
         '\u{2026}' => "...",
@@ -163,8 +172,12 @@ fn fold_box_drawing(ch: char) -> Option<char> {
         return None;
     }
     Some(match ch {
-        '─' | '━' | '┄' | '┅' | '┈' | '┉' | '╌' | '╍' | '═' | '╴' | '╶' | '╸' | '╺' => '-',
-        '│' | '┃' | '┆' | '┇' | '┊' | '┋' | '╎' | '╏' | '║' | '╵' | '╷' | '╹' | '╻' => '|',
+        '─' | '━' | '┄' | '┅' | '┈' | '┉' | '╌' | '╍' | '═' | '╴' | '╶' | '╸' | '╺' => {
+            '-'
+        }
+        '│' | '┃' | '┆' | '┇' | '┊' | '┋' | '╎' | '╏' | '║' | '╵' | '╷' | '╹' | '╻' => {
+            '|'
+        }
         '╱' => '/',
         '╲' => '\\',
         '╳' => 'X',
@@ -232,7 +245,10 @@ mod tests {
 
     #[test]
     fn whitespace_with_a_break_becomes_one_newline_glyph() {
-        assert_eq!(normalize("fn main() {\n    let x = 1;\n\n\n}"), "fn main() {\nlet x = 1;\n}");
+        assert_eq!(
+            normalize("fn main() {\n    let x = 1;\n\n\n}"),
+            "fn main() {\nlet x = 1;\n}"
+        );
         assert_eq!(normalize("a \t  b"), "a b");
         assert_eq!(normalize("a\r\nb"), "a\nb");
         assert_eq!(normalize("\n\n  start"), "start");
@@ -240,14 +256,20 @@ mod tests {
 
     #[test]
     fn punctuation_and_box_drawing_fold_to_ascii() {
-        assert_eq!(normalize("\u{201c}quoted\u{201d} \u{2014} it\u{2019}s\u{2026}"), "\"quoted\" -- it's...");
+        assert_eq!(
+            normalize("\u{201c}quoted\u{201d} \u{2014} it\u{2019}s\u{2026}"),
+            "\"quoted\" -- it's..."
+        );
         assert_eq!(normalize("┌──┐\n│ab│\n└──┘"), "+--+\n|ab|\n+--+");
         assert_eq!(normalize("a → b ≤ c"), "a -> b <= c");
     }
 
     #[test]
     fn emoji_become_short_tags() {
-        assert_eq!(normalize("✅ passed ❌ failed 🦀"), "[ok] passed [x] failed [emoji]");
+        assert_eq!(
+            normalize("✅ passed ❌ failed 🦀"),
+            "[ok] passed [x] failed [emoji]"
+        );
         assert_eq!(normalize("👍🏽"), "[+1]");
         assert_eq!(normalize("⚠\u{fe0f} careful"), "[warn] careful");
     }
@@ -267,7 +289,7 @@ mod tests {
         #[test]
         fn normalized_text_is_a_fixed_point(text in "\\PC{0,200}") {
             let once = normalize(&text);
-            prop_assert_eq!(normalize(&once), once.clone());
+            prop_assert_eq!(normalize(&once), once);
         }
 
         #[test]

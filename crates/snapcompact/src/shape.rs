@@ -7,9 +7,6 @@
 //! the image into patches. The tables below are the defaults; callers pass
 //! their own [`Shape`] or [`FrameSpec`] to override them.
 
-use serde::Deserialize;
-use serde::Serialize;
-
 use crate::error::Error;
 use crate::font::FaceId;
 
@@ -99,25 +96,8 @@ impl Shape {
     }
 }
 
-/// How a provider bills an image, which decides what a frame costs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BillingFamily {
-    /// Anthropic: about width x height / 750 tokens, after scaling the long
-    /// edge to `max_edge` and the area to `max_tokens`.
-    Anthropic,
-    /// OpenAI tiles: fit 2048x2048, shortest side to 768, then 170 tokens
-    /// per 512 px tile plus 85.
-    OpenAiTiles,
-    /// OpenAI patches: one token per 32x32 patch, at most 1536 patches.
-    OpenAiPatches,
-    /// Google Gemini: 258 tokens per 768x768 tile (258 in all when both
-    /// sides are at most 384).
-    Gemini,
-}
-
-/// Everything the archive needs to know to print for one model: the shape,
-/// the frame's size, and how it is billed.
+/// Everything the archive needs to know to print for one model: the shape
+/// and the frame's size. Billing comes from the model catalog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameSpec {
     /// The sharp shape; its [`Shape::denser`] is used for foveation.
@@ -126,8 +106,6 @@ pub struct FrameSpec {
     pub width: u32,
     /// Tallest frame in pixels; a frame's height hugs the rows it uses.
     pub max_height: u32,
-    /// How the provider bills a frame.
-    pub billing: BillingFamily,
     /// Where the sizes come from.
     pub provenance: &'static str,
 }
@@ -144,80 +122,76 @@ pub struct ModelLine {
     pub width: u32,
     /// Tallest frame in pixels.
     pub max_height: u32,
-    /// Billing family.
-    pub billing: BillingFamily,
     /// Where the figures come from.
     pub provenance: &'static str,
 }
 
-/// Model lines, most specific prefix first. The first match wins.
+/// Model lines, most specific prefix first. The first match wins. Sizes
+/// are chosen so that the provider bills the frame at its own size and does
+/// not scale it down (a scaled frame blurs its glyphs).
 pub const MODEL_LINES: &[ModelLine] = &[
     ModelLine {
         prefix: "claude-opus-4-7",
         shape: "11on16-bw",
         width: 1932,
-        max_height: 1856,
-        billing: BillingFamily::Anthropic,
-        provenance: "issue 7 width 1932; Anthropic reads Claude 4.7+ images up to about 4,784 tokens (w*h/750), so 1932x1856 is not downscaled",
+        max_height: 1932,
+        provenance: "issue 7 width 1932 = 69 x 28 px patches; 69 x 69 = 4761 patches stays under Anthropic's 4784-patch cap, and Claude 4.7 reads long edges past 1568",
     },
     ModelLine {
         prefix: "claude",
         shape: "11on16-bw",
         width: 1568,
-        max_height: 752,
-        billing: BillingFamily::Anthropic,
-        provenance: "Anthropic vision docs: the long edge is scaled to 1568 px and images over ~1,600 tokens (w*h/750) are downscaled; 1568x752 is 1,572 tokens",
+        max_height: 1568,
+        provenance: "issue 7 width 1568: Anthropic scales a long edge over 1568 px down; 56 x 56 = 3136 patches of 28 px, under the 4784 cap",
     },
     ModelLine {
-        prefix: "gpt-4.1",
+        prefix: "gpt-5",
         shape: "8on22-bw",
-        width: 1932,
-        max_height: 792,
-        billing: BillingFamily::OpenAiPatches,
-        provenance: "OpenAI patch billing: at most 1536 32x32 patches before downscaling; 1932x792 is 61x25 = 1525 patches",
+        width: 2048,
+        max_height: 2048,
+        provenance: "issue 7 width 2048; GPT-5 bills 32 px patches up to 10000, so 2048 x 2048 (4096 patches) is not scaled",
     },
     ModelLine {
         prefix: "gpt",
         shape: "8on22-bw",
         width: 2048,
         max_height: 768,
-        billing: BillingFamily::OpenAiTiles,
-        provenance: "issue 7 width 2048; OpenAI high detail fits 2048x2048 then scales the short side to 768, so a 2048x768 frame is not downscaled",
+        provenance: "issue 7 width 2048; OpenAI tile billing fits 2048 then scales the short side to 768, so a 2048 x 768 frame is not scaled",
     },
     ModelLine {
         prefix: "o",
         shape: "8on22-bw",
         width: 2048,
         max_height: 768,
-        billing: BillingFamily::OpenAiTiles,
-        provenance: "OpenAI o-series bill images like GPT-4o (tiles)",
+        provenance: "OpenAI o-series bill images with tiles, like GPT-4o",
     },
     ModelLine {
         prefix: "gemini",
         shape: "8on22-bw",
         width: 2048,
         max_height: 1536,
-        billing: BillingFamily::Gemini,
-        provenance: "issue 7 width 2048; Gemini cuts images into 768 px tiles, so 2048x1536 is 3x2 tiles",
+        provenance: "issue 7 width 2048; Gemini 2.x cuts images into 768 px tiles, 2048 x 1536 is 3 x 2 tiles",
     },
 ];
 
-/// The line used when no prefix matches: the Claude default, the most
-/// conservative size.
+/// The line used when no prefix matches: the Claude default.
 pub const DEFAULT_LINE: ModelLine = ModelLine {
     prefix: "",
     shape: "11on16-bw",
     width: 1568,
-    max_height: 752,
-    billing: BillingFamily::Anthropic,
-    provenance: "fallback: the Claude line, whose frames no provider downscales much",
+    max_height: 1568,
+    provenance: "fallback: the Claude line, the loosest shape",
 };
 
 impl FrameSpec {
     /// The frame spec for a model id such as `claude-sonnet-4-5` or
     /// `openai/gpt-5`. Unknown models get [`DEFAULT_LINE`].
     pub fn for_model(model: &str) -> FrameSpec {
-        let id = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+        let id = model
+            .rsplit('/')
+            .next()
+            .unwrap_or(model)
+            .to_ascii_lowercase();
         let line = MODEL_LINES
             .iter()
             .find(|line| id.starts_with(line.prefix))
@@ -231,7 +205,6 @@ impl FrameSpec {
             shape,
             width: line.width,
             max_height: line.max_height,
-            billing: line.billing,
             provenance: line.provenance,
         }
     }
@@ -265,7 +238,12 @@ mod tests {
 
     #[test]
     fn the_issue_shapes_exist_with_their_cells() {
-        for (name, w, h) in [("11on16-bw", 11, 16), ("8on22-bw", 8, 22), ("8on16-bw", 8, 16), ("8x13-bw", 8, 13)] {
+        for (name, w, h) in [
+            ("11on16-bw", 11, 16),
+            ("8on22-bw", 8, 22),
+            ("8on16-bw", 8, 16),
+            ("8x13-bw", 8, 13),
+        ] {
             let shape = Shape::by_name(name).unwrap();
             assert_eq!((shape.cell_w, shape.cell_h), (w, h), "{name}");
             assert_eq!(shape.face, FaceId::Fixed8x13);
@@ -276,7 +254,11 @@ mod tests {
     fn every_cell_holds_its_face_and_every_companion_exists() {
         for shape in SHAPES {
             let face = shape.face.face().unwrap();
-            assert!(shape.cell_w >= face.width() && shape.cell_h >= face.height(), "{}", shape.name);
+            assert!(
+                shape.cell_w >= face.width() && shape.cell_h >= face.height(),
+                "{}",
+                shape.name
+            );
             if let Some(name) = shape.denser {
                 let denser = Shape::by_name(name).unwrap();
                 assert!(
@@ -287,7 +269,13 @@ mod tests {
                 );
             }
         }
-        assert_eq!(FALLBACK_SHAPE, Shape { provenance: "fallback", ..Shape::by_name("11on16-bw").unwrap() });
+        assert_eq!(
+            FALLBACK_SHAPE,
+            Shape {
+                provenance: "fallback",
+                ..Shape::by_name("11on16-bw").unwrap()
+            }
+        );
     }
 
     #[test]
@@ -304,7 +292,7 @@ mod tests {
             ("claude-sonnet-4-5", "11on16-bw", 1568),
             ("anthropic/claude-opus-4-7", "11on16-bw", 1932),
             ("gpt-5", "8on22-bw", 2048),
-            ("GPT-4.1-mini", "8on22-bw", 1932),
+            ("GPT-4.1-mini", "8on22-bw", 2048),
             ("gemini-2.5-pro", "8on22-bw", 2048),
             ("o3", "8on22-bw", 2048),
             ("some-local-model", "11on16-bw", 1568),

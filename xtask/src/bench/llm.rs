@@ -1,8 +1,371 @@
-//! Benchmarks for the llm area.
+//! Benchmarks for the llm area: what a provider client adds to a call.
+//!
+//! A 100k-token conversation is sent to a loopback server that answers
+//! every request with a fixed streamed answer (about 1k tokens in 400
+//! events). The client path is `LlmClient::stream` to `Done`: request
+//! build, serialization, HTTP, SSE parsing and answer assembly. The
+//! baseline is the raw round trip of the same bytes: reqwest posting the
+//! pre-serialized body and reading the answer without parsing it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use abridge_llm::AnthropicClient;
+use abridge_llm::AnthropicOptions;
+use abridge_llm::Block;
+use abridge_llm::ChatOptions;
+use abridge_llm::LlmClient;
+use abridge_llm::Message;
+use abridge_llm::OpenAiChatClient;
+use abridge_llm::OpenAiResponsesClient;
+use abridge_llm::ProviderConfig;
+use abridge_llm::Purpose;
+use abridge_llm::Request;
+use abridge_llm::ResponsesOptions;
+use abridge_llm::Role;
+use abridge_llm::StreamEvent;
+use abridge_llm::ToolSpec;
+use futures::StreamExt;
+use serde_json::json;
+use tokio::io::AsyncReadExt;
+use tokio::io::AsyncWriteExt;
 
 use super::Section;
+use super::fmt_duration;
+use super::median_time;
+
+const MIN_TIME: Duration = Duration::from_secs(3);
+const ANSWER_EVENTS: usize = 400;
+
+/// About 100k tokens (400 kB at 4 bytes a token): user turns, assistant
+/// tool calls and tool results of 2 kB each.
+fn big_request() -> Request {
+    let filler =
+        "fn handle(request: &Request) -> Result<Response, Error> { validate(request)?; }\n";
+    let chunk: String = filler.repeat(2000 / filler.len() + 1);
+    let mut messages = vec![Message::system("You are a coding agent.")];
+    let mut bytes = 0;
+    let mut turn = 0;
+    while bytes < 400_000 {
+        let id = format!("call_{turn}");
+        messages.push(Message::user(format!("step {turn}: {chunk}")));
+        messages.push(Message {
+            role: Role::Assistant,
+            content: vec![
+                Block::text("Reading the next file."),
+                Block::ToolCall {
+                    id: id.clone(),
+                    name: "read".into(),
+                    arguments: json!({"path": format!("src/f{turn}.rs")}),
+                },
+            ],
+            meta: Default::default(),
+        });
+        messages.push(Message::tool_result(id, chunk.clone(), false));
+        bytes += 2 * chunk.len() + 60;
+        turn += 1;
+    }
+    let mut request = Request::new("bench-model", messages, Purpose::Compaction);
+    request.tools = vec![ToolSpec {
+        name: "read".into(),
+        description: "Read a file.".into(),
+        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+    }];
+    request.tool_choice = abridge_llm::ToolChoice::None;
+    request.max_output_tokens = Some(2000);
+    request
+}
+
+fn sse_line(event: Option<&str>, data: &serde_json::Value) -> String {
+    match event {
+        Some(name) => format!("event: {name}\ndata: {data}\n\n"),
+        None => format!("data: {data}\n\n"),
+    }
+}
+
+/// Each dialect's streamed answer of `ANSWER_EVENTS` text deltas.
+fn answers() -> HashMap<&'static str, Vec<u8>> {
+    let piece = "word ";
+    let mut chat = String::new();
+    let mut responses = String::new();
+    let mut anthropic = sse_line(
+        Some("message_start"),
+        &json!({"type": "message_start", "message": {"model": "bench-model", "usage": {"input_tokens": 100_000, "output_tokens": 1}}}),
+    );
+    anthropic.push_str(&sse_line(
+        Some("content_block_start"),
+        &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    ));
+    for _ in 0..ANSWER_EVENTS {
+        chat.push_str(&sse_line(None, &json!({"model": "bench-model", "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]})));
+        responses.push_str(&sse_line(
+            Some("response.output_text.delta"),
+            &json!({"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": piece}),
+        ));
+        anthropic.push_str(&sse_line(
+            Some("content_block_delta"),
+            &json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}),
+        ));
+    }
+    let text = piece.repeat(ANSWER_EVENTS);
+    chat.push_str(&sse_line(None, &json!({"model": "bench-model", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 100_000, "completion_tokens": 1000}})));
+    chat.push_str("data: [DONE]\n\n");
+    responses.push_str(&sse_line(
+        Some("response.completed"),
+        &json!({"type": "response.completed", "response": {"model": "bench-model", "status": "completed",
+            "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}],
+            "usage": {"input_tokens": 100_000, "output_tokens": 1000}}}),
+    ));
+    anthropic.push_str(&sse_line(
+        Some("content_block_stop"),
+        &json!({"type": "content_block_stop", "index": 0}),
+    ));
+    anthropic.push_str(&sse_line(
+        Some("message_delta"),
+        &json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1000}}),
+    ));
+    anthropic.push_str(&sse_line(
+        Some("message_stop"),
+        &json!({"type": "message_stop"}),
+    ));
+    HashMap::from([
+        ("/v1/chat/completions", chat.into_bytes()),
+        ("/v1/responses", responses.into_bytes()),
+        ("/v1/messages", anthropic.into_bytes()),
+    ])
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// One keep-alive HTTP/1.1 connection: read each request whole, answer
+/// with the canned stream for its path.
+async fn handle(
+    mut socket: tokio::net::TcpStream,
+    answers: Arc<HashMap<&'static str, Vec<u8>>>,
+) -> std::io::Result<()> {
+    let mut buffer = Vec::with_capacity(1 << 20);
+    let mut scratch = vec![0u8; 256 * 1024];
+    loop {
+        let head_end = loop {
+            if let Some(at) = find(&buffer, b"\r\n\r\n") {
+                break at + 4;
+            }
+            let n = socket.read(&mut scratch).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            buffer.extend_from_slice(&scratch[..n]);
+        };
+        let head = String::from_utf8_lossy(&buffer[..head_end]).to_string();
+        let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+        let length: usize = head
+            .lines()
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("content-length")
+                    .then(|| value.trim().parse().ok())?
+            })
+            .unwrap_or(0);
+        while buffer.len() < head_end + length {
+            let n = socket.read(&mut scratch).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            buffer.extend_from_slice(&scratch[..n]);
+        }
+        buffer.drain(..head_end + length);
+        let body = answers.get(path.as_str()).map_or(&[][..], Vec::as_slice);
+        let header = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        socket.write_all(header.as_bytes()).await?;
+        socket.write_all(body).await?;
+    }
+}
+
+/// Starts the loopback server on its own thread; returns its base URI.
+fn start_server() -> anyhow::Result<String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
+    let uri = format!("http://{}", listener.local_addr()?);
+    let answers = Arc::new(answers());
+    std::thread::spawn(move || {
+        runtime.block_on(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let _ = socket.set_nodelay(true);
+                tokio::spawn(handle(socket, Arc::clone(&answers)));
+            }
+        });
+    });
+    Ok(uri)
+}
 
 /// Runs this area's benchmarks; each returned section becomes a table.
 pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
-    Ok(Vec::new())
+    let uri = start_server()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let request = big_request();
+    let raw_http = reqwest::Client::new();
+    let mut section = Section::new(
+        "LLM client overhead",
+        "One compaction call carrying a 100k-token conversation (about 400 kB of JSON) to a loopback server that streams back a 400-event answer. \
+         `client` is `LlmClient::stream` to `Done` (request build, serialize, HTTP, SSE parse, answer assembly); `raw` posts the same pre-serialized \
+         bytes with reqwest and reads the answer without parsing. `build+serialize` is the request side alone, no network.",
+        &[
+            "provider",
+            "request bytes",
+            "build+serialize",
+            "client per call",
+            "raw round trip",
+            "overhead",
+            "client / raw",
+        ],
+    );
+    let clients: Vec<(&str, Arc<dyn LlmClient>, serde_json::Value, &str)> = {
+        let chat = OpenAiChatClient::new(
+            ProviderConfig::new(format!("{uri}/v1")),
+            ChatOptions::default(),
+        )?;
+        let responses = OpenAiResponsesClient::new(
+            ProviderConfig::new(format!("{uri}/v1")),
+            ResponsesOptions::default(),
+        )?;
+        let anthropic = AnthropicClient::new(
+            ProviderConfig::new(uri.clone()),
+            AnthropicOptions::default(),
+        )?;
+        let chat_body = chat.build_body(&request, true)?;
+        let responses_body = responses.build_body(&request, true)?;
+        let anthropic_body = anthropic.build_body(&request, true)?;
+        vec![
+            (
+                "openai-chat",
+                Arc::new(chat),
+                chat_body,
+                "/v1/chat/completions",
+            ),
+            (
+                "openai-responses",
+                Arc::new(responses),
+                responses_body,
+                "/v1/responses",
+            ),
+            (
+                "anthropic",
+                Arc::new(anthropic),
+                anthropic_body,
+                "/v1/messages",
+            ),
+        ]
+    };
+    let build_only = {
+        let chat = OpenAiChatClient::new(
+            ProviderConfig::new(format!("{uri}/v1")),
+            ChatOptions::default(),
+        )?;
+        let responses = OpenAiResponsesClient::new(
+            ProviderConfig::new(format!("{uri}/v1")),
+            ResponsesOptions::default(),
+        )?;
+        let anthropic = AnthropicClient::new(
+            ProviderConfig::new(uri.clone()),
+            AnthropicOptions::default(),
+        )?;
+        let request = &request;
+        let builders: Vec<Box<dyn Fn() -> usize + '_>> = vec![
+            Box::new(move || {
+                chat.build_body(request, true)
+                    .ok()
+                    .and_then(|b| serde_json::to_vec(&b).ok())
+                    .map_or(0, |v| v.len())
+            }),
+            Box::new(move || {
+                responses
+                    .build_body(request, true)
+                    .ok()
+                    .and_then(|b| serde_json::to_vec(&b).ok())
+                    .map_or(0, |v| v.len())
+            }),
+            Box::new(move || {
+                anthropic
+                    .build_body(request, true)
+                    .ok()
+                    .and_then(|b| serde_json::to_vec(&b).ok())
+                    .map_or(0, |v| v.len())
+            }),
+        ];
+        builders
+            .iter()
+            .map(|build| median_time(Duration::from_secs(1), build))
+            .collect::<Vec<_>>()
+    };
+    for ((name, client, body, path), build) in clients.into_iter().zip(build_only) {
+        let bytes = serde_json::to_vec(&body)?;
+        let url = format!("{uri}{path}");
+        // Warm the connection pools and check both paths work.
+        let done = runtime.block_on(stream_to_done(client.as_ref(), &request))?;
+        anyhow::ensure!(
+            done == ANSWER_EVENTS,
+            "{name}: expected {ANSWER_EVENTS} deltas, got {done}"
+        );
+        runtime.block_on(raw_round_trip(&raw_http, &url, &bytes))?;
+        let client_time = median_time(MIN_TIME, || {
+            runtime
+                .block_on(stream_to_done(client.as_ref(), &request))
+                .ok()
+        });
+        let raw_time = median_time(MIN_TIME, || {
+            runtime
+                .block_on(raw_round_trip(&raw_http, &url, &bytes))
+                .ok()
+        });
+        let overhead = client_time.saturating_sub(raw_time);
+        section.row(vec![
+            name.to_string(),
+            format!("{:.0} kB", bytes.len() as f64 / 1000.0),
+            fmt_duration(build),
+            fmt_duration(client_time),
+            fmt_duration(raw_time),
+            fmt_duration(overhead),
+            format!(
+                "{:.2}x",
+                client_time.as_secs_f64() / raw_time.as_secs_f64().max(1e-12)
+            ),
+        ]);
+    }
+    section.note("Loopback only: real calls spend seconds in the model, so the client's share of a real call is far smaller than this ratio.");
+    Ok(vec![section])
+}
+
+/// Streams one call to `Done`; returns the number of text deltas.
+async fn stream_to_done(client: &dyn LlmClient, request: &Request) -> anyhow::Result<usize> {
+    let mut stream = client.stream(request).await?;
+    let mut deltas = 0;
+    while let Some(event) = stream.next().await {
+        match event? {
+            StreamEvent::TextDelta(_) => deltas += 1,
+            StreamEvent::Done(_) => return Ok(deltas),
+            _ => {}
+        }
+    }
+    anyhow::bail!("the stream ended without Done")
+}
+
+/// Posts pre-serialized bytes and reads the answer without parsing it.
+async fn raw_round_trip(client: &reqwest::Client, url: &str, body: &[u8]) -> anyhow::Result<usize> {
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_vec())
+        .send()
+        .await?;
+    Ok(response.bytes().await?.len())
 }

@@ -2,23 +2,67 @@
 
 use std::path::PathBuf;
 
+use abridge_session::JsonlOptions;
+use abridge_session::JsonlStore;
+use abridge_session::import;
+use anyhow::Context;
+
 /// Arguments of `abridge import`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// The session file to convert.
     file: PathBuf,
-    /// Where to write the abridge log (default: FILE with `.abridge.jsonl`).
+    /// Where to write the abridge log (default: FILE with its extension
+    /// replaced by `.abridge.jsonl`). It must not exist yet.
     #[arg(short, long)]
     out: Option<PathBuf>,
     /// The source format, when detection guesses wrong
     /// (pi, claude-code, codex, swe-agent).
     #[arg(long)]
-    format: Option<String>,
+    format: Option<import::Format>,
     /// Print the import report as JSON.
     #[arg(long)]
     json: bool,
 }
 
-pub(crate) fn run(_args: &Args) -> anyhow::Result<()> {
-    anyhow::bail!("import is being wired")
+pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    let out = args.out.clone().unwrap_or_else(|| default_out(&args.file));
+    if out.exists() {
+        anyhow::bail!(
+            "{}: already exists; choose another path with -o, or remove it first (abridge never overwrites a session)",
+            out.display()
+        );
+    }
+    let imported = import::read(&args.file, args.format)?;
+    let store = JsonlStore::open(&out, JsonlOptions::default())?;
+    let (session, report) = imported
+        .into_session(Box::new(store))
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    if args.json {
+        let value = serde_json::json!({
+            "out": out.display().to_string(),
+            "events": session.len(),
+            "surface_messages": session.surface().len(),
+            "report": report,
+        });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!(
+            "imported {} -> {} ({} events, {} messages visible)",
+            args.file.display(),
+            out.display(),
+            session.len(),
+            session.surface().len()
+        );
+        println!("{report}");
+    }
+    Ok(())
+}
+
+fn default_out(file: &std::path::Path) -> PathBuf {
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "session".to_string());
+    file.with_file_name(format!("{stem}.abridge.jsonl"))
 }

@@ -156,8 +156,18 @@ fn tool_name(message: &Message, call_names: &HashMap<String, String>) -> Option<
     if let Some((id, _, _)) = message.tool_result_block() {
         return call_names.get(id).cloned();
     }
-    let names: Vec<&str> = message.tool_calls().map(|(_, name, _)| name).collect();
-    (!names.is_empty()).then(|| names.join(","))
+    let mut names: Vec<(&str, usize)> = Vec::new();
+    for (_, name, _) in message.tool_calls() {
+        match names.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, count)) => *count += 1,
+            None => names.push((name, 1)),
+        }
+    }
+    let listed: Vec<String> = names
+        .iter()
+        .map(|(name, count)| if *count > 1 { format!("{name}x{count}") } else { (*name).to_string() })
+        .collect();
+    (!listed.is_empty()).then(|| listed.join(","))
 }
 
 /// The first `width` characters of `text` on one line.

@@ -82,12 +82,20 @@ impl AnthropicClient {
     pub const NAME: &'static str = "anthropic";
 
     /// A client for `config`, posting to `{base_url}/v1/messages` (base
-    /// defaults to [`ANTHROPIC_BASE_URL`]) with `anthropic-version`
+    /// defaults to [`ANTHROPIC_BASE_URL`]; a base ending in `/v1` is
+    /// accepted too) with `anthropic-version`
     /// [`ANTHROPIC_VERSION`]; the key goes in `x-api-key`.
     ///
     /// # Errors
     /// `InvalidConfig` for a bad URL or header.
-    pub fn new(config: ProviderConfig, options: AnthropicOptions) -> Result<Self, LlmError> {
+    pub fn new(mut config: ProviderConfig, options: AnthropicOptions) -> Result<Self, LlmError> {
+        // Accept a base written the OpenAI way (`.../v1`): the path adds it.
+        if let Some(base) = &mut config.base_url {
+            let trimmed = base.trim_end_matches('/');
+            if let Some(stripped) = trimmed.strip_suffix("/v1") {
+                *base = stripped.to_string();
+            }
+        }
         let name = config
             .name
             .clone()

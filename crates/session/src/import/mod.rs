@@ -1,1 +1,444 @@
 //! Importers: other agents' session files turned into abridge logs.
+//!
+//! # Overview
+//!
+//! [`read`] (or [`read_bytes`]) parses a file written by pi (v1 and v3),
+//! Claude Code, the Codex CLI or SWE-agent into an [`Imported`]: a
+//! [`Header`] taken from the source (session id, creation time, working
+//! directory), the events as [`Draft`]s with explicit parents, and an
+//! [`ImportReport`]. Nothing touches a disk until the caller writes the
+//! drafts, in one batch, with [`Imported::into_session`] or
+//! [`Imported::append_to`].
+//!
+//! ```no_run
+//! use abridge_session::import;
+//! use abridge_session::{JsonlOptions, JsonlStore};
+//!
+//! let imported = import::read("session.jsonl".as_ref(), None)?;
+//! let store = JsonlStore::open("out.jsonl", JsonlOptions::default())?;
+//! let (session, report) = imported.into_session(Box::new(store))?;
+//! assert_eq!(report.message_count(), session.events().iter().filter(|e| e.message().is_some()).count());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What is kept
+//!
+//! - Messages keep their source time, their producer ([`Origin::Model`]
+//!   where the source names provider and model, else
+//!   [`Origin::Imported`]) and their usage mapped onto the disjoint
+//!   [`Usage`](abridge_llm::Usage) buckets.
+//! - Tool calls stay paired with their results by the source's ids. A call
+//!   the conversation moved past without a result gets an error result
+//!   ([`MISSING_RESULT`]); a call left open at the very end is left for
+//!   [`repair_dangling_tool_calls`](crate::repair_dangling_tool_calls).
+//!   Both, and results with no call, are listed in the report.
+//! - Compactions the source recorded become checkpoint `replace` events
+//!   listing every seq they hide, so the surface shows what that agent's
+//!   model saw afterwards.
+//! - Branches (pi v3 `id`/`parentId`, Claude Code `uuid`/`parentUuid`)
+//!   become parent links. Source ids are looked up in a map at the moment
+//!   each entry is read, so a parent is always an earlier event: duplicate
+//!   ids (which pi's v1 migration produces) cannot make a loop, and are
+//!   reported.
+//! - What has no place in a log (progress lines, file snapshots, token
+//!   events, turn contexts, thinking-level changes) is counted by kind in
+//!   [`ImportReport::skipped`], never dropped silently.
+
+mod builder;
+mod claude;
+mod codex;
+mod error;
+mod json;
+mod pi;
+mod report;
+mod swe;
+
+use std::path::Path;
+
+pub use error::ImportError;
+pub use report::ImportReport;
+pub use report::ImportWarning;
+
+use crate::event::Draft;
+use crate::event::Header;
+use crate::event::Seq;
+use crate::session::Session;
+use crate::store::SessionStore;
+
+#[cfg(doc)]
+use abridge_llm::Origin;
+
+/// The text of the error result added for a tool call whose result the
+/// source never recorded although the conversation went on (an interrupted
+/// turn). Providers reject a call without a result, and the agents that
+/// wrote these files send a similar stand-in themselves.
+pub const MISSING_RESULT: &str = "[abridge import] No result was recorded for this tool call: the turn was interrupted before it finished. The tool may or may not have run.";
+
+/// The text that stands on the surface for a Codex compaction item whose
+/// summary is encrypted (only the provider can read it). The encrypted
+/// data itself is kept in the `compaction/imported` log event.
+pub const ENCRYPTED_SUMMARY: &str = "[abridge import] Earlier history was compacted by the provider into an encrypted summary that only it can read; the summary is kept in the session log.";
+
+/// Event type of the log event recording a compaction found in the source.
+pub const TYPE_IMPORTED_COMPACTION: &str = "compaction/imported";
+
+/// Event type of a model change found in the source.
+pub const TYPE_MODEL_CHANGE: &str = "model_change";
+
+/// Longest line (or single-document file) read, in bytes. Real records are
+/// far smaller; a longer one is a broken or hostile file.
+pub const MAX_RECORD_BYTES: u64 = 128 * 1024 * 1024;
+
+/// How many leading bytes [`read`] shows [`Format::detect`].
+pub const DETECT_BYTES: usize = 64 * 1024;
+
+/// The agents whose session files abridge reads. Serialized as its
+/// [`Format::name`].
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// pi coding agent JSONL, v1 (linear) to v3 (`id`/`parentId` tree).
+    Pi,
+    /// Claude Code transcript JSONL (`uuid`/`parentUuid` tree).
+    ClaudeCode,
+    /// OpenAI Codex CLI rollout JSONL.
+    Codex,
+    /// SWE-agent trajectory (`.traj`, one JSON document).
+    SweAgent,
+}
+
+impl Format {
+    /// Every format, in the order detection tries them.
+    pub const ALL: [Format; 4] = [
+        Format::Pi,
+        Format::ClaudeCode,
+        Format::Codex,
+        Format::SweAgent,
+    ];
+
+    /// The name used on the command line, in reports and in
+    /// `Origin::Imported`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Pi => "pi",
+            Format::ClaudeCode => "claude-code",
+            Format::Codex => "codex",
+            Format::SweAgent => "swe-agent",
+        }
+    }
+
+    /// Guesses the format from the file name and its first bytes (a few KiB
+    /// are enough; [`DETECT_BYTES`] is what [`read`] passes). `None` when
+    /// nothing is recognised.
+    pub fn detect(path: &Path, head: &[u8]) -> Option<Format> {
+        if path.extension().is_some_and(|e| e == "traj") {
+            return Some(Format::SweAgent);
+        }
+        let text = String::from_utf8_lossy(head);
+        let first = text.lines().find(|l| !l.trim().is_empty())?;
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(first)
+            && let Some(found) = detect_value(&value)
+        {
+            return Some(found);
+        }
+        let compact: String = first.chars().filter(|c| !c.is_whitespace()).collect();
+        if compact.starts_with("{\"trajectory\"")
+            || compact.starts_with("{\"history\"")
+            || (compact == "{" && (text.contains("\"trajectory\"") || text.contains("\"history\"")))
+        {
+            return Some(Format::SweAgent);
+        }
+        if compact.contains("\"type\":\"session\"") {
+            Some(Format::Pi)
+        } else if compact.contains("\"type\":\"session_meta\"") {
+            Some(Format::Codex)
+        } else if compact.contains("\"parentUuid\"") || compact.contains("\"sessionId\"") {
+            Some(Format::ClaudeCode)
+        } else {
+            None
+        }
+    }
+}
+
+fn detect_value(value: &serde_json::Value) -> Option<Format> {
+    let kind = value.get("type").and_then(serde_json::Value::as_str);
+    match kind {
+        Some("session") => return Some(Format::Pi),
+        Some("session_meta" | "response_item" | "event_msg" | "turn_context" | "compacted")
+            if value.get("payload").is_some() =>
+        {
+            return Some(Format::Codex);
+        }
+        Some(
+            "user"
+            | "assistant"
+            | "system"
+            | "summary"
+            | "progress"
+            | "file-history-snapshot"
+            | "queue-operation",
+        ) => return Some(Format::ClaudeCode),
+        _ => {}
+    }
+    if value.get("parentUuid").is_some() || value.get("sessionId").is_some() {
+        return Some(Format::ClaudeCode);
+    }
+    if value.get("trajectory").is_some() || value.get("history").is_some() {
+        return Some(Format::SweAgent);
+    }
+    None
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = ImportError;
+
+    /// Accepts the names of [`Format::name`] and a few obvious aliases
+    /// (`claude`, `swe`, `traj`), in any case.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().replace('_', "-").as_str() {
+            "pi" | "pi-mono" => Ok(Format::Pi),
+            "claude-code" | "claude" | "claudecode" | "cc" => Ok(Format::ClaudeCode),
+            "codex" | "codex-cli" | "rollout" => Ok(Format::Codex),
+            "swe-agent" | "sweagent" | "swe" | "traj" => Ok(Format::SweAgent),
+            _ => Err(ImportError::FormatName {
+                name: s.to_string(),
+            }),
+        }
+    }
+}
+
+/// A source session parsed into events, not yet written anywhere.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// Header for the new log: the source's session id, creation time and
+    /// working directory where it records them.
+    pub header: Header,
+    /// The events, seq 0 first, every parent explicit. They assume an
+    /// empty session: write them with [`Imported::into_session`] or
+    /// [`Imported::append_to`].
+    pub drafts: Vec<Draft>,
+    /// What was imported, skipped and worked around.
+    pub report: ImportReport,
+}
+
+impl Imported {
+    /// Creates a session in `store` with [`Imported::header`] and writes
+    /// every draft in one batch. The drafts are validated in memory first,
+    /// so a rejected import leaves `store` untouched.
+    ///
+    /// # Errors
+    /// [`ImportError::Session`] when the session refuses the events or the
+    /// store fails (for example a session already exists there).
+    pub fn into_session(
+        self,
+        store: Box<dyn SessionStore>,
+    ) -> Result<(Session, ImportReport), ImportError> {
+        let location = store.location();
+        let wrap = |source| ImportError::Session {
+            file: location.clone(),
+            source,
+        };
+        let mut check = Session::in_memory(&self.header.session_id);
+        check.append_batch(self.drafts.clone()).map_err(wrap)?;
+        let mut session = Session::create(store, self.header).map_err(wrap)?;
+        session.append_batch(self.drafts).map_err(wrap)?;
+        Ok((session, self.report))
+    }
+
+    /// Writes every draft into `session`, which must be empty, in one batch.
+    /// Returns the seqs written.
+    ///
+    /// # Errors
+    /// [`ImportError::Session`] when the session is not empty or refuses
+    /// the events; nothing is written then.
+    pub fn append_to(self, session: &mut Session) -> Result<Vec<Seq>, ImportError> {
+        let location = session.location();
+        if !session.is_empty() {
+            return Err(ImportError::Session {
+                file: location,
+                source: crate::error::SessionError::Invalid {
+                    place: crate::error::Place::Draft { index: 0 },
+                    field: "seq",
+                    reason: format!(
+                        "imported events start at seq 0 but the session already has {} events",
+                        session.len()
+                    ),
+                },
+            });
+        }
+        session
+            .append_batch(self.drafts)
+            .map_err(|source| ImportError::Session {
+                file: location,
+                source,
+            })
+    }
+}
+
+/// Reads the session file at `path`. `format`: `None` to detect it.
+///
+/// # Errors
+/// [`ImportError`] naming the file, line and field of malformed input;
+/// [`ImportError::UnknownFormat`] when detection fails.
+pub fn read(path: &Path, format: Option<Format>) -> Result<Imported, ImportError> {
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
+        file: file.clone(),
+        source,
+    })?;
+    read_bytes(&file, &bytes, format)
+}
+
+/// Reads a session from memory; `file` names it in errors, and its
+/// extension helps detection. `format`: `None` to detect it.
+///
+/// # Errors
+/// As [`read`].
+pub fn read_bytes(
+    file: &str,
+    bytes: &[u8],
+    format: Option<Format>,
+) -> Result<Imported, ImportError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ImportError::Empty {
+            file: file.to_string(),
+        });
+    }
+    let format = match format {
+        Some(f) => f,
+        None => Format::detect(Path::new(file), &bytes[..bytes.len().min(DETECT_BYTES)])
+            .ok_or_else(|| ImportError::UnknownFormat {
+                file: file.to_string(),
+            })?,
+    };
+    let _span = tracing::debug_span!("import", file, format = format.name()).entered();
+    let imported = match format {
+        Format::Pi => pi::import(file, bytes),
+        Format::ClaudeCode => claude::import(file, bytes),
+        Format::Codex => codex::import(file, bytes),
+        Format::SweAgent => swe::import(file, bytes),
+    }?;
+    tracing::debug!(
+        events = imported.drafts.len(),
+        warnings = imported.report.warnings.len(),
+        "imported"
+    );
+    Ok(imported)
+}
+
+/// A session id for sources that record none: the file's stem.
+fn id_from_file(file: &str) -> String {
+    Path::new(file)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "imported".to_string())
+}
+
+/// A source timestamp as our time string: RFC 3339 strings pass through,
+/// numbers are read as Unix milliseconds.
+fn time_of(value: &serde_json::Value, key: &str) -> Option<String> {
+    match value.get(key)? {
+        serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
+        serde_json::Value::Number(n) => n.as_i64().map(crate::time::format_unix_millis),
+        _ => None,
+    }
+}
+
+/// A header with the given id, creation time and cwd.
+fn header(session_id: String, created: Option<String>, cwd: Option<String>) -> Header {
+    let mut header = Header::new(session_id);
+    if let Some(created) = created {
+        header.created = created;
+    }
+    header.cwd = cwd;
+    header
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_names_round_trip() {
+        for format in Format::ALL {
+            assert_eq!(format.name().parse::<Format>().unwrap(), format);
+        }
+        assert_eq!("Claude".parse::<Format>().unwrap(), Format::ClaudeCode);
+        assert_eq!(
+            "gemini".parse::<Format>().unwrap_err().to_string(),
+            "unknown import format \"gemini\"; expected pi, claude-code, codex or swe-agent"
+        );
+    }
+
+    #[test]
+    fn detects_each_format_from_its_first_line() {
+        let cases: [(&str, &[u8], Option<Format>); 6] = [
+            (
+                "a.jsonl",
+                br#"{"type":"session","id":"x","timestamp":"t","cwd":"/"}"#,
+                Some(Format::Pi),
+            ),
+            (
+                "a.jsonl",
+                br#"{"timestamp":"t","type":"session_meta","payload":{"id":"x"}}"#,
+                Some(Format::Codex),
+            ),
+            (
+                "a.jsonl",
+                br#"{"type":"file-history-snapshot","messageId":"m","snapshot":{}}"#,
+                Some(Format::ClaudeCode),
+            ),
+            (
+                "a.json",
+                b"{\n  \"trajectory\": [\n",
+                Some(Format::SweAgent),
+            ),
+            ("a.traj", b"", Some(Format::SweAgent)),
+            ("a.jsonl", br#"{"hello":"world"}"#, None),
+        ];
+        for (name, head, expected) in cases {
+            assert_eq!(Format::detect(Path::new(name), head), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn detection_survives_a_cut_first_line() {
+        let head = br#"{"timestamp":"t","type":"session_meta","payload":{"id":"x","base_instructions":{"text":"lo"#;
+        assert_eq!(
+            Format::detect(Path::new("r.jsonl"), head),
+            Some(Format::Codex)
+        );
+    }
+
+    #[test]
+    fn formats_serialize_as_their_names() {
+        for format in Format::ALL {
+            assert_eq!(
+                serde_json::to_value(format).unwrap(),
+                serde_json::Value::String(format.name().to_string())
+            );
+        }
+    }
+
+    #[test]
+    fn empty_and_unknown_files_are_errors() {
+        assert_eq!(
+            read_bytes("e.jsonl", b"\n \n", None)
+                .unwrap_err()
+                .to_string(),
+            "e.jsonl: the file is empty"
+        );
+        assert!(matches!(
+            read_bytes("u.jsonl", b"{\"a\":1}\n", None).unwrap_err(),
+            ImportError::UnknownFormat { .. }
+        ));
+    }
+}

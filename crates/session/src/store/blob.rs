@@ -28,16 +28,16 @@ pub(crate) fn externalize(
     }
     let mut copy = (**message).clone();
     rewrite_blocks(&mut copy.content, &mut |source| {
-        if let ImageSource::Base64 { media_type, data } = source {
-            if data.len() > BLOB_THRESHOLD {
-                let sha256 = hex_sha256(data.as_bytes());
-                write_blob(dir, &sha256, data.as_bytes())?;
-                *source = ImageSource::Blob {
-                    media_type: media_type.clone(),
-                    sha256,
-                    len: data.len() as u64,
-                };
-            }
+        if let ImageSource::Base64 { media_type, data } = source
+            && data.len() > BLOB_THRESHOLD
+        {
+            let sha256 = hex_sha256(data.as_bytes());
+            write_blob(dir, &sha256, data.as_bytes())?;
+            *source = ImageSource::Blob {
+                media_type: media_type.clone(),
+                sha256,
+                len: data.len() as u64,
+            };
         }
         Ok(())
     })?;
@@ -132,10 +132,17 @@ fn write_blob(dir: &Path, sha256: &str, data: &[u8]) -> Result<(), StoreError> {
     // Write to a temporary name then rename, so a crash never leaves a
     // blob whose content does not match its name.
     let tmp = dir.join(format!("{sha256}.tmp"));
+    // A crash between create and rename leaves this name behind; the
+    // session lock means no one else is writing it, so start over.
+    let _ = std::fs::remove_file(&tmp);
     let mut file = super::jsonl::create_private(&tmp).map_err(|e| io("create a blob", e))?;
     std::io::Write::write_all(&mut file, data).map_err(|e| io("write a blob", e))?;
     file.sync_data().map_err(|e| io("sync a blob", e))?;
     std::fs::rename(&tmp, &path).map_err(|e| io("rename a blob", e))?;
+    // Make the new name durable before the line that refers to it.
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io("sync the blob directory", e))?;
     Ok(())
 }
 

@@ -20,8 +20,9 @@ use super::SessionStore;
 use super::SkippedLine;
 use super::TornTail;
 use super::blob;
-use super::line::decode_event;
-use super::line::encode_event;
+use super::line::decode_line;
+use super::line::encode_in_batch;
+use super::line::field_at_end;
 use crate::error::StoreError;
 use crate::event::Event;
 use crate::event::EventBody;
@@ -76,10 +77,16 @@ impl Default for JsonlOptions {
 /// - Appends go to the end of the file in one write per batch; a failed
 ///   write is cut back so the file never keeps half a batch.
 /// - One writer at a time: an exclusive lock on `<file>.lock` is held while
-///   the store lives; a second writer gets [`StoreError::Locked`].
+///   the store lives; a second writer gets [`StoreError::Locked`]. The lock
+///   belongs to the open file, so a child process forked by another
+///   thread holds it too until it execs (std's `Command` closes it then):
+///   a reopen racing a spawn can briefly see `Locked`.
 /// - On load, a torn final line (a crash mid-write) is cut and reported; a
 ///   bad line before it is [`StoreError::Corrupt`] with line and column,
-///   unless salvage is asked for.
+///   unless salvage is asked for. The first line of a batch of several
+///   events carries `"batch":N`, so a write a crash stopped at a line
+///   boundary is found too, and the whole partial batch is cut: after a
+///   crash a batch is in the log entirely or not at all.
 /// - Images whose base64 is over [`BLOB_THRESHOLD`](super::BLOB_THRESHOLD)
 ///   are kept in `<file>.blobs/<sha256>` and resolved on load.
 /// - Files are created with mode 0600: sessions hold code and secrets.
@@ -220,38 +227,51 @@ struct RawLine {
 }
 
 /// Reads the next line, never holding more than `limit` bytes of it.
+///
+/// `read_until` finds the newline with the standard library's word-wise
+/// search, which is most of what reading a log costs after parsing.
 fn read_line(reader: &mut impl BufRead, limit: u64, line: &mut RawLine) -> std::io::Result<bool> {
     line.bytes.clear();
     line.terminated = false;
     line.overlong = None;
-    let mut total: u64 = 0;
-    let mut any = false;
-    loop {
-        let chunk = reader.fill_buf()?;
-        if chunk.is_empty() {
-            return Ok(any);
-        }
-        any = true;
-        let (take, done) = match chunk.iter().position(|b| *b == b'\n') {
-            Some(i) => (i, true),
-            None => (chunk.len(), false),
-        };
-        total += take as u64;
-        if total > limit {
-            line.overlong = Some(total);
-            line.bytes.clear();
-        } else {
-            line.bytes.extend_from_slice(&chunk[..take]);
-        }
-        reader.consume(take + usize::from(done));
-        if done {
-            line.terminated = true;
-            if let Some(len) = line.overlong.as_mut() {
-                *len = total;
-            }
-            return Ok(true);
-        }
+    let read = reader
+        .by_ref()
+        .take(limit.saturating_add(1))
+        .read_until(b'\n', &mut line.bytes)?;
+    if read == 0 {
+        return Ok(false);
     }
+    if line.bytes.last() == Some(&b'\n') {
+        line.bytes.pop();
+        line.terminated = true;
+        return Ok(true);
+    }
+    if line.bytes.len() as u64 <= limit {
+        // The file ends without a newline.
+        return Ok(true);
+    }
+    // Over the limit: count the rest of the line in bounded pieces.
+    let mut total = line.bytes.len() as u64;
+    line.bytes.clear();
+    loop {
+        let read = reader
+            .by_ref()
+            .take(1 << 20)
+            .read_until(b'\n', &mut line.bytes)?;
+        if read == 0 {
+            break;
+        }
+        if line.bytes.last() == Some(&b'\n') {
+            total += read as u64 - 1;
+            line.terminated = true;
+            break;
+        }
+        total += read as u64;
+        line.bytes.clear();
+    }
+    line.bytes.clear();
+    line.overlong = Some(total);
+    Ok(true)
 }
 
 impl SessionStore for JsonlStore {
@@ -276,11 +296,13 @@ impl SessionStore for JsonlStore {
         let mut line_no: u64 = 0;
         let mut good_len: u64 = 0;
         let mut header: Option<Header> = None;
+        let mut open_batch: Option<OpenBatch> = None;
         let limit = self.options.max_line_bytes;
         let blob_dir = self.blob_dir();
         while read_line(&mut reader, limit, &mut line).map_err(self.io("read"))? {
             line_no += 1;
-            let line_len = line.overlong.unwrap_or(line.bytes.len() as u64) + u64::from(line.terminated);
+            let line_len =
+                line.overlong.unwrap_or(line.bytes.len() as u64) + u64::from(line.terminated);
             if let Some(len) = line.overlong {
                 let error = StoreError::LineTooLong {
                     path: self.path.clone(),
@@ -294,26 +316,49 @@ impl SessionStore for JsonlStore {
                         reason: error.to_string(),
                     });
                     good_len += line_len;
+                    line_of_batch(&mut open_batch);
                     continue;
                 }
                 return Err(error);
             }
             let parsed = std::str::from_utf8(&line.bytes)
-                .map_err(|e| (e.valid_up_to() as u64 + 1, String::new(), "invalid UTF-8".to_string()))
+                .map_err(|e| {
+                    let valid = &line.bytes[..e.valid_up_to()];
+                    // The prefix is valid UTF-8 by construction.
+                    let field = std::str::from_utf8(valid)
+                        .map(field_at_end)
+                        .unwrap_or_default();
+                    (
+                        e.valid_up_to() as u64 + 1,
+                        field,
+                        "invalid UTF-8".to_string(),
+                    )
+                })
                 .and_then(|text| {
                     if line_no == 1 {
                         parse_header(text).map(Parsed::Header)
                     } else {
-                        decode_event(text)
-                            .map(Parsed::Event)
+                        decode_line(text)
+                            .map(|(event, batch)| Parsed::Event(event, batch))
                             .map_err(|e| (e.column, e.field, e.reason))
                     }
                 });
             match parsed {
                 Ok(Parsed::Header(h)) => header = Some(h),
-                Ok(Parsed::Event(mut event)) => {
+                Ok(Parsed::Event(mut event, batch)) => {
                     if let EventBody::Message(MessageEvent { message, .. }) = &mut event.body {
                         report.blobs_resolved += blob::resolve(message, &blob_dir)?;
+                    }
+                    match batch {
+                        Some(len) if len > 1 => {
+                            open_batch = Some(OpenBatch {
+                                line: line_no,
+                                remaining: len - 1,
+                                start: good_len,
+                                events: events.len(),
+                            });
+                        }
+                        _ => line_of_batch(&mut open_batch),
                     }
                     events.push(event);
                 }
@@ -326,6 +371,7 @@ impl SessionStore for JsonlStore {
                             line: line_no,
                             bytes: line_len,
                         });
+                        good_len += line_len;
                         break;
                     }
                     let reason = if field.is_empty() {
@@ -336,15 +382,16 @@ impl SessionStore for JsonlStore {
                     if line_no == 1 {
                         return Err(StoreError::BadHeader {
                             path: self.path.clone(),
-                            reason: format!("column {column}: {reason}"),
+                            reason: at_column(column, &reason),
                         });
                     }
                     if self.options.salvage {
                         report.skipped.push(SkippedLine {
                             line: line_no,
-                            reason: format!("column {column}: {reason}"),
+                            reason: at_column(column, &reason),
                         });
                         good_len += line_len;
+                        line_of_batch(&mut open_batch);
                         continue;
                     }
                     return Err(StoreError::Corrupt {
@@ -368,6 +415,19 @@ impl SessionStore for JsonlStore {
                 reason: "the file is empty".to_string(),
             });
         };
+        if let Some(open) = open_batch {
+            // A crash ended the file inside a batch: the batch was never
+            // acknowledged, so none of it stays (the store's contract is
+            // all of a batch or none of it).
+            events.truncate(open.events);
+            report.torn_tail = Some(TornTail {
+                line: open.line,
+                bytes: good_len - open.start,
+            });
+            good_len = open.start;
+        } else if let Some(torn) = &report.torn_tail {
+            good_len -= torn.bytes;
+        }
         if report.torn_tail.is_some() && !self.options.read_only && !self.options.salvage {
             let file = OpenOptions::new()
                 .write(true)
@@ -403,7 +463,8 @@ impl SessionStore for JsonlStore {
             reason: e.to_string(),
         })?;
         text.push('\n');
-        file.write_all(text.as_bytes()).map_err(self.io("write the header"))?;
+        file.write_all(text.as_bytes())
+            .map_err(self.io("write the header"))?;
         file.sync_all().map_err(self.io("sync"))?;
         Ok(())
     }
@@ -411,7 +472,8 @@ impl SessionStore for JsonlStore {
     fn append(&mut self, events: &[Event]) -> Result<(), StoreError> {
         let blob_dir = self.blob_dir();
         let mut buffer = String::new();
-        for event in events {
+        for (index, event) in events.iter().enumerate() {
+            let encode_event = |event: &Event| encode_in_batch(event, index, events.len());
             let encoded = match &event.body {
                 EventBody::Message(m) => match blob::externalize(&m.message, &blob_dir)? {
                     Some(smaller) => {
@@ -432,12 +494,32 @@ impl SessionStore for JsonlStore {
                 op: "encode an event",
                 source: std::io::Error::other(e),
             })?;
+            if line.len() as u64 > self.options.max_line_bytes {
+                // Refuse what load would refuse: a line over the limit
+                // would make the whole session unreadable.
+                let before = count_lines(&self.path).map_err(self.io("count lines"))?;
+                return Err(StoreError::LineTooLong {
+                    path: self.path.clone(),
+                    line: before + 1 + buffer.bytes().filter(|b| *b == b'\n').count() as u64,
+                    len: line.len() as u64,
+                    limit: self.options.max_line_bytes,
+                });
+            }
             buffer.push_str(&line);
             buffer.push('\n');
         }
         let path = self.path.clone();
         let file = self.writable()?;
-        let start = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let start = match file.metadata() {
+            Ok(metadata) => metadata.len(),
+            Err(source) => {
+                return Err(StoreError::Io {
+                    path,
+                    op: "stat",
+                    source,
+                });
+            }
+        };
         if let Err(source) = file.write_all(buffer.as_bytes()) {
             // Never leave half a batch behind: cut back to where it began.
             let _ = file.set_len(start);
@@ -485,21 +567,79 @@ impl JsonlStore {
         let mut last = [0u8; 1];
         file.read_exact(&mut last).map_err(self.io("read"))?;
         if last[0] != b'\n' {
-            file.write_all(b"\n").map_err(self.io("repair the last line"))?;
+            file.write_all(b"\n")
+                .map_err(self.io("repair the last line"))?;
             file.sync_all().map_err(self.io("sync"))?;
         }
         Ok(())
     }
 }
 
+/// Lines in the file at `path` (only on the error path: it reads it all).
+fn count_lines(path: &Path) -> std::io::Result<u64> {
+    let mut reader = BufReader::new(File::open(path)?);
+    let mut count = 0;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(count);
+        }
+        count += chunk.iter().filter(|b| **b == b'\n').count() as u64;
+        let len = chunk.len();
+        reader.consume(len);
+    }
+}
+
+/// `column N: reason`, or just the reason when the column is unknown (0).
+fn at_column(column: u64, reason: &str) -> String {
+    if column == 0 {
+        reason.to_string()
+    } else {
+        format!("column {column}: {reason}")
+    }
+}
+
 enum Parsed {
     Header(Header),
-    Event(Event),
+    Event(Event, Option<u64>),
+}
+
+/// Counts one more line of the open batch, closing it at its last.
+fn line_of_batch(open_batch: &mut Option<OpenBatch>) {
+    if let Some(open) = open_batch.as_mut() {
+        open.remaining = open.remaining.saturating_sub(1);
+        if open.remaining == 0 {
+            *open_batch = None;
+        }
+    }
+}
+
+/// A batch whose first line was read and whose last line was not yet.
+struct OpenBatch {
+    /// The first line's number.
+    line: u64,
+    /// Lines still to come.
+    remaining: u64,
+    /// File offset where the batch starts.
+    start: u64,
+    /// Events read before it.
+    events: usize,
 }
 
 fn parse_header(text: &str) -> Result<Header, (u64, String, String)> {
-    let header: Header = serde_json::from_str(text)
-        .map_err(|e| (e.column() as u64, String::new(), e.to_string()))?;
+    let strip = |reason: String| match reason.rfind(" at line ") {
+        Some(i) => reason[..i].to_string(),
+        None => reason,
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    let header: Header = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let field = e.path().to_string();
+        let field = if field == "." { String::new() } else { field };
+        let inner = e.into_inner();
+        (inner.column() as u64, field, strip(inner.to_string()))
+    })?;
+    de.end()
+        .map_err(|e| (e.column() as u64, String::new(), strip(e.to_string())))?;
     if header.format > FORMAT_VERSION {
         return Err((
             0,
@@ -514,23 +654,47 @@ fn parse_header(text: &str) -> Result<Header, (u64, String, String)> {
 }
 
 /// After salvage the kept events may have gaps; number them again from 0
-/// and repoint parents, recording each original seq so nothing is hidden.
+/// and repoint every reference (parents, replace sources, rewrite
+/// targets). A parent that was skipped becomes the nearest kept event
+/// before it, so a linear log stays one branch instead of splitting into
+/// roots that hide its beginning; skipped sources are dropped.
 fn renumber_salvaged(events: &mut [Event]) {
-    let mut map = std::collections::HashMap::new();
+    let mut map = std::collections::BTreeMap::new();
     for (index, event) in events.iter().enumerate() {
-        map.insert(event.seq, index as u64);
+        map.entry(event.seq).or_insert(index as u64);
     }
+    let nearest = |seq: u64| map.range(..=seq).next_back().map(|(_, new)| *new);
     for (index, event) in events.iter_mut().enumerate() {
         let new_seq = index as u64;
-        if event.seq != new_seq {
-            event.parent = event.parent.and_then(|p| map.get(&p).copied());
-            event.seq = new_seq;
-            if let EventBody::Log(LogEvent { raw, .. }) = &mut event.body {
-                // The kept line names the old seq; rewrite it from data.
+        // A parent that does not point backwards is left for the session
+        // to report, never quietly repaired.
+        let parent = match event.parent {
+            Some(p) if p < event.seq => nearest(p),
+            other => other,
+        };
+        if event.seq == new_seq && event.parent == parent {
+            continue;
+        }
+        event.seq = new_seq;
+        event.parent = parent;
+        match &mut event.body {
+            EventBody::Log(LogEvent { raw, .. }) => {
+                // The kept line names the old seq; write it from data.
                 *raw = None;
             }
-        } else {
-            event.parent = event.parent.and_then(|p| map.get(&p).copied());
+            EventBody::Message(m) => {
+                m.sources = m
+                    .sources
+                    .iter()
+                    .filter_map(|s| map.get(s).copied())
+                    .collect();
+                if let crate::event::SurfaceOp::Rewrite { target } = &mut m.op
+                    && let Some(new) = map.get(target)
+                {
+                    *target = *new;
+                }
+            }
+            EventBody::Leaf => {}
         }
     }
 }

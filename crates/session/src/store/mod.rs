@@ -1,6 +1,8 @@
 //! Where a session's events live.
 
 mod blob;
+#[cfg(any(test, feature = "testing"))]
+pub mod conformance;
 mod jsonl;
 mod line;
 mod memory;

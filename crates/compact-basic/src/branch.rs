@@ -1,0 +1,161 @@
+//! Branch summaries: when navigation leaves a branch, what was tried on it
+//! is summarized and appended at the target, so the work is not lost to
+//! the model.
+
+use std::sync::Arc;
+
+use abridge_compact::BeforeNavigation;
+use abridge_compact::CompactError;
+use abridge_compact::CompactionHooks;
+use abridge_compact::FileOps;
+use abridge_compact::Summarizer;
+use abridge_compact::SummaryRequest;
+use abridge_compact::TokenCounter;
+use abridge_llm::Block;
+use abridge_llm::Message;
+use abridge_llm::Meta;
+use abridge_llm::Origin;
+use abridge_llm::Purpose;
+use abridge_llm::Role;
+use abridge_llm::SharedMessage;
+use abridge_session::Draft;
+use abridge_session::Navigation;
+use abridge_session::Seq;
+use abridge_session::Session;
+
+use crate::digest::DigestState;
+use crate::files::collect_file_ops;
+use crate::files::render_files;
+use crate::prompts::BRANCH_OPENING;
+
+/// Knobs of branch summaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BranchConfig {
+    /// Tokens of the abandoned branch given to the summarizer, newest
+    /// first. Default 20000.
+    pub budget_tokens: u64,
+    /// Cap on the summary's length. Default 1024.
+    pub max_output_tokens: u32,
+}
+
+impl Default for BranchConfig {
+    fn default() -> Self {
+        BranchConfig {
+            budget_tokens: 20_000,
+            max_output_tokens: 1024,
+        }
+    }
+}
+
+/// The abandoned branch's messages that fit `budget` tokens, taken newest
+/// first (the end of a branch says how it ended) and returned oldest first.
+/// The newest message is always included.
+pub fn abandoned_messages(
+    session: &Session,
+    navigation: &Navigation,
+    counter: &dyn TokenCounter,
+    budget: u64,
+) -> Vec<SharedMessage> {
+    let mut picked = Vec::new();
+    let mut used = 0;
+    for seq in navigation.abandoned.iter().rev() {
+        let Some(message) = session.message(*seq) else {
+            continue;
+        };
+        let cost = counter.message_tokens(Some(*seq), message);
+        if !picked.is_empty() && used + cost > budget {
+            break;
+        }
+        used += cost;
+        picked.push(message.clone());
+    }
+    picked.reverse();
+    picked
+}
+
+/// The message a branch summary is appended as: user role, origin branch
+/// summary, opening with [`BRANCH_OPENING`].
+pub fn branch_message(summary: &str, files: &FileOps) -> Message {
+    let mut blocks = vec![Block::text(BRANCH_OPENING.trim_end()), Block::text(summary.trim())];
+    let tree = render_files(files);
+    if !tree.is_empty() {
+        blocks.push(Block::text(tree));
+    }
+    Message {
+        role: Role::User,
+        content: blocks,
+        meta: Meta {
+            origin: Some(Origin::BranchSummary),
+            ..Meta::default()
+        },
+    }
+}
+
+/// Summarizes what `navigation` abandoned and appends it at the current
+/// leaf (the navigation's target). With no summarizer, or when it fails,
+/// a digest of the branch is used. Returns the summary's seq, or `None`
+/// when the branch had no messages.
+///
+/// # Errors
+/// [`CompactError::Persistence`] when the append fails.
+pub async fn summarize_branch(
+    session: &mut Session,
+    navigation: &Navigation,
+    summarizer: Option<&dyn Summarizer>,
+    counter: &dyn TokenCounter,
+    config: BranchConfig,
+) -> Result<Option<Seq>, CompactError> {
+    let messages = abandoned_messages(session, navigation, counter, config.budget_tokens);
+    if messages.is_empty() {
+        return Ok(None);
+    }
+    let files = collect_file_ops(&messages);
+    let mut text = None;
+    if let Some(summarizer) = summarizer {
+        let mut request = SummaryRequest::new(messages.clone());
+        request.purpose = Purpose::BranchSummary;
+        request.max_output_tokens = config.max_output_tokens;
+        match summarizer.summarize(&request).await {
+            Ok(summary) => text = Some(summary.text),
+            Err(error) => tracing::warn!(%error, "branch summary failed; using a digest"),
+        }
+    }
+    let text = text.unwrap_or_else(|| {
+        let mut state = DigestState::default();
+        state.absorb(&messages);
+        state.render(&FileOps::default())
+    });
+    let seq = session.append(Draft::message(branch_message(&text, &files)))?;
+    Ok(Some(seq))
+}
+
+/// Navigates to `target` with hooks: `before_navigation` may cancel or skip
+/// the summary; the abandoned branch is summarized at the target; then
+/// `after_navigation` runs.
+///
+/// # Errors
+/// [`CompactError::Cancelled`] when a hook cancels; session errors as
+/// [`CompactError::Persistence`].
+pub async fn navigate_with_summary(
+    session: &mut Session,
+    target: Option<Seq>,
+    summarizer: Option<Arc<dyn Summarizer>>,
+    hooks: &dyn CompactionHooks,
+    counter: &dyn TokenCounter,
+    config: BranchConfig,
+) -> Result<(Navigation, Option<Seq>), CompactError> {
+    let decision = hooks.before_navigation(session.leaf(), target).await;
+    if decision == BeforeNavigation::Cancel {
+        return Err(CompactError::Cancelled {
+            by: "hook (before navigation)".to_string(),
+        });
+    }
+    let navigation = session.navigate(target)?;
+    let summary = if decision == BeforeNavigation::SkipSummary {
+        None
+    } else {
+        summarize_branch(session, &navigation, summarizer.as_deref(), counter, config).await?
+    };
+    hooks.after_navigation(&navigation, summary).await;
+    Ok((navigation, summary))
+}

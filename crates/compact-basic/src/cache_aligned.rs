@@ -1,0 +1,264 @@
+//! Cache-aligned summary requests: the conversation replayed as the live
+//! agent sent it, with the summary instruction appended last.
+//!
+//! Providers cache a prompt by its prefix. The agent's last turn sent the
+//! system prompt, the tool list and the history; a summary request that
+//! starts with the very same bytes is served from that cache, so only the
+//! instruction and the summary are billed at full price. The flattened
+//! transcript ([`RequestMode::Transcript`](crate::RequestMode)) rewrites
+//! the history as one text block and always starts cold.
+//!
+//! What keeps the prefix identical:
+//! - the caller's [`ConversationPrefix`] (system prompt and tool specs,
+//!   which the session log does not hold), then the session's own leading
+//!   system messages;
+//! - tools stay listed, with [`ToolChoice::None`] forbidding calls (taking
+//!   the tools away would change the prefix);
+//! - for an update, the previous checkpoint message exactly as stored,
+//!   when the window starts at the head of the span;
+//! - the history messages as they are, never re-rendered.
+//!
+//! A window that would replay a tool call without its result (or the
+//! reverse) is sent as a transcript instead, since providers reject
+//! unpaired calls.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use abridge_compact::Plan;
+use abridge_compact::SummaryRequest;
+use abridge_llm::Message;
+use abridge_llm::Purpose;
+use abridge_llm::Request;
+use abridge_llm::SharedMessage;
+use abridge_llm::ToolChoice;
+use abridge_llm::ToolSpec;
+
+use crate::llm::RequestMode;
+use crate::llm::build_summary_request;
+use crate::prompts::BRANCH_SUMMARY;
+use crate::prompts::SUMMARIZE_INITIAL;
+use crate::prompts::SUMMARIZE_TURN_PREFIX;
+use crate::prompts::SUMMARIZE_UPDATE;
+
+/// Opening of the instruction message in cache-aligned mode. The system
+/// prompt is the conversation's own there, so this message carries what
+/// the transcript mode's system prompt says: the history is data, tools
+/// are disabled, write only the checkpoint.
+pub const CACHE_ALIGNED_NOTICE: &str = include_str!("../../../prompts/summarize_cache_aligned.md");
+/// Task of an update in cache-aligned mode, when the previous checkpoint
+/// is replayed at the head of the conversation rather than quoted below it.
+pub const SUMMARIZE_UPDATE_ALIGNED: &str = include_str!("../../../prompts/summarize_update_aligned.md");
+
+/// What the live conversation sends before the session's messages on every
+/// turn and the session log does not record: the system prompt and the
+/// tool specs. Supplied by the harness, which builds the turn requests.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConversationPrefix {
+    /// System (or developer) messages sent first on every turn. Empty when
+    /// the session holds its system prompt itself.
+    pub system: Vec<Message>,
+    /// The tools offered on every turn, in the order the turn sends them.
+    pub tools: Vec<ToolSpec>,
+}
+
+impl ConversationPrefix {
+    /// A prefix of one system prompt and `tools`.
+    pub fn new(system: impl Into<String>, tools: Vec<ToolSpec>) -> Self {
+        let system = system.into();
+        ConversationPrefix {
+            system: if system.is_empty() {
+                Vec::new()
+            } else {
+                vec![Message::system(system)]
+            },
+            tools,
+        }
+    }
+}
+
+/// The live prefix of one compaction: the conversation prefix, the
+/// session's leading system messages and, for an update, the previous
+/// checkpoint message as stored. Built per plan by
+/// [`AlignedPrefix::for_plan`]; [`AlignedPrefix::new`] serves requests made
+/// without a plan (a branch summary).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AlignedPrefix {
+    lead: Vec<SharedMessage>,
+    tools: Vec<ToolSpec>,
+    checkpoint: Option<SharedMessage>,
+    previous_summary: Option<String>,
+    first: Option<SharedMessage>,
+}
+
+impl AlignedPrefix {
+    /// The prefix alone, for requests that belong to no plan.
+    pub fn new(prefix: &ConversationPrefix) -> Self {
+        AlignedPrefix {
+            lead: prefix.system.iter().cloned().map(Arc::new).collect(),
+            tools: prefix.tools.clone(),
+            ..AlignedPrefix::default()
+        }
+    }
+
+    /// The prefix of `plan`'s conversation: `prefix`, then the session's
+    /// leading system messages, then (for an update) the previous
+    /// checkpoint message.
+    pub fn for_plan(prefix: &ConversationPrefix, plan: &Plan) -> Self {
+        let mut aligned = AlignedPrefix::new(prefix);
+        aligned.lead.extend(plan.head.iter().cloned());
+        if let Some(previous) = &plan.previous {
+            aligned.checkpoint = plan.messages.first().cloned();
+            aligned.previous_summary = Some(previous.summary.clone());
+        }
+        aligned.first = plan.history().first().cloned();
+        aligned
+    }
+
+    /// The tool specs replayed (listed, calls forbidden).
+    pub fn tools(&self) -> &[ToolSpec] {
+        &self.tools
+    }
+}
+
+/// True when every tool call in `messages` has its result there and every
+/// result its call: only then can the messages be replayed as they are.
+fn paired(messages: &[SharedMessage]) -> bool {
+    let calls: BTreeSet<&str> = messages
+        .iter()
+        .flat_map(|m| m.tool_calls().map(|(id, _, _)| id))
+        .collect();
+    let results: BTreeSet<&str> = messages
+        .iter()
+        .filter_map(|m| m.tool_result_block().map(|(id, _, _)| id))
+        .collect();
+    calls == results
+}
+
+/// Builds the cache-aligned request for `request`: the live prefix, the
+/// window's messages as they are, then one user message with
+/// [`CACHE_ALIGNED_NOTICE`], the previous checkpoint (unless replayed at
+/// the head), host notes, the task and any focus. Tools listed,
+/// [`ToolChoice::None`]. A window with unpaired tool calls falls back to
+/// the transcript request.
+pub fn build_cache_aligned_request(model: &str, aligned: &AlignedPrefix, request: &SummaryRequest) -> Request {
+    let prefix_mode = request.messages.is_empty() && !request.turn_prefix.is_empty();
+    let history = if prefix_mode {
+        &request.turn_prefix
+    } else {
+        &request.messages
+    };
+    if !paired(history) {
+        tracing::debug!("window splits a tool call from its result; sending it as a transcript");
+        return build_summary_request(model, RequestMode::Transcript, request);
+    }
+    let at_head = !prefix_mode
+        && request.purpose != Purpose::BranchSummary
+        && aligned.checkpoint.is_some()
+        && request.previous.is_some()
+        && request.previous == aligned.previous_summary
+        && match (history.first(), &aligned.first) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+    let task = if request.purpose == Purpose::BranchSummary {
+        BRANCH_SUMMARY
+    } else if prefix_mode {
+        SUMMARIZE_TURN_PREFIX
+    } else if at_head {
+        SUMMARIZE_UPDATE_ALIGNED
+    } else if request.previous.is_some() {
+        SUMMARIZE_UPDATE
+    } else {
+        SUMMARIZE_INITIAL
+    };
+    let mut messages: Vec<SharedMessage> = aligned.lead.clone();
+    if at_head && let Some(checkpoint) = &aligned.checkpoint {
+        messages.push(Arc::clone(checkpoint));
+    }
+    messages.extend(history.iter().cloned());
+
+    let mut text = String::from(CACHE_ALIGNED_NOTICE.trim());
+    text.push_str("\n\n");
+    if let Some(previous) = request.previous.as_ref().filter(|_| !at_head) {
+        text.push_str("<previous-checkpoint>\n");
+        text.push_str(previous.trim());
+        text.push_str("\n</previous-checkpoint>\n\n");
+    }
+    if !request.extra_context.is_empty() {
+        text.push_str("<host-notes>\n");
+        for note in &request.extra_context {
+            text.push_str(note.trim());
+            text.push('\n');
+        }
+        text.push_str("</host-notes>\n\n");
+    }
+    text.push_str(task.trim());
+    if let Some(instructions) = &request.instructions {
+        text.push_str("\n\nThe user asked this checkpoint to focus on: ");
+        text.push_str(instructions.trim());
+    }
+    messages.push(Arc::new(Message::user(text)));
+    Request {
+        model: model.to_string(),
+        messages,
+        tools: aligned.tools.clone(),
+        tool_choice: ToolChoice::None,
+        max_output_tokens: Some(request.max_output_tokens),
+        temperature: None,
+        purpose: request.purpose,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use abridge_llm::Block;
+    use abridge_llm::Role;
+
+    fn call(id: &str) -> SharedMessage {
+        Arc::new(Message {
+            role: Role::Assistant,
+            content: vec![Block::ToolCall {
+                id: id.into(),
+                name: "read".into(),
+                arguments: serde_json::json!({"path": "a.rs"}),
+            }],
+            meta: Default::default(),
+        })
+    }
+
+    fn result(id: &str) -> SharedMessage {
+        Arc::new(Message::tool_result(id, "fn main() {}", false))
+    }
+
+    #[test]
+    fn replays_messages_then_the_instruction_with_tools_disabled() {
+        let prefix = ConversationPrefix::new(
+            "You are a coding agent.",
+            vec![ToolSpec {
+                name: "read".into(),
+                description: "Read a file".into(),
+                parameters: serde_json::json!({"type": "object"}),
+            }],
+        );
+        let history = vec![Arc::new(Message::user("fix it")), call("c1"), result("c1")];
+        let request = SummaryRequest::new(history.clone());
+        let built = build_cache_aligned_request("m", &AlignedPrefix::new(&prefix), &request);
+        assert_eq!(built.tool_choice, ToolChoice::None);
+        assert_eq!(built.tools, prefix.tools);
+        assert_eq!(built.messages.len(), 5);
+        assert_eq!(built.messages[0].role, Role::System);
+        assert!(Arc::ptr_eq(&built.messages[1], &history[0]));
+        let last = built.messages[4].plain_text();
+        assert!(last.starts_with(CACHE_ALIGNED_NOTICE.trim()));
+        assert!(last.ends_with(SUMMARIZE_INITIAL.trim()));
+    }
+
+    #[test]
+    fn unpaired_window_falls_back_to_a_transcript() {
+        let request = SummaryRequest::new(vec![Arc::new(Message::user("go")), call("c9")]);
+        let built = build_cache_aligned_request("m", &AlignedPrefix::default(), &request);
+        assert_eq!(built, build_summary_request("m", RequestMode::Transcript, &request));
+    }
+}

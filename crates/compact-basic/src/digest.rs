@@ -1,0 +1,436 @@
+//! `digest`: a checkpoint built from the history itself, with no model.
+//!
+//! It records the user's requests in order, the files read and changed,
+//! the commands run and which failed (with the line that says why), the
+//! assistant's last statement of progress and the questions left open.
+//! Its state is kept as JSON in the checkpoint's details, so the next
+//! digest continues it instead of nesting text inside text.
+
+use std::collections::BTreeMap;
+
+use abridge_compact::Checkpoint;
+use abridge_compact::CompactError;
+use abridge_compact::CompactionMethod;
+use abridge_compact::FileAccess;
+use abridge_compact::MethodOutput;
+use abridge_compact::Plan;
+use abridge_compact::is_checkpoint;
+use abridge_llm::Block;
+use abridge_llm::Role;
+use abridge_llm::SharedMessage;
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde::Serialize;
+
+use crate::files::collect_file_ops;
+use crate::files::command_text;
+use crate::files::render_files;
+use crate::transcript::clip;
+use crate::transcript::tool_names;
+use crate::transcript::visible_text;
+
+/// Requests listed in full at the start and end of a long session; the
+/// ones between are counted.
+pub const REQUESTS_HEAD: usize = 3;
+/// See [`REQUESTS_HEAD`].
+pub const REQUESTS_TAIL: usize = 12;
+/// Characters kept of each request (the first, the goal, gets twice that).
+pub const REQUEST_CHARS: usize = 400;
+/// Commands listed (the newest).
+pub const COMMANDS_LISTED: usize = 12;
+/// Failures listed (the newest).
+pub const FAILURES_LISTED: usize = 8;
+/// Characters kept of the assistant's last progress statement.
+pub const PROGRESS_CHARS: usize = 900;
+/// Shortest assistant text counted as a statement of progress rather than
+/// a passing remark ("Now let me read the tests.").
+pub const SUBSTANTIAL_CHARS: usize = 160;
+
+/// The digest of everything compacted so far.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DigestState {
+    /// The first request, kept as the goal.
+    pub goal: Option<String>,
+    /// Requests after the first, oldest first (head and tail kept).
+    pub requests: Vec<String>,
+    /// Requests dropped from the middle of `requests`.
+    pub requests_omitted: usize,
+    /// Newest commands, oldest first.
+    pub commands: Vec<CommandRecord>,
+    /// Commands run in total.
+    pub commands_total: usize,
+    /// Commands that failed, in total.
+    #[serde(default)]
+    pub commands_failed: usize,
+    /// Newest failures (commands and tools), oldest first.
+    pub failures: Vec<String>,
+    /// Failures in total.
+    pub failures_total: usize,
+    /// Calls per tool name.
+    pub tool_counts: BTreeMap<String, usize>,
+    /// The assistant's last substantial statement (at least
+    /// [`SUBSTANTIAL_CHARS`] characters): usually a report of progress.
+    pub last_progress: Option<String>,
+    /// The assistant's very last words, when shorter than that (the step it
+    /// was taking).
+    #[serde(default)]
+    pub last_step: Option<String>,
+    /// Questions the assistant asked last and the user has not answered.
+    pub open_questions: Vec<String>,
+    /// The summary of an earlier checkpoint not written by digest.
+    pub earlier: Option<String>,
+}
+
+/// One shell command and how it went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandRecord {
+    /// The command line (clipped).
+    pub command: String,
+    /// It failed (error result or a non-zero exit code in its output).
+    pub failed: bool,
+}
+
+/// Strips harness noise from a user message: system reminders and
+/// similar injected blocks. `None` when nothing of the user's own is left.
+fn user_request_text(message: &SharedMessage) -> Option<String> {
+    if message.role != Role::User || is_checkpoint(message) {
+        return None;
+    }
+    let mut text = visible_text(message);
+    for tag in ["system-reminder", "local-command-stdout", "local-command-stderr", "command-message"] {
+        let open = format!("<{tag}>");
+        let close = format!("</{tag}>");
+        while let Some(start) = text.find(&open) {
+            let end = text[start..].find(&close).map_or(text.len(), |e| start + e + close.len());
+            text.replace_range(start..end, "");
+        }
+    }
+    let text = text.trim();
+    if text.is_empty() || text.starts_with("Caveat: The messages below were generated") {
+        return None;
+    }
+    // A bare slash command (`/model`, `/theme`) drives the harness, not
+    // the task.
+    if text.starts_with('/') && !text.contains(char::is_whitespace) {
+        return None;
+    }
+    Some(text.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// True when a command's output says it failed.
+pub fn output_failed(is_error: bool, output: &str) -> bool {
+    if is_error {
+        return true;
+    }
+    let lower = output.to_ascii_lowercase();
+    for marker in ["exit code", "exited with code", "exit status"] {
+        let mut from = 0;
+        while let Some(found) = lower[from..].find(marker) {
+            let rest = &lower[from + found + marker.len()..];
+            let digits: String = rest
+                .trim_start_matches([':', ' ', '='])
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if digits.parse::<u64>().is_ok_and(|code| code != 0) {
+                return true;
+            }
+            from += found + marker.len();
+        }
+    }
+    false
+}
+
+/// The line of an output that best says why it failed.
+fn failure_line(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let pick = lines
+        .iter()
+        .find(|l| {
+            let lower = l.to_ascii_lowercase();
+            lower.contains("error") || lower.contains("failed") || lower.contains("panicked")
+        })
+        .or(lines.last());
+    clip(pick.copied().unwrap_or("(no output)"), 200)
+}
+
+fn questions(text: &str) -> Vec<String> {
+    text.split(['\n', '.', '!'])
+        .map(str::trim)
+        .filter(|s| s.ends_with('?') && s.len() > 8)
+        .map(|s| clip(s, 200))
+        .collect()
+}
+
+impl DigestState {
+    /// Adds `messages` (oldest first) to the digest.
+    pub fn absorb(&mut self, messages: &[SharedMessage]) {
+        let names = tool_names(messages);
+        let mut pending: BTreeMap<String, String> = BTreeMap::new();
+        for message in messages {
+            match message.role {
+                Role::User => {
+                    if let Some(text) = user_request_text(message) {
+                        self.open_questions.clear();
+                        if self.goal.is_none() {
+                            self.goal = Some(clip(&text, REQUEST_CHARS * 2));
+                        } else {
+                            self.requests.push(clip(&text, REQUEST_CHARS));
+                        }
+                    }
+                }
+                Role::Assistant => {
+                    for (id, name, arguments) in message.tool_calls() {
+                        *self.tool_counts.entry(name.to_string()).or_default() += 1;
+                        if let Some(command) = command_text(name, arguments) {
+                            let command = clip(command.lines().next().unwrap_or(""), 160);
+                            pending.insert(id.to_string(), command);
+                        }
+                    }
+                    let text = visible_text(message);
+                    let text = text.trim();
+                    if !text.is_empty() {
+                        if text.chars().count() >= SUBSTANTIAL_CHARS {
+                            self.last_progress = Some(clip(text, PROGRESS_CHARS));
+                            self.last_step = None;
+                        } else {
+                            self.last_step = Some(clip(text, 300));
+                        }
+                        self.open_questions = questions(text);
+                    }
+                }
+                Role::Tool => {
+                    let Some((id, content, is_error)) = message.tool_result_block() else {
+                        continue;
+                    };
+                    let output: String = content
+                        .iter()
+                        .filter_map(Block::as_text)
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    let failed = output_failed(is_error, &output);
+                    if let Some(command) = pending.remove(id) {
+                        self.commands_total += 1;
+                        if failed {
+                            self.commands_failed += 1;
+                            self.push_failure(format!("`{command}`: {}", failure_line(&output)));
+                        }
+                        self.commands.push(CommandRecord { command, failed });
+                    } else if is_error {
+                        let name = names.get(id).map_or("tool", String::as_str);
+                        self.push_failure(format!("{name}: {}", failure_line(&output)));
+                    }
+                }
+                Role::System | Role::Developer => {}
+            }
+        }
+        self.trim();
+    }
+
+    fn push_failure(&mut self, line: String) {
+        self.failures_total += 1;
+        self.failures.push(line);
+    }
+
+    fn trim(&mut self) {
+        let keep = REQUESTS_HEAD + REQUESTS_TAIL;
+        if self.requests.len() > keep {
+            let drop = self.requests.len() - keep;
+            self.requests.drain(REQUESTS_HEAD..REQUESTS_HEAD + drop);
+            self.requests_omitted += drop;
+        }
+        if self.commands.len() > COMMANDS_LISTED {
+            let drop = self.commands.len() - COMMANDS_LISTED;
+            self.commands.drain(..drop);
+        }
+        if self.failures.len() > FAILURES_LISTED {
+            let drop = self.failures.len() - FAILURES_LISTED;
+            self.failures.drain(..drop);
+        }
+        self.open_questions.truncate(3);
+    }
+
+    /// The digest as Markdown, with the `<files>` tree of `files` last.
+    pub fn render(&self, files: &abridge_compact::FileOps) -> String {
+        let mut out = String::new();
+        out.push_str("## Goal\n");
+        out.push_str(match (&self.goal, &self.earlier) {
+            (Some(goal), _) => goal,
+            (None, Some(_)) => "(stated in the earlier summary below)",
+            (None, None) => "(no user request in the compacted part)",
+        });
+        out.push_str("\n\n");
+        if let Some(earlier) = &self.earlier {
+            out.push_str("## Earlier summary\n");
+            out.push_str(earlier.trim());
+            out.push_str("\n\n");
+        }
+        if !self.requests.is_empty() {
+            out.push_str("## Later requests, in order\n");
+            for (i, request) in self.requests.iter().enumerate() {
+                if i == REQUESTS_HEAD && self.requests_omitted > 0 {
+                    out.push_str(&format!("- ({} requests omitted)\n", self.requests_omitted));
+                }
+                out.push_str(&format!("- {request}\n"));
+            }
+            out.push('\n');
+        }
+        out.push_str("## Progress\n");
+        let changed = files.paths.values().filter(|a| **a != FileAccess::Read).count();
+        let tools: Vec<String> = {
+            let mut counts: Vec<(&String, &usize)> = self.tool_counts.iter().collect();
+            counts.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            counts.iter().take(8).map(|(n, c)| format!("{n} x{c}")).collect()
+        };
+        out.push_str(&format!(
+            "{} tool calls ({}); {} files changed; {} commands run, {} failed.\n",
+            self.tool_counts.values().sum::<usize>(),
+            if tools.is_empty() { "none".to_string() } else { tools.join(", ") },
+            changed,
+            self.commands_total,
+            self.commands_failed,
+        ));
+        if let Some(progress) = &self.last_progress {
+            out.push_str("Last progress reported by the assistant:\n");
+            quote(progress, &mut out);
+        }
+        if let Some(step) = &self.last_step {
+            out.push_str("Its last words before the checkpoint:\n");
+            quote(step, &mut out);
+        }
+        out.push('\n');
+        if !self.commands.is_empty() {
+            out.push_str("## Recent commands\n");
+            for command in &self.commands {
+                let mark = if command.failed { " (failed)" } else { "" };
+                out.push_str(&format!("- `{}`{mark}\n", command.command));
+            }
+            out.push('\n');
+        }
+        if !self.failures.is_empty() {
+            out.push_str("## Failures\n");
+            for failure in &self.failures {
+                out.push_str(&format!("- {failure}\n"));
+            }
+            out.push('\n');
+        }
+        if !self.open_questions.is_empty() {
+            out.push_str("## Open questions\n");
+            for question in &self.open_questions {
+                out.push_str(&format!("- {question}\n"));
+            }
+            out.push('\n');
+        }
+        out.push_str(&render_files(files));
+        out.trim_end().to_string()
+    }
+
+    /// Two or three sentences for a status line.
+    pub fn short(&self, files: &abridge_compact::FileOps) -> String {
+        let goal = match (&self.goal, &self.earlier) {
+            (Some(goal), _) => clip(first_sentence(goal), 160),
+            (None, Some(earlier)) => clip(first_sentence(earlier), 160),
+            (None, None) => "an unknown task.".to_string(),
+        };
+        let changed = files.paths.values().filter(|a| **a != FileAccess::Read).count();
+        let mut out = format!(
+            "Working on: {goal} So far: {} requests, {changed} files changed, {} commands run.",
+            usize::from(self.goal.is_some()) + self.requests.len() + self.requests_omitted,
+            self.commands_total
+        );
+        if let Some(progress) = self.last_progress.as_ref().or(self.last_step.as_ref()) {
+            out.push_str(&format!(" Latest: {}", clip(first_sentence(progress), 160)));
+        }
+        out
+    }
+}
+
+fn quote(text: &str, out: &mut String) {
+    for line in text.lines() {
+        out.push_str("> ");
+        out.push_str(line);
+        out.push('\n');
+    }
+}
+
+fn first_sentence(text: &str) -> &str {
+    let text = text.trim();
+    let end = text
+        .char_indices()
+        .find(|(i, c)| matches!(c, '.' | '!' | '?' | '\n') && text[i + c.len_utf8()..].starts_with([' ', '\n']))
+        .map_or(text.len(), |(i, c)| i + c.len_utf8());
+    text[..end].trim()
+}
+
+/// The model-free compaction method.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DigestMethod;
+
+/// The name `digest` registers under.
+pub const DIGEST: &str = "digest";
+
+impl DigestMethod {
+    /// The digest checkpoint of `plan`, without running async machinery.
+    pub fn checkpoint(plan: &Plan) -> Checkpoint {
+        let mut state = DigestState::default();
+        let mut files = abridge_compact::FileOps::default();
+        if let Some(previous) = &plan.previous {
+            files.merge(&previous.files);
+            match previous_state(plan) {
+                Some(earlier_state) => state = earlier_state,
+                None => state.earlier = Some(clip(&previous.summary, 4_000)),
+            }
+        }
+        let from = usize::from(plan.previous.is_some());
+        let messages = &plan.messages[from..];
+        state.absorb(messages);
+        files.merge(&collect_file_ops(messages));
+        let text = state.render(&files);
+        Checkpoint {
+            content: vec![Block::text(text.clone())],
+            summary: text,
+            short_summary: state.short(&files),
+            files,
+            usage: None,
+            model: None,
+            details: serde_json::json!({ "digest": state }),
+        }
+    }
+}
+
+fn previous_state(plan: &Plan) -> Option<DigestState> {
+    let previous = plan.previous.as_ref()?;
+    serde_json::from_value(previous.details.get("digest")?.clone()).ok()
+}
+
+#[async_trait]
+impl CompactionMethod for DigestMethod {
+    fn name(&self) -> &str {
+        DIGEST
+    }
+
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        Ok(MethodOutput::Checkpoint(Self::checkpoint(plan)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_are_read_from_output() {
+        assert!(output_failed(false, "Process exited with code 1\nerror: x"));
+        assert!(output_failed(false, "Exit code: 2"));
+        assert!(!output_failed(false, "Exit code: 0\nall good"));
+        assert!(!output_failed(false, "ok"));
+        assert!(output_failed(true, ""));
+        assert_eq!(failure_line("running\nerror[E0308]: mismatched types\nmore"), "error[E0308]: mismatched types");
+    }
+
+    #[test]
+    fn first_sentence_stops_at_the_first_full_stop() {
+        assert_eq!(first_sentence("Fix the build. Then test."), "Fix the build.");
+        assert_eq!(first_sentence("v1.2 is out"), "v1.2 is out");
+    }
+}

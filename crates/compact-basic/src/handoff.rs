@@ -1,0 +1,269 @@
+//! `handoff`: the live model writes a handoff document for the next
+//! context window, committed as a checkpoint.
+//!
+//! The request is a side call on the live conversation: the caller's
+//! system prompt and tools, the session's whole surface as the last turn
+//! sent it (leading system messages, the planned span, the kept part),
+//! then [`HANDOFF_PROMPT`] as the last user message, with tools listed but
+//! disabled ([`ToolChoice::None`]). The prefix is therefore the one the
+//! provider has just cached, and only the instruction and the document are
+//! billed at full price. The document replaces the planned span like any
+//! checkpoint, and is optionally also written to a Markdown file.
+//!
+//! A conversation that ends in tool calls still waiting for results (a
+//! handoff in the middle of a turn) is replayed without that last
+//! assistant message; one that still has unpaired calls is sent as a
+//! flattened transcript instead.
+
+use std::fmt;
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use abridge_compact::Availability;
+use abridge_compact::Checkpoint;
+use abridge_compact::CompactError;
+use abridge_compact::CompactionMethod;
+use abridge_compact::MethodContext;
+use abridge_compact::MethodOutput;
+use abridge_compact::Plan;
+use abridge_llm::Block;
+use abridge_llm::Candidate;
+use abridge_llm::LlmClient;
+use abridge_llm::Message;
+use abridge_llm::Purpose;
+use abridge_llm::Request;
+use abridge_llm::RetryPolicy;
+use abridge_llm::SharedMessage;
+use abridge_llm::ToolChoice;
+use async_trait::async_trait;
+
+use crate::cache_aligned::ConversationPrefix;
+use crate::candidates::AttemptLog;
+use crate::candidates::SummarizerCandidates;
+use crate::candidates::complete_with_candidates;
+use crate::candidates::set_detail;
+use crate::files::collect_file_ops;
+use crate::files::render_files;
+use crate::llm::split_short;
+use crate::transcript::clip;
+use crate::transcript::render_transcript;
+
+/// The name `handoff` registers under.
+pub const HANDOFF: &str = "handoff";
+/// The instruction appended to the live conversation
+/// (prompts/handoff.md).
+pub const HANDOFF_PROMPT: &str = include_str!("../../../prompts/handoff.md");
+
+/// Plain configuration of [`handoff_method`].
+#[derive(Debug, Clone)]
+pub struct HandoffConfig {
+    /// The system prompt and tools the live conversation sends (the
+    /// session does not record them).
+    pub prefix: ConversationPrefix,
+    /// Cap on the document's length in tokens. Default 4096.
+    pub max_tokens: u32,
+    /// Also write the document (with its `## In short`) to this Markdown
+    /// file, replacing it. Written when the document is accepted, before
+    /// the commit; a write failure is recorded in `details.save_error`
+    /// and does not stop the checkpoint.
+    pub save_to: Option<PathBuf>,
+    /// Retry policy of every candidate.
+    pub retry: RetryPolicy,
+    /// Candidates tried after the first, in order.
+    pub fallbacks: Vec<Candidate>,
+}
+
+impl Default for HandoffConfig {
+    fn default() -> Self {
+        HandoffConfig {
+            prefix: ConversationPrefix::default(),
+            max_tokens: 4096,
+            save_to: None,
+            retry: RetryPolicy::default(),
+            fallbacks: Vec::new(),
+        }
+    }
+}
+
+/// True when every tool call in `messages` has its result there and the
+/// reverse.
+fn paired(messages: &[SharedMessage]) -> bool {
+    let mut calls: Vec<&str> = messages
+        .iter()
+        .flat_map(|m| m.tool_calls().map(|(id, _, _)| id))
+        .collect();
+    let mut results: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| m.tool_result_block().map(|(id, _, _)| id))
+        .collect();
+    calls.sort_unstable();
+    results.sort_unstable();
+    calls == results
+}
+
+/// The instruction message: the prompt, host notes and any focus.
+fn instruction(plan: &Plan) -> String {
+    let mut text = String::from(HANDOFF_PROMPT.trim());
+    if !plan.extra_context.is_empty() {
+        text.push_str("\n\n<host-notes>\n");
+        for note in &plan.extra_context {
+            text.push_str(note.trim());
+            text.push('\n');
+        }
+        text.push_str("</host-notes>");
+    }
+    if let Some(focus) = &plan.instructions {
+        text.push_str("\n\nThe user asked the handoff to focus on: ");
+        text.push_str(focus.trim());
+    }
+    text
+}
+
+/// Builds the handoff request for `plan`: `prefix`, the whole surface as
+/// planned (head, span, kept part), then the instruction; tools listed,
+/// calls forbidden. Falls back to a transcript when the surface cannot be
+/// replayed as it is (see the module docs).
+pub fn build_handoff_request(model: &str, prefix: &ConversationPrefix, plan: &Plan, max_tokens: u32) -> Request {
+    let mut conversation: Vec<SharedMessage> = plan.head.clone();
+    conversation.extend(plan.messages.iter().cloned());
+    conversation.extend(plan.kept.iter().cloned());
+    if !paired(&conversation)
+        && conversation
+            .last()
+            .is_some_and(|m| m.tool_calls().next().is_some())
+    {
+        conversation.pop();
+    }
+    let mut messages: Vec<SharedMessage> = prefix.system.iter().cloned().map(Arc::new).collect();
+    let text = if paired(&conversation) {
+        messages.extend(conversation);
+        instruction(plan)
+    } else {
+        tracing::debug!("conversation has unpaired tool calls; sending the handoff request as a transcript");
+        messages.extend(plan.head.iter().cloned());
+        let mut rest = plan.messages.clone();
+        rest.extend(plan.kept.iter().cloned());
+        format!(
+            "<conversation>\n{}\n</conversation>\n\n{}",
+            render_transcript(&rest),
+            instruction(plan)
+        )
+    };
+    messages.push(Arc::new(Message::user(text)));
+    Request {
+        model: model.to_string(),
+        messages,
+        tools: prefix.tools.clone(),
+        tool_choice: ToolChoice::None,
+        max_output_tokens: Some(max_tokens),
+        temperature: None,
+        purpose: Purpose::Handoff,
+    }
+}
+
+/// Writes `text` to `path` through a temporary file beside it, so a
+/// reader never sees half a document.
+fn save(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// The handoff compaction method.
+pub struct HandoffMethod {
+    candidates: SummarizerCandidates,
+    config: HandoffConfig,
+}
+
+impl fmt::Debug for HandoffMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HandoffMethod")
+            .field("candidates", &self.candidates.candidates.len())
+            .field("max_tokens", &self.config.max_tokens)
+            .field("save_to", &self.config.save_to)
+            .finish()
+    }
+}
+
+impl HandoffMethod {
+    /// A handoff written by `candidates` under `config` (its `retry` and
+    /// `fallbacks` are ignored here; they are `handoff_method`'s).
+    pub fn new(candidates: SummarizerCandidates, config: HandoffConfig) -> Self {
+        HandoffMethod { candidates, config }
+    }
+
+    async fn write(&self, plan: &Plan, log: &AttemptLog) -> Result<MethodOutput, CompactError> {
+        let clients = self.candidates.clients(log);
+        let request = build_handoff_request("", &self.config.prefix, plan, self.config.max_tokens);
+        let (text, response) =
+            complete_with_candidates(HANDOFF, &clients, log, &request, self.config.max_tokens).await?;
+        let mut details = serde_json::json!({});
+        if let Some(path) = &self.config.save_to {
+            match save(path, text.trim()) {
+                Ok(()) => set_detail(&mut details, "saved_to", Ok(serde_json::json!(path.display().to_string()))),
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), %error, "could not save the handoff document");
+                    set_detail(
+                        &mut details,
+                        "save_error",
+                        Ok(serde_json::json!(format!("could not write {}: {error}", path.display()))),
+                    );
+                }
+            }
+        }
+        let (body, short) = split_short(&text);
+        let mut files = plan.previous.as_ref().map(|p| p.files.clone()).unwrap_or_default();
+        files.merge(&collect_file_ops(&plan.messages));
+        let tree = render_files(&files);
+        let content = if tree.is_empty() {
+            body.clone()
+        } else {
+            format!("{body}\n\n{tree}")
+        };
+        Ok(MethodOutput::Checkpoint(Checkpoint {
+            content: vec![Block::text(content)],
+            short_summary: short.unwrap_or_else(|| clip(&body.replace('\n', " "), 300)),
+            summary: body,
+            files,
+            usage: Some(response.usage),
+            model: Some(response.model),
+            details,
+        }))
+    }
+}
+
+#[async_trait]
+impl CompactionMethod for HandoffMethod {
+    fn name(&self) -> &str {
+        HANDOFF
+    }
+
+    fn available(&self, _context: &MethodContext) -> Availability {
+        if self.candidates.candidates.is_empty() {
+            Availability::Unavailable {
+                reason: "no model is configured to write the handoff".to_string(),
+            }
+        } else {
+            Availability::Ready
+        }
+    }
+
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        let log = AttemptLog::default();
+        let result = self.write(plan, &log).await;
+        log.settle(result)
+    }
+}
+
+/// The `handoff` method: `model` through `client` (then
+/// `config.fallbacks`), each under `config.retry`, replaying
+/// `config.prefix`; the document is also saved to `config.save_to` when
+/// set. Needs a tokio runtime with timers.
+pub fn handoff_method(client: Arc<dyn LlmClient>, model: impl Into<String>, config: HandoffConfig) -> Arc<dyn CompactionMethod> {
+    let mut candidates = SummarizerCandidates::new(client, model).with_retry(config.retry.clone());
+    candidates.candidates.extend(config.fallbacks.iter().cloned());
+    Arc::new(HandoffMethod::new(candidates, config))
+}

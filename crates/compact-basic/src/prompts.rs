@@ -1,0 +1,21 @@
+//! Every prompt this crate sends, loaded from prompts/*.md.
+
+/// System prompt of every summary request: the history is untrusted data.
+pub const SUMMARIZE_SYSTEM: &str = include_str!("../../../prompts/summarize_system.md");
+/// Instructions for a first checkpoint: the required sections.
+pub const SUMMARIZE_INITIAL: &str = include_str!("../../../prompts/summarize_initial.md");
+/// Instructions for a checkpoint that merges the previous one.
+pub const SUMMARIZE_UPDATE: &str = include_str!("../../../prompts/summarize_update.md");
+/// Instructions for the hidden start of a split turn.
+pub const SUMMARIZE_TURN_PREFIX: &str = include_str!("../../../prompts/summarize_turn_prefix.md");
+/// Instructions for a summary of an abandoned branch.
+pub const BRANCH_SUMMARY: &str = include_str!("../../../prompts/branch_summary.md");
+/// Opening line of a branch-summary message.
+pub const BRANCH_OPENING: &str = include_str!("../../../prompts/branch_open.md");
+
+/// Heading under which a split turn's prefix summary is merged, below the
+/// history summary.
+pub const TURN_PREFIX_HEADING: &str = "## Current turn so far";
+/// Heading of the short summary the prompts ask for; parsed out of the
+/// summary into the checkpoint's `short_summary`.
+pub const SHORT_HEADING: &str = "## In short";

@@ -1,0 +1,729 @@
+//! `remote`: a checkpoint written somewhere else, falling back to the
+//! local summary when that fails (feature `remote`).
+//!
+//! Three kinds of remote, chosen by [`RemoteKind`]:
+//!
+//! - [`RemoteKind::Endpoint`]: a summary service. `POST URL` with
+//!   `{"system_prompt", "prompt", "max_tokens"}`, answered by
+//!   `{"summary"}` (optionally `"usage": {"input_tokens",
+//!   "output_tokens"}` and `"model"`). It is driven like a model through
+//!   [`SummaryEndpoint`], so windows, retries and validation are the
+//!   `soft` method's.
+//! - [`RemoteKind::ChatCompletions`]: any OpenAI-compatible
+//!   `/chat/completions` URL, through abridge-llm's `OpenAiChatClient`
+//!   and the `soft` method (cache-aligned when a prefix is given).
+//! - [`RemoteKind::ResponsesCompact`]: OpenAI's `POST
+//!   {base}/responses/compact` with `{"model", "input": [items]}`. The
+//!   answer's `output` (the user messages it kept plus one opaque
+//!   `{"type": "compaction", "encrypted_content"}` item) is kept in the
+//!   checkpoint's `details.native`, to be replayed only to the same
+//!   provider; the checkpoint's text, which every other provider gets, is
+//!   the local summary.
+//!
+//! Whatever fails (HTTP errors after retries, malformed bodies, unusable
+//! answers), the local method (`digest` unless configured) writes the
+//! checkpoint instead, and `details` says what failed and what was used.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use std::time::SystemTime;
+
+use abridge_compact::Availability;
+use abridge_compact::CompactError;
+use abridge_compact::CompactionMethod;
+use abridge_compact::MethodContext;
+use abridge_compact::MethodOutput;
+use abridge_compact::Plan;
+use abridge_llm::ApiKey;
+use abridge_llm::ChatOptions;
+use abridge_llm::LlmClient;
+use abridge_llm::LlmError;
+use abridge_llm::Message;
+use abridge_llm::OpenAiChatClient;
+use abridge_llm::OpenAiResponsesClient;
+use abridge_llm::ProviderConfig;
+use abridge_llm::Purpose;
+use abridge_llm::Request;
+use abridge_llm::ResponsesOptions;
+use abridge_llm::Response;
+use abridge_llm::Role;
+use abridge_llm::StopReason;
+use abridge_llm::Usage;
+use async_trait::async_trait;
+use serde_json::Value;
+use serde_json::json;
+
+use crate::cache_aligned::ConversationPrefix;
+use crate::candidates::AttemptLog;
+use crate::candidates::CandidateSoftMethod;
+use crate::candidates::SummarizerCandidates;
+use crate::candidates::set_detail;
+use crate::digest::DigestMethod;
+use crate::soft::SoftConfig;
+
+/// The name `remote` registers under.
+pub const REMOTE: &str = "remote";
+/// Provider name of a [`SummaryEndpoint`] in errors and attempts.
+pub const SUMMARY_ENDPOINT: &str = "summary-endpoint";
+/// Path OpenAI's native compaction is posted to, after the base URL.
+pub const RESPONSES_COMPACT_PATH: &str = "/responses/compact";
+/// Output item type of OpenAI's opaque compaction.
+pub const COMPACTION_ITEM: &str = "compaction";
+
+/// Which remote writes the checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RemoteKind {
+    /// A `{system_prompt, prompt, max_tokens}` -> `{summary}` service at
+    /// the URL.
+    Endpoint,
+    /// An OpenAI-compatible server; the URL is its base (`.../v1`) or the
+    /// full `.../chat/completions` address.
+    ChatCompletions,
+    /// OpenAI's `/responses/compact`; the URL is the base (`None`-like
+    /// empty string: OpenAI's public API) or the full address.
+    ResponsesCompact,
+}
+
+/// Plain configuration of [`remote_method`].
+#[derive(Clone)]
+pub struct RemoteConfig {
+    /// Which remote.
+    pub kind: RemoteKind,
+    /// Where it is (see [`RemoteKind`]).
+    pub url: String,
+    /// The model to ask (chat and compact); ignored by an endpoint.
+    pub model: String,
+    /// Sent as `Authorization: Bearer`; never logged.
+    pub api_key: Option<ApiKey>,
+    /// Extra headers on every request (values never logged).
+    pub headers: Vec<(String, String)>,
+    /// Retry, per-call timeout and early give-up.
+    pub retry: abridge_llm::RetryPolicy,
+    /// Windows and summary length for the endpoint and chat kinds.
+    pub soft: SoftConfig,
+    /// The live conversation's system prompt and tools: makes the chat
+    /// kind cache-aligned and is replayed at the head of a compact input.
+    pub prefix: Option<ConversationPrefix>,
+    /// Writes the checkpoint when the remote fails, and the text of a
+    /// native compaction. `None`: `digest`.
+    pub local: Option<Arc<dyn CompactionMethod>>,
+}
+
+impl fmt::Debug for RemoteConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("RemoteConfig")
+            .field("kind", &self.kind)
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key)
+            .field("header_names", &header_names)
+            .field("retry", &self.retry)
+            .field("soft", &self.soft)
+            .field("prefix", &self.prefix.is_some())
+            .field("local", &self.local.as_ref().map(|m| m.name().to_string()))
+            .finish()
+    }
+}
+
+impl RemoteConfig {
+    /// A configuration of `kind` at `url` asking `model`, with defaults
+    /// for everything else.
+    pub fn new(kind: RemoteKind, url: impl Into<String>, model: impl Into<String>) -> Self {
+        RemoteConfig {
+            kind,
+            url: url.into(),
+            model: model.into(),
+            api_key: None,
+            headers: Vec::new(),
+            retry: abridge_llm::RetryPolicy::default(),
+            soft: SoftConfig::default(),
+            prefix: None,
+            local: None,
+        }
+    }
+}
+
+fn invalid(provider: &str, message: impl Into<String>) -> LlmError {
+    LlmError::InvalidConfig {
+        provider: provider.to_string(),
+        message: message.into(),
+    }
+}
+
+/// Headers with the key and extras, values marked sensitive.
+fn header_map(provider: &str, key: Option<&ApiKey>, extra: &[(String, String)]) -> Result<reqwest::header::HeaderMap, LlmError> {
+    use reqwest::header::HeaderName;
+    use reqwest::header::HeaderValue;
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(reqwest::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(key) = key {
+        let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+            .map_err(|_| invalid(provider, "the api key is not a valid header value"))?;
+        value.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
+    for (name, value) in extra {
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| invalid(provider, format!("header name {name:?} is not valid")))?;
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| invalid(provider, format!("the value of header {name:?} is not valid")))?;
+        value.set_sensitive(true);
+        headers.insert(header, value);
+    }
+    Ok(headers)
+}
+
+fn check_url(provider: &str, url: &str) -> Result<(), LlmError> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(invalid(provider, format!("url {url:?} is not http(s)")))
+    }
+}
+
+/// `message` with any occurrence of the key replaced.
+fn scrub(message: &str, key: Option<&ApiKey>) -> String {
+    match key {
+        Some(key) if !key.expose().is_empty() => message.replace(key.expose(), "<redacted>"),
+        _ => message.to_string(),
+    }
+}
+
+/// Classifies an HTTP failure the way provider clients do: 429 rate
+/// limited (with Retry-After), overflow wording or 413 overflow, 408, 409,
+/// 425 and 5xx server errors, other statuses rejected.
+fn classify(provider: &str, status: u16, retry_after: Option<Duration>, body: &str) -> LlmError {
+    let message: String = body.chars().take(600).collect();
+    let provider = provider.to_string();
+    if status == 429 {
+        return LlmError::RateLimited {
+            provider,
+            retry_after,
+            message,
+        };
+    }
+    if status == 413 || abridge_llm::looks_like_context_overflow(body) {
+        return LlmError::ContextOverflow { provider, message };
+    }
+    if matches!(status, 408 | 409 | 425) || status >= 500 {
+        return LlmError::Server {
+            provider,
+            status,
+            message,
+        };
+    }
+    LlmError::BadRequest {
+        provider,
+        status,
+        message,
+    }
+}
+
+/// Posts `body` and returns the answer's JSON, classifying failures.
+async fn post_json(
+    http: &reqwest::Client,
+    provider: &str,
+    url: &str,
+    headers: &reqwest::header::HeaderMap,
+    key: Option<&ApiKey>,
+    body: &Value,
+) -> Result<Value, LlmError> {
+    let transport = |message: String| LlmError::Transport {
+        provider: provider.to_string(),
+        message: scrub(&message, key),
+    };
+    let bytes = serde_json::to_vec(body).map_err(|e| transport(format!("could not encode the request: {e}")))?;
+    let response = http
+        .post(url)
+        .headers(headers.clone())
+        .body(bytes)
+        .send()
+        .await
+        .map_err(|e| transport(e.without_url().to_string()))?;
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| abridge_llm::parse_retry_after(v, SystemTime::now()));
+    let text = response
+        .text()
+        .await
+        .map_err(|e| transport(format!("the answer was cut: {}", e.without_url())))?;
+    if !(200..300).contains(&status) {
+        return Err(classify(provider, status, retry_after, &scrub(&text, key)));
+    }
+    serde_json::from_str(&text).map_err(|e| transport(format!("the answer is not JSON: {e}")))
+}
+
+/// A summary service driven like a model: the request's system messages
+/// become `system_prompt`, the rest of its text `prompt`, its output cap
+/// `max_tokens`; `{"summary"}` comes back as the assistant's text.
+pub struct SummaryEndpoint {
+    http: reqwest::Client,
+    url: String,
+    headers: reqwest::header::HeaderMap,
+    key: Option<ApiKey>,
+}
+
+impl fmt::Debug for SummaryEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SummaryEndpoint")
+            .field("url", &self.url)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SummaryEndpoint {
+    /// The service at `url`, authenticated with `key` when given.
+    ///
+    /// # Errors
+    /// `InvalidConfig` for a URL that is not http(s) or a bad header.
+    pub fn new(url: impl Into<String>, key: Option<ApiKey>, headers: &[(String, String)]) -> Result<Self, LlmError> {
+        let url = url.into();
+        check_url(SUMMARY_ENDPOINT, &url)?;
+        Ok(SummaryEndpoint {
+            http: reqwest::Client::new(),
+            headers: header_map(SUMMARY_ENDPOINT, key.as_ref(), headers)?,
+            url,
+            key,
+        })
+    }
+
+    /// The JSON body sent for `request`.
+    pub fn body(request: &Request) -> Value {
+        let join = |system: bool| {
+            request
+                .messages
+                .iter()
+                .filter(|m| matches!(m.role, Role::System | Role::Developer) == system)
+                .map(|m| m.plain_text())
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        };
+        json!({
+            "system_prompt": join(true),
+            "prompt": join(false),
+            "max_tokens": request.max_output_tokens.unwrap_or(4096),
+        })
+    }
+}
+
+#[async_trait]
+impl LlmClient for SummaryEndpoint {
+    fn provider(&self) -> &str {
+        SUMMARY_ENDPOINT
+    }
+
+    async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
+        let answer = post_json(
+            &self.http,
+            SUMMARY_ENDPOINT,
+            &self.url,
+            &self.headers,
+            self.key.as_ref(),
+            &Self::body(request),
+        )
+        .await?;
+        let Some(summary) = answer.get("summary").and_then(Value::as_str) else {
+            return Err(LlmError::Transport {
+                provider: SUMMARY_ENDPOINT.to_string(),
+                message: "the answer has no \"summary\" string".to_string(),
+            });
+        };
+        let count = |key: &str| {
+            answer
+                .get("usage")
+                .and_then(|u| u.get(key))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+        };
+        let model = answer
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or(SUMMARY_ENDPOINT)
+            .to_string();
+        Ok(Response {
+            message: Message::assistant(summary),
+            usage: Usage {
+                input: count("input_tokens"),
+                output: count("output_tokens"),
+                ..Usage::default()
+            },
+            stop_reason: StopReason::EndTurn,
+            model,
+            native: None,
+        })
+    }
+}
+
+/// What `/responses/compact` returned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeCompaction {
+    /// The answer's `output` items, in order, verbatim.
+    pub output: Vec<Value>,
+    /// What the call cost.
+    pub usage: Usage,
+    /// The model that answered.
+    pub model: String,
+}
+
+/// OpenAI's native compaction endpoint.
+pub struct ResponsesCompact {
+    http: reqwest::Client,
+    url: String,
+    model: String,
+    headers: reqwest::header::HeaderMap,
+    key: Option<ApiKey>,
+    encoder: OpenAiResponsesClient,
+    name: String,
+}
+
+impl fmt::Debug for ResponsesCompact {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponsesCompact")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResponsesCompact {
+    /// Provider name recorded with the native output.
+    pub const NAME: &'static str = OpenAiResponsesClient::NAME;
+
+    /// The endpoint under `base` (empty: `https://api.openai.com/v1`; a
+    /// URL already ending in `/responses/compact` is used as it is).
+    ///
+    /// # Errors
+    /// `InvalidConfig` for a URL that is not http(s) or a bad header.
+    pub fn new(base: &str, model: impl Into<String>, key: Option<ApiKey>, headers: &[(String, String)]) -> Result<Self, LlmError> {
+        let base = if base.is_empty() {
+            abridge_llm::OPENAI_BASE_URL
+        } else {
+            base
+        };
+        let trimmed = base.trim_end_matches('/');
+        let url = if trimmed.ends_with(RESPONSES_COMPACT_PATH) {
+            trimmed.to_string()
+        } else {
+            format!("{trimmed}{RESPONSES_COMPACT_PATH}")
+        };
+        check_url(Self::NAME, &url)?;
+        let encoder = OpenAiResponsesClient::new(ProviderConfig::new(trimmed), ResponsesOptions::default())?;
+        Ok(ResponsesCompact {
+            http: reqwest::Client::new(),
+            headers: header_map(Self::NAME, key.as_ref(), headers)?,
+            url,
+            model: model.into(),
+            key,
+            encoder,
+            name: Self::NAME.to_string(),
+        })
+    }
+
+    /// The JSON body for `plan`: `{model, input}`, the input items being
+    /// the Responses encoding of `prefix`'s system messages, the session's
+    /// leading system messages and the planned span.
+    ///
+    /// # Errors
+    /// `InvalidConfig` when no model is named.
+    pub fn body(&self, prefix: Option<&ConversationPrefix>, plan: &Plan) -> Result<Value, LlmError> {
+        let mut messages: Vec<Message> = prefix.map(|p| p.system.clone()).unwrap_or_default();
+        messages.extend(plan.head.iter().map(|m| (**m).clone()));
+        messages.extend(plan.messages.iter().map(|m| (**m).clone()));
+        let request = Request::new(self.model.clone(), messages, Purpose::Compaction);
+        let encoded = self.encoder.build_body(&request, false)?;
+        Ok(json!({
+            "model": self.model,
+            "input": encoded.get("input").cloned().unwrap_or(Value::Array(Vec::new())),
+        }))
+    }
+
+    /// Compacts `plan` natively (one call, no retry).
+    ///
+    /// # Errors
+    /// A classified [`LlmError`]; `Transport` when the answer holds no
+    /// compaction item.
+    pub async fn compact(&self, prefix: Option<&ConversationPrefix>, plan: &Plan) -> Result<NativeCompaction, LlmError> {
+        self.post(&self.body(prefix, plan)?).await
+    }
+
+    /// Posts a prepared body and reads the answer.
+    async fn post(&self, body: &Value) -> Result<NativeCompaction, LlmError> {
+        let answer = post_json(&self.http, &self.name, &self.url, &self.headers, self.key.as_ref(), body).await?;
+        let output = answer
+            .get("output")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if !output
+            .iter()
+            .any(|item| item.get("type").and_then(Value::as_str) == Some(COMPACTION_ITEM))
+        {
+            return Err(LlmError::Transport {
+                provider: self.name.clone(),
+                message: "the answer holds no compaction item".to_string(),
+            });
+        }
+        let count = |path: &[&str]| {
+            let mut value = answer.get("usage");
+            for key in path {
+                value = value.and_then(|v| v.get(*key));
+            }
+            value.and_then(Value::as_u64).unwrap_or(0)
+        };
+        let cached = count(&["input_tokens_details", "cached_tokens"]);
+        Ok(NativeCompaction {
+            output,
+            usage: Usage {
+                input: count(&["input_tokens"]).saturating_sub(cached),
+                output: count(&["output_tokens"]),
+                cache_read: cached,
+                cache_write: 0,
+            },
+            model: answer
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or(&self.model)
+                .to_string(),
+        })
+    }
+}
+
+/// The opaque output to send instead of a checkpoint's text, when the
+/// checkpoint was written by native compaction at `provider` and the next
+/// request goes there too; `None` otherwise (every other provider gets the
+/// text). `details` is the checkpoint's `compaction/summary` details.
+pub fn native_replay<'a>(details: &'a Value, provider: &str) -> Option<&'a [Value]> {
+    let native = details.get("native")?;
+    (native.get("provider").and_then(Value::as_str) == Some(provider))
+        .then(|| native.get("output").and_then(Value::as_array).map(Vec::as_slice))
+        .flatten()
+}
+
+enum Writer {
+    Soft(CandidateSoftMethod),
+    Native(Arc<ResponsesCompact>),
+}
+
+/// The remote compaction method.
+pub struct RemoteMethod {
+    kind: RemoteKind,
+    writer: Writer,
+    retry: abridge_llm::RetryPolicy,
+    prefix: Option<ConversationPrefix>,
+    local: Arc<dyn CompactionMethod>,
+}
+
+impl fmt::Debug for RemoteMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteMethod")
+            .field("kind", &self.kind)
+            .field("local", &self.local.name())
+            .finish_non_exhaustive()
+    }
+}
+
+fn kind_name(kind: RemoteKind) -> &'static str {
+    match kind {
+        RemoteKind::Endpoint => "endpoint",
+        RemoteKind::ChatCompletions => "chat_completions",
+        RemoteKind::ResponsesCompact => "responses_compact",
+    }
+}
+
+impl RemoteMethod {
+    /// Runs the local method after the remote failed with `error`,
+    /// recording both in the details.
+    async fn fall_back(&self, plan: &Plan, error: CompactError) -> Result<MethodOutput, CompactError> {
+        tracing::warn!(kind = kind_name(self.kind), %error, local = self.local.name(), "remote compaction failed; using the local summary");
+        if error.stops_fallthrough() {
+            return Err(error);
+        }
+        let spent = error.usage().copied();
+        match self.local.run(plan).await {
+            Ok(MethodOutput::Checkpoint(mut checkpoint)) => {
+                if let Some(spent) = spent {
+                    let mut usage = checkpoint.usage.unwrap_or_default();
+                    usage.add(&spent);
+                    checkpoint.usage = Some(usage);
+                }
+                set_detail(&mut checkpoint.details, "remote", Ok(json!(kind_name(self.kind))));
+                set_detail(&mut checkpoint.details, "remote_error", Ok(json!(error.to_string())));
+                set_detail(&mut checkpoint.details, "written_by", Ok(json!(self.local.name())));
+                Ok(MethodOutput::Checkpoint(checkpoint))
+            }
+            Ok(other) => Ok(other),
+            Err(local) => Err(CompactError::Summary {
+                method: REMOTE.to_string(),
+                reason: format!("remote failed ({error}) and the local {} failed too ({local})", self.local.name()),
+            }
+            .with_usage(spent.unwrap_or_default())),
+        }
+    }
+
+    async fn native(&self, compact: &Arc<ResponsesCompact>, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        let body = match compact.body(self.prefix.as_ref(), plan) {
+            Ok(body) => body,
+            Err(error) => return self.fall_back(plan, CompactError::from_llm(REMOTE, error)).await,
+        };
+        let once: Arc<dyn LlmClient> = Arc::new(NativeOnce {
+            compact: Arc::clone(compact),
+            body,
+        });
+        let log = AttemptLog::default();
+        let candidates = SummarizerCandidates::new(once, compact.model.clone()).with_retry(self.retry.clone());
+        let clients = candidates.clients(&log);
+        let request = Request::new(compact.model.clone(), Vec::new(), Purpose::Compaction);
+        let answer = match clients.first() {
+            Some((client, _)) => client.complete(&request).await,
+            None => return self.local.run(plan).await,
+        };
+        let native = match answer {
+            Ok(response) => response,
+            Err(error) => {
+                let error = CompactError::from_llm(REMOTE, error).with_usage(log.usage());
+                return self.fall_back(plan, error).await;
+            }
+        };
+        let output = match self.local.run(plan).await {
+            Ok(output) => output,
+            Err(error) => return Err(error.with_usage(log.usage())),
+        };
+        let MethodOutput::Checkpoint(mut checkpoint) = output else {
+            return Ok(output);
+        };
+        let mut usage = checkpoint.usage.unwrap_or_default();
+        usage.add(&log.usage());
+        checkpoint.usage = (!usage.is_zero()).then_some(usage);
+        set_detail(&mut checkpoint.details, "remote", Ok(json!(kind_name(self.kind))));
+        set_detail(&mut checkpoint.details, "written_by", Ok(json!(self.local.name())));
+        set_detail(&mut checkpoint.details, "attempts", serde_json::to_value(log.attempts()));
+        set_detail(
+            &mut checkpoint.details,
+            "native",
+            Ok(json!({
+                "provider": ResponsesCompact::NAME,
+                "endpoint": compact.url,
+                "model": native.model,
+                "output": native.native.unwrap_or(Value::Null),
+            })),
+        );
+        Ok(MethodOutput::Checkpoint(checkpoint))
+    }
+}
+
+/// One native compaction call shaped as a model call, so the retry
+/// wrapper and the attempt log apply. The output items ride in
+/// `Response.native` as an array.
+struct NativeOnce {
+    compact: Arc<ResponsesCompact>,
+    body: Value,
+}
+
+impl fmt::Debug for NativeOnce {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NativeOnce").field("compact", &self.compact).finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl LlmClient for NativeOnce {
+    fn provider(&self) -> &str {
+        ResponsesCompact::NAME
+    }
+
+    async fn complete(&self, _request: &Request) -> Result<Response, LlmError> {
+        let native = self.compact.post(&self.body).await?;
+        Ok(Response {
+            message: Message::assistant(""),
+            usage: native.usage,
+            stop_reason: StopReason::EndTurn,
+            model: native.model,
+            native: Some(Value::Array(native.output)),
+        })
+    }
+}
+
+#[async_trait]
+impl CompactionMethod for RemoteMethod {
+    fn name(&self) -> &str {
+        REMOTE
+    }
+
+    fn available(&self, context: &MethodContext) -> Availability {
+        match &self.writer {
+            Writer::Soft(soft) => soft.available(context),
+            Writer::Native(_) => Availability::Ready,
+        }
+    }
+
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        match &self.writer {
+            Writer::Soft(soft) => {
+                let log = AttemptLog::default();
+                match soft.run_logged(plan, &log).await {
+                    Ok(MethodOutput::Checkpoint(mut checkpoint)) => {
+                        set_detail(&mut checkpoint.details, "remote", Ok(json!(kind_name(self.kind))));
+                        Ok(MethodOutput::Checkpoint(checkpoint))
+                    }
+                    Ok(other) => Ok(other),
+                    Err(error) => self.fall_back(plan, error).await,
+                }
+            }
+            Writer::Native(compact) => self.native(compact, plan).await,
+        }
+    }
+}
+
+/// The base of a chat URL: the address without a trailing
+/// `/chat/completions`.
+fn chat_base(url: &str) -> &str {
+    let trimmed = url.trim_end_matches('/');
+    trimmed.strip_suffix("/chat/completions").unwrap_or(trimmed)
+}
+
+/// The `remote` method for the command line and harnesses. See the module
+/// docs for the wire shapes and [`RemoteConfig`] for the knobs. Needs a
+/// tokio runtime with timers.
+///
+/// # Errors
+/// `InvalidConfig` for a URL that is not http(s) or a bad header.
+pub fn remote_method(config: RemoteConfig) -> Result<Arc<dyn CompactionMethod>, LlmError> {
+    let local = config.local.clone().unwrap_or_else(|| Arc::new(DigestMethod));
+    let writer = match config.kind {
+        RemoteKind::Endpoint => {
+            let endpoint = SummaryEndpoint::new(config.url.clone(), config.api_key.clone(), &config.headers)?;
+            let candidates = SummarizerCandidates::new(Arc::new(endpoint), config.model.clone()).with_retry(config.retry.clone());
+            Writer::Soft(CandidateSoftMethod::new(candidates, config.soft, None))
+        }
+        RemoteKind::ChatCompletions => {
+            let mut provider = ProviderConfig::new(chat_base(&config.url))
+                .with_default_model(config.model.clone())
+                .with_name("openai-compatible");
+            provider.api_key = config.api_key.clone();
+            provider.headers = config.headers.clone();
+            let client = OpenAiChatClient::new(provider, ChatOptions::default())?;
+            let candidates = SummarizerCandidates::new(Arc::new(client), config.model.clone()).with_retry(config.retry.clone());
+            Writer::Soft(CandidateSoftMethod::new(candidates, config.soft, config.prefix.clone()))
+        }
+        RemoteKind::ResponsesCompact => Writer::Native(Arc::new(ResponsesCompact::new(
+            &config.url,
+            config.model.clone(),
+            config.api_key.clone(),
+            &config.headers,
+        )?)),
+    };
+    Ok(Arc::new(RemoteMethod {
+        kind: config.kind,
+        writer,
+        retry: config.retry,
+        prefix: config.prefix,
+        local,
+    }))
+}

@@ -1,0 +1,231 @@
+//! `soft`: a checkpoint written by a [`Summarizer`] (usually a model).
+//!
+//! The hidden history is summarized in windows that fit the summarizer's
+//! input budget, each window updating the running summary (the first
+//! starts from the previous checkpoint, so nothing it recorded is lost).
+//! When the summarizer reports an overflow, the window is halved and the
+//! same window retried. A split turn's hidden start is summarized
+//! separately and placed below, under [`TURN_PREFIX_HEADING`].
+
+use std::sync::Arc;
+
+use abridge_compact::Checkpoint;
+use abridge_compact::CompactError;
+use abridge_compact::CompactionMethod;
+use abridge_compact::MethodOutput;
+use abridge_compact::Plan;
+use abridge_compact::Summarizer;
+use abridge_compact::SummaryRequest;
+use abridge_llm::Block;
+use abridge_llm::SharedMessage;
+use abridge_llm::Usage;
+use async_trait::async_trait;
+
+use crate::files::collect_file_ops;
+use crate::files::render_files;
+use crate::prompts::TURN_PREFIX_HEADING;
+use crate::transcript::clip;
+
+/// The name `soft` registers under.
+pub const SOFT: &str = "soft";
+
+/// Knobs of the soft method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SoftConfig {
+    /// Cap on each summary's length, in tokens. Default 4096.
+    pub max_summary_tokens: u32,
+    /// Tokens of history sent per summarizer call. Default 100000; set it
+    /// below the summarizing model's window minus `max_summary_tokens`.
+    pub input_window_tokens: u64,
+    /// Times a window may be halved after overflows before giving up.
+    /// Default 4.
+    pub max_halvings: u32,
+}
+
+impl Default for SoftConfig {
+    fn default() -> Self {
+        SoftConfig {
+            max_summary_tokens: 4096,
+            input_window_tokens: 100_000,
+            max_halvings: 4,
+        }
+    }
+}
+
+/// The LLM-summary compaction method.
+#[derive(Debug, Clone)]
+pub struct SoftMethod {
+    summarizer: Arc<dyn Summarizer>,
+    config: SoftConfig,
+}
+
+struct Folded {
+    text: String,
+    short: Option<String>,
+    usage: Usage,
+    model: Option<String>,
+    calls: u32,
+    halvings: u32,
+}
+
+impl SoftMethod {
+    /// Summarizes through `summarizer` with default knobs.
+    pub fn new(summarizer: Arc<dyn Summarizer>) -> Self {
+        SoftMethod {
+            summarizer,
+            config: SoftConfig::default(),
+        }
+    }
+
+    /// Sets the knobs.
+    pub fn with_config(mut self, config: SoftConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    fn request(&self, plan: &Plan, messages: Vec<SharedMessage>, previous: Option<String>) -> SummaryRequest {
+        let mut request = SummaryRequest::new(messages);
+        request.previous = previous;
+        request.instructions = plan.instructions.clone();
+        request.extra_context = plan.extra_context.clone();
+        request.max_output_tokens = self.config.max_summary_tokens;
+        request
+    }
+
+    /// Summarizes `messages` window by window, starting from `previous`.
+    async fn fold(
+        &self,
+        plan: &Plan,
+        messages: &[SharedMessage],
+        previous: Option<String>,
+        prefix_mode: bool,
+    ) -> Result<Folded, CompactError> {
+        let mut window = self.config.input_window_tokens.max(1);
+        let mut folded = Folded {
+            text: previous.unwrap_or_default(),
+            short: None,
+            usage: Usage::default(),
+            model: None,
+            calls: 0,
+            halvings: 0,
+        };
+        let mut at = 0;
+        while at < messages.len() {
+            let running_cost = (folded.text.len() as u64).div_ceil(4);
+            let room = window.saturating_sub(running_cost).max(1);
+            let mut end = at;
+            let mut used = 0u64;
+            while end < messages.len() {
+                let cost = plan.count(&messages[end]);
+                if end > at && used + cost > room {
+                    break;
+                }
+                used += cost;
+                end += 1;
+            }
+            let chunk = messages[at..end].to_vec();
+            let previous = (!folded.text.is_empty() && !prefix_mode).then(|| folded.text.clone());
+            let mut request = self.request(plan, Vec::new(), previous);
+            if prefix_mode {
+                request.turn_prefix = chunk;
+            } else {
+                request.messages = chunk;
+            }
+            match self.summarizer.summarize(&request).await {
+                Ok(summary) => {
+                    folded.calls += 1;
+                    if prefix_mode && !folded.text.is_empty() {
+                        folded.text = format!("{}\n{}", folded.text, summary.text.trim());
+                    } else {
+                        folded.text = summary.text.trim().to_string();
+                    }
+                    folded.short = summary.short.or(folded.short);
+                    if let Some(usage) = summary.usage {
+                        folded.usage.add(&usage);
+                    }
+                    folded.model = summary.model.or(folded.model);
+                    at = end;
+                }
+                Err(CompactError::Overflow { message, .. }) => {
+                    if folded.halvings >= self.config.max_halvings || window <= 1 {
+                        return Err(CompactError::Overflow {
+                            method: SOFT.to_string(),
+                            message: format!(
+                                "{message} (still too large after halving the window {} times, to {window} tokens)",
+                                folded.halvings
+                            ),
+                        });
+                    }
+                    window /= 2;
+                    folded.halvings += 1;
+                    tracing::debug!(window, "summarizer overflowed; halving the window");
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(folded)
+    }
+}
+
+#[async_trait]
+impl CompactionMethod for SoftMethod {
+    fn name(&self) -> &str {
+        SOFT
+    }
+
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        let previous = plan.previous.as_ref().map(|p| p.summary.clone());
+        let history = plan.history();
+        let prefix = plan.turn_prefix();
+        let mut usage = Usage::default();
+        let mut model = None;
+        let mut calls = 0;
+        let mut halvings = 0;
+        let (mut text, mut short) = (previous.clone().unwrap_or_default(), None);
+        if !history.is_empty() {
+            let folded = self.fold(plan, history, previous, false).await?;
+            usage.add(&folded.usage);
+            model = folded.model;
+            calls += folded.calls;
+            halvings += folded.halvings;
+            text = folded.text;
+            short = folded.short;
+        }
+        if !prefix.is_empty() {
+            let folded = self.fold(plan, prefix, None, true).await?;
+            usage.add(&folded.usage);
+            model = folded.model.or(model);
+            calls += folded.calls;
+            halvings += folded.halvings;
+            text = if text.trim().is_empty() {
+                format!("{TURN_PREFIX_HEADING}\n{}", folded.text)
+            } else {
+                format!("{}\n\n{TURN_PREFIX_HEADING}\n{}", text.trim_end(), folded.text)
+            };
+        }
+        if text.trim().is_empty() {
+            return Err(CompactError::Summary {
+                method: SOFT.to_string(),
+                reason: "nothing was summarized".to_string(),
+            });
+        }
+        let mut files = plan.previous.as_ref().map(|p| p.files.clone()).unwrap_or_default();
+        files.merge(&collect_file_ops(&plan.messages));
+        let tree = render_files(&files);
+        let content = if tree.is_empty() {
+            text.clone()
+        } else {
+            format!("{text}\n\n{tree}")
+        };
+        let short_summary = short.unwrap_or_else(|| clip(&text.replace('\n', " "), 300));
+        Ok(MethodOutput::Checkpoint(Checkpoint {
+            content: vec![Block::text(content)],
+            summary: text,
+            short_summary,
+            files,
+            usage: (!usage.is_zero()).then_some(usage),
+            model,
+            details: serde_json::json!({ "calls": calls, "halvings": halvings }),
+        }))
+    }
+}

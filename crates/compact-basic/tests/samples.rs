@@ -1,0 +1,70 @@
+//! On every real sample session in the repository (imported): `digest`
+//! compaction to a budget of 60% of the session's tokens lands, the
+//! surface ends below that threshold, and every invariant holds.
+
+// Test helpers outside #[test] functions unwrap too: a failure is the test failing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use abridge_compact::*;
+use abridge_compact_basic::DigestMethod;
+use abridge_session::MemoryStore;
+use abridge_session::Session;
+use abridge_session::import;
+use abridge_session::repair_dangling_tool_calls;
+
+fn samples() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../assets/sessions");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl" || e == "traj"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn imported(path: &std::path::Path) -> (Session, MemoryStore) {
+    let store = MemoryStore::new();
+    let (mut session, _) = import::read(path, None).unwrap().into_session(Box::new(store.clone())).unwrap();
+    repair_dangling_tool_calls(&mut session).unwrap();
+    (session, store)
+}
+
+#[test]
+fn digest_lands_under_a_60_percent_budget_on_every_sample() {
+    let files = samples();
+    assert!(files.len() >= 4, "samples missing: {files:?}");
+    for path in files {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let (mut session, store) = imported(&path);
+        let before_report = check_invariants(&session);
+        assert!(before_report.is_ok(), "{name}: imported session already broken: {:?}", before_report.violations);
+        let counter = Arc::new(EstimateCounter::new());
+        let tokens = counter.context_tokens(&session);
+        let threshold = tokens * 6 / 10;
+        let policy = Policy::new(counter.clone()).with_keep_recent_tokens((threshold / 3).min(DEFAULT_KEEP_RECENT_TOKENS));
+        let methods: Vec<Arc<dyn CompactionMethod>> = vec![Arc::new(DigestMethod)];
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let outcome = rt
+            .block_on(compact_session(&mut session, &methods, &policy, Trigger::Threshold))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(outcome.tokens_before, tokens, "{name}");
+        assert!(outcome.tokens_after < threshold, "{name}: {} -> {} (threshold {threshold})", tokens, outcome.tokens_after);
+        let report = check_invariants(&session);
+        assert!(report.is_ok(), "{name}: {:?}", report.violations);
+        let checkpoint = session.message(outcome.checkpoint_seq.unwrap()).unwrap();
+        let text = checkpoint_body(checkpoint);
+        if std::env::var_os("SHOW_DIGEST").is_some() {
+            eprintln!("===== {name}: {tokens} -> {} tokens\n{text}\n-- short: {}\n", outcome.tokens_after, outcome.short_summary);
+        }
+        assert!(text.starts_with("## Goal\n"), "{name}");
+        assert!(!text.starts_with("## Goal\n(no user request"), "{name}: no goal found");
+        assert!(outcome.short_summary.starts_with("Working on: ") && !outcome.short_summary.contains("unknown task"), "{name}");
+        assert!(text.contains("## Progress\n"), "{name}");
+        let (replayed, _) = Session::open(Box::new(store)).unwrap();
+        assert_eq!(replayed.surface_messages(), session.surface_messages(), "{name}");
+    }
+}

@@ -1,0 +1,253 @@
+//! The one error type of the compaction seam.
+
+use abridge_llm::LlmError;
+use abridge_llm::Usage;
+use abridge_session::Seq;
+use abridge_session::SessionError;
+
+/// Why a compaction did not land.
+///
+/// Every variant except [`CompactError::Persistence`] leaves the surface
+/// exactly as it was: a failed compaction writes at most a
+/// `compaction/end` event carrying this error's text. Callers that try
+/// several methods in turn fall through on every variant except `Busy`
+/// and `Persistence`, which say the session itself cannot take a
+/// compaction right now.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompactError {
+    /// Another compaction of this session is in flight (its
+    /// `compaction/start` is unmatched and its ticket is alive). Wait for
+    /// it, or drop its ticket.
+    #[error("compaction {compaction_id} (started at seq {start_seq}) is still running; wait for it to end")]
+    Busy {
+        /// The running compaction.
+        compaction_id: String,
+        /// Its `compaction/start` event.
+        start_seq: Seq,
+    },
+    /// A hook, the caller or the model call cancelled the compaction.
+    #[error("compaction cancelled by {by}")]
+    Cancelled {
+        /// Who cancelled (`hook`, `caller`, a provider name).
+        by: String,
+    },
+    /// The span the plan covered is no longer on the surface as planned
+    /// (a message was hidden, rewritten or the branch changed while the
+    /// method ran). Plan again.
+    #[error("the session changed while compacting: {reason}")]
+    Changed {
+        /// What differs, naming positions and seqs.
+        reason: String,
+    },
+    /// The method produced no usable summary (empty, cut by the output
+    /// limit, tool calls instead of text, a failed model call).
+    #[error("method {method}: no usable summary: {reason}")]
+    Summary {
+        /// The method.
+        method: String,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// The summarizer's input did not fit its model. Callers that fold
+    /// input through windows halve the window and retry.
+    #[error("method {method}: summarizer input does not fit the model: {message}")]
+    Overflow {
+        /// The method.
+        method: String,
+        /// What the provider said.
+        message: String,
+    },
+    /// A model call failed for a reason other than overflow or cancel.
+    #[error("method {method}: model call failed: {source}")]
+    Llm {
+        /// The method.
+        method: String,
+        /// The classified provider error; ask it `is_retryable()`.
+        #[source]
+        source: LlmError,
+    },
+    /// The checkpoint costs as much as or more than what it would hide, so
+    /// committing it would make the context larger.
+    #[error("method {method}: checkpoint costs {checkpoint_tokens} tokens but hides only {hidden_tokens}; rejected")]
+    NotSmaller {
+        /// The method.
+        method: String,
+        /// Tokens of the framed checkpoint.
+        checkpoint_tokens: u64,
+        /// Tokens of the span it would hide.
+        hidden_tokens: u64,
+    },
+    /// Nothing on the surface can be compacted under the policy.
+    #[error("nothing to compact: {reason}")]
+    NothingToCompact {
+        /// Why (surface too short, everything retained, only a checkpoint).
+        reason: String,
+    },
+    /// The method cannot run in this context (no model configured, no
+    /// vision, offline).
+    #[error("method {method} is unavailable: {reason}")]
+    Unavailable {
+        /// The method.
+        method: String,
+        /// Why.
+        reason: String,
+    },
+    /// The method's output cannot be committed (a rewrite of a seq that is
+    /// not a visible tool result, an empty checkpoint, a region that splits
+    /// a tool call from its result).
+    #[error("cannot commit: {reason}")]
+    Commit {
+        /// What is wrong, naming the seq or span.
+        reason: String,
+    },
+    /// The session log refused or failed the write; the in-memory session
+    /// was rolled back by the log.
+    #[error("session write failed: {0}")]
+    Persistence(#[from] SessionError),
+    /// A method failed after spending model tokens (calls that errored
+    /// after billing, answers rejected as unusable, candidates tried in
+    /// turn). `compaction/end` records `usage`; the kind, the text and the
+    /// fall-through decision are the inner error's.
+    #[error("{source}")]
+    Spent {
+        /// Everything the method's model calls cost, failed ones included.
+        usage: Usage,
+        /// Why the method failed.
+        #[source]
+        source: Box<CompactError>,
+    },
+    /// Every method tried failed; each failure is listed in order.
+    #[error("every method failed: {}", failures.iter().map(|(m, e)| format!("{m}: {e}")).collect::<Vec<_>>().join("; "))]
+    AllFailed {
+        /// `(method name, error text)` in the order tried.
+        failures: Vec<(String, String)>,
+    },
+}
+
+impl CompactError {
+    /// A short stable name for the variant, written into
+    /// `compaction/end` events and reports.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CompactError::Busy { .. } => "busy",
+            CompactError::Cancelled { .. } => "cancelled",
+            CompactError::Changed { .. } => "changed",
+            CompactError::Summary { .. } => "summary",
+            CompactError::Overflow { .. } => "overflow",
+            CompactError::Llm { .. } => "llm",
+            CompactError::NotSmaller { .. } => "not_smaller",
+            CompactError::NothingToCompact { .. } => "nothing_to_compact",
+            CompactError::Unavailable { .. } => "unavailable",
+            CompactError::Commit { .. } => "commit",
+            CompactError::Persistence(_) => "persistence",
+            CompactError::AllFailed { .. } => "all_failed",
+            CompactError::Spent { source, .. } => source.kind(),
+        }
+    }
+
+    /// Maps a model error met by `method` to the variant callers act on:
+    /// overflow stays overflow (so windows can halve), a cancel stays a
+    /// cancel, everything else keeps its classification.
+    pub fn from_llm(method: &str, error: LlmError) -> Self {
+        if error.is_context_overflow() {
+            CompactError::Overflow {
+                method: method.to_string(),
+                message: error.to_string(),
+            }
+        } else if matches!(error, LlmError::Cancelled) {
+            CompactError::Cancelled {
+                by: "the model call".to_string(),
+            }
+        } else {
+            CompactError::Llm {
+                method: method.to_string(),
+                source: error,
+            }
+        }
+    }
+
+    /// Attaches what the failed attempt cost, so `compaction/end` records
+    /// it. A zero usage leaves the error as it is.
+    pub fn with_usage(self, usage: Usage) -> Self {
+        match self {
+            _ if usage.is_zero() => self,
+            CompactError::Spent { usage: mut spent, source } => {
+                spent.add(&usage);
+                CompactError::Spent { usage: spent, source }
+            }
+            other => CompactError::Spent {
+                usage,
+                source: Box::new(other),
+            },
+        }
+    }
+
+    /// What the failed attempt cost, when the method said.
+    pub fn usage(&self) -> Option<&Usage> {
+        match self {
+            CompactError::Spent { usage, .. } => Some(usage),
+            _ => None,
+        }
+    }
+
+    /// The error without any attached usage.
+    pub fn inner(&self) -> &CompactError {
+        match self {
+            CompactError::Spent { source, .. } => source.inner(),
+            other => other,
+        }
+    }
+
+    /// True when trying the next method cannot help either.
+    pub fn stops_fallthrough(&self) -> bool {
+        if let CompactError::Spent { source, .. } = self {
+            return source.stops_fallthrough();
+        }
+        matches!(
+            self,
+            CompactError::Busy { .. }
+                | CompactError::Persistence(_)
+                | CompactError::Cancelled { .. }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_the_values() {
+        let error = CompactError::NotSmaller {
+            method: "digest".into(),
+            checkpoint_tokens: 900,
+            hidden_tokens: 800,
+        };
+        assert_eq!(
+            error.to_string(),
+            "method digest: checkpoint costs 900 tokens but hides only 800; rejected"
+        );
+        assert_eq!(error.kind(), "not_smaller");
+        let all = CompactError::AllFailed {
+            failures: vec![("soft".into(), "x".into()), ("digest".into(), "y".into())],
+        };
+        assert_eq!(all.to_string(), "every method failed: soft: x; digest: y");
+    }
+
+    #[test]
+    fn overflow_from_llm_stays_overflow() {
+        let error = CompactError::from_llm(
+            "soft",
+            LlmError::ContextOverflow {
+                provider: "p".into(),
+                message: "too long".into(),
+            },
+        );
+        assert_eq!(error.kind(), "overflow");
+        assert_eq!(
+            CompactError::from_llm("soft", LlmError::Cancelled).kind(),
+            "cancelled"
+        );
+    }
+}

@@ -1,0 +1,432 @@
+//! The transaction: `begin`, run the method elsewhere, `commit` or `abort`.
+//!
+//! `begin` appends `compaction/start` and hands back a [`Ticket`] that owns
+//! the plan; the session is free again while the method runs. `commit`
+//! checks that the planned span is still on the surface exactly as planned
+//! (the same seqs at the same positions), then appends
+//! `compaction/summary`, the replacing message and `compaction/end` in one
+//! all-or-nothing batch. Every failure appends only `compaction/end` with
+//! the error.
+//!
+//! # Stale starts
+//!
+//! A start is *live* while its [`Ticket`] exists in this process; dropping
+//! the ticket (a crash, a dropped future) makes it *stale*. Only live starts
+//! make `begin` answer [`CompactError::Busy`]. A session opened after a
+//! crash therefore has only stale starts: they are inert, reported by
+//! [`unmatched_starts`](crate::unmatched_starts) and the invariant checker,
+//! and can be closed with [`close_stale`].
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
+
+use abridge_session::Draft;
+use abridge_llm::Role;
+use abridge_session::Seq;
+use abridge_session::Session;
+
+use crate::error::CompactError;
+use crate::events::EndData;
+use crate::events::EndStatus;
+use crate::events::StartData;
+use crate::events::SummaryData;
+use crate::events::TYPE_COMPACTION_END;
+use crate::events::TYPE_COMPACTION_START;
+use crate::events::TYPE_COMPACTION_SUMMARY;
+use crate::events::unmatched_starts;
+use crate::frame::frame_checkpoint;
+use crate::method::Checkpoint;
+use crate::method::MethodOutput;
+use crate::method::Rewrite;
+use crate::plan::Plan;
+use crate::service::Outcome;
+
+/// Compaction ids with a live ticket in this process.
+static LIVE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+fn live() -> std::sync::MutexGuard<'static, Vec<String>> {
+    LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+pub(crate) fn is_live(id: &str) -> bool {
+    live().iter().any(|l| l == id)
+}
+
+/// A compaction id unique across processes and sessions: process id, a
+/// clock reading and a counter.
+fn new_compaction_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    format!("cmp-{:x}-{:x}-{n}", std::process::id(), nanos)
+}
+
+/// A begun compaction: owns the plan, holds no borrow of the session.
+///
+/// Pass it back to [`commit`] or [`abort`]. Dropping it instead leaves the
+/// `compaction/start` unmatched and stale: inert, never blocking.
+#[derive(Debug)]
+pub struct Ticket {
+    compaction_id: String,
+    method: String,
+    start_seq: Seq,
+    tokens_before: u64,
+    plan: Plan,
+}
+
+impl Ticket {
+    /// The plan the method runs on.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The plan, for adding hook context before the method runs.
+    pub fn plan_mut(&mut self) -> &mut Plan {
+        &mut self.plan
+    }
+
+    /// The compaction's id.
+    pub fn compaction_id(&self) -> &str {
+        &self.compaction_id
+    }
+
+    /// The method named at `begin`.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The `compaction/start` event.
+    pub fn start_seq(&self) -> Seq {
+        self.start_seq
+    }
+
+    /// The figure to act on when the compaction began.
+    pub fn tokens_before(&self) -> u64 {
+        self.tokens_before
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        live().retain(|id| *id != self.compaction_id);
+    }
+}
+
+/// Opens a compaction of `plan` by `method`: appends `compaction/start`.
+///
+/// # Errors
+/// [`CompactError::Busy`] when a live compaction of this session is open;
+/// [`CompactError::Persistence`] when the start cannot be written.
+pub fn begin(session: &mut Session, plan: Plan, method: &str) -> Result<Ticket, CompactError> {
+    if let Some(open) = unmatched_starts(session).into_iter().find(|u| u.live) {
+        return Err(CompactError::Busy {
+            compaction_id: open.compaction_id,
+            start_seq: open.seq,
+        });
+    }
+    let compaction_id = new_compaction_id();
+    let tokens_before = plan.counter.context_tokens(session);
+    let data = StartData {
+        compaction_id: compaction_id.clone(),
+        method: method.to_string(),
+        trigger: plan.trigger,
+        span: plan.span,
+        first_seq: plan.seqs.first().copied().unwrap_or_default(),
+        last_seq: plan.seqs.last().copied().unwrap_or_default(),
+        generation: plan.generation,
+        tokens_before,
+    };
+    let start_seq = session.append(Draft::log(TYPE_COMPACTION_START, to_json(&data)))?;
+    live().push(compaction_id.clone());
+    tracing::info!(%compaction_id, method, start_seq, span = ?plan.span, tokens_before, "compaction began");
+    Ok(Ticket {
+        compaction_id,
+        method: method.to_string(),
+        start_seq,
+        tokens_before,
+        plan,
+    })
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
+    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
+}
+
+/// Ends a compaction with `error`: appends `compaction/end` with status
+/// error, and nothing else. Returns the end's seq.
+///
+/// # Errors
+/// [`CompactError::Persistence`] when the end cannot be written (the start
+/// then stays unmatched and becomes stale once the ticket is gone).
+pub fn abort(session: &mut Session, ticket: Ticket, error: &CompactError) -> Result<Seq, CompactError> {
+    let data = EndData {
+        compaction_id: ticket.compaction_id.clone(),
+        status: EndStatus::Error,
+        kind: Some(error.kind().to_string()),
+        error: Some(error.to_string()),
+        checkpoint: None,
+        usage: error.usage().copied(),
+    };
+    tracing::warn!(compaction_id = %ticket.compaction_id, method = %ticket.method, %error, "compaction failed");
+    let seq = session.append(Draft::log(TYPE_COMPACTION_END, to_json(&data)))?;
+    drop(ticket);
+    Ok(seq)
+}
+
+/// Closes every stale unmatched start with a `compaction/end` of status
+/// stale, in one batch. Returns the new seqs.
+///
+/// # Errors
+/// [`CompactError::Persistence`].
+pub fn close_stale(session: &mut Session) -> Result<Vec<Seq>, CompactError> {
+    let drafts: Vec<Draft> = unmatched_starts(session)
+        .into_iter()
+        .filter(|u| !u.live)
+        .map(|u| {
+            Draft::log(
+                TYPE_COMPACTION_END,
+                to_json(&EndData {
+                    compaction_id: u.compaction_id,
+                    status: EndStatus::Stale,
+                    kind: None,
+                    error: Some(format!("start at seq {} was never ended (crash or dropped ticket)", u.seq)),
+                    checkpoint: None,
+                    usage: None,
+                }),
+            )
+        })
+        .collect();
+    if drafts.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(session.append_batch(drafts)?)
+}
+
+/// Checks and writes the method's output. On any error, writes only a
+/// `compaction/end` with the error and returns the error.
+///
+/// # Errors
+/// [`CompactError::Changed`] when the span moved; [`CompactError::NotSmaller`]
+/// when the checkpoint does not shrink the context; [`CompactError::Commit`]
+/// for malformed output; [`CompactError::Persistence`] when the write fails.
+pub fn commit(session: &mut Session, ticket: Ticket, output: MethodOutput) -> Result<Outcome, CompactError> {
+    let is_checkpoint = matches!(output, MethodOutput::Checkpoint(_));
+    let prepared = match output {
+        MethodOutput::Checkpoint(checkpoint) => prepare_checkpoint(session, &ticket, checkpoint),
+        MethodOutput::Rewrites { rewrites, details } => prepare_rewrites(session, &ticket, rewrites, details),
+    };
+    let prepared = match prepared {
+        Ok(p) => p,
+        Err(error) => return fail(session, ticket, error),
+    };
+    let short = prepared.short_summary.clone();
+    let written = session.append_batch(prepared.drafts);
+    let seqs = match written {
+        Ok(seqs) => seqs,
+        Err(error) => return fail(session, ticket, error.into()),
+    };
+    let tokens_after = ticket.plan.counter.context_tokens(session);
+    let summary_seq = seqs[0];
+    let end_seq = seqs[seqs.len() - 1];
+    let middle = seqs[1..seqs.len() - 1].to_vec();
+    let (checkpoint_seq, rewrite_seqs, hidden) = if is_checkpoint {
+        (middle.first().copied(), Vec::new(), ticket.plan.seqs.len())
+    } else {
+        (None, middle.clone(), middle.len())
+    };
+    tracing::info!(compaction_id = %ticket.compaction_id, method = %ticket.method, tokens_before = ticket.tokens_before, tokens_after, "compaction committed");
+    Ok(Outcome {
+        compaction_id: ticket.compaction_id.clone(),
+        method: ticket.method.clone(),
+        trigger: ticket.plan.trigger,
+        tokens_before: ticket.tokens_before,
+        tokens_after,
+        hidden,
+        start_seq: ticket.start_seq,
+        summary_seq,
+        checkpoint_seq,
+        rewrite_seqs,
+        end_seq,
+        short_summary: short,
+        failures: Vec::new(),
+    })
+}
+
+fn fail(session: &mut Session, ticket: Ticket, error: CompactError) -> Result<Outcome, CompactError> {
+    if let Err(end_error) = abort(session, ticket, &error) {
+        tracing::error!(%end_error, "could not record the failed compaction's end");
+    }
+    Err(error)
+}
+
+struct Prepared {
+    drafts: Vec<Draft>,
+    short_summary: String,
+}
+
+/// Verifies the span is on the surface exactly as planned.
+pub(crate) fn check_span(session: &Session, plan: &Plan) -> Result<(), CompactError> {
+    let surface = session.surface().seqs();
+    let span = plan.span;
+    let Some(now) = surface.get(span.start..=span.end) else {
+        return Err(CompactError::Changed {
+            reason: format!(
+                "span {}..={} is past the end of the surface ({} messages now)",
+                span.start,
+                span.end,
+                surface.len()
+            ),
+        });
+    };
+    if let Some(offset) = now.iter().zip(&plan.seqs).position(|(a, b)| a != b) {
+        return Err(CompactError::Changed {
+            reason: format!(
+                "position {} now holds seq {} instead of seq {}",
+                span.start + offset,
+                now[offset],
+                plan.seqs[offset]
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn prepare_checkpoint(session: &Session, ticket: &Ticket, checkpoint: Checkpoint) -> Result<Prepared, CompactError> {
+    let plan = &ticket.plan;
+    check_span(session, plan)?;
+    if checkpoint.content.is_empty() || checkpoint.summary.trim().is_empty() {
+        return Err(CompactError::Commit {
+            reason: format!("method {} returned an empty checkpoint", ticket.method),
+        });
+    }
+    let framed = frame_checkpoint(&ticket.compaction_id, &ticket.method, checkpoint.content, &plan.preserve);
+    let new_tokens = plan.counter.message_tokens(None, &framed);
+    let hidden_tokens = plan.tokens.hidden;
+    if new_tokens >= hidden_tokens {
+        return Err(CompactError::NotSmaller {
+            method: ticket.method.clone(),
+            checkpoint_tokens: new_tokens,
+            hidden_tokens,
+        });
+    }
+    let next = session.len() as Seq;
+    let summary_seq = next;
+    let checkpoint_seq = next + 1;
+    let data = SummaryData {
+        compaction_id: ticket.compaction_id.clone(),
+        method: ticket.method.clone(),
+        summary: checkpoint.summary,
+        short_summary: checkpoint.short_summary,
+        files: checkpoint.files,
+        usage: checkpoint.usage,
+        model: checkpoint.model,
+        hidden_tokens,
+        new_tokens,
+        rewrites: Vec::new(),
+        details: checkpoint.details,
+    };
+    let mut sources = plan.seqs.clone();
+    sources.push(ticket.start_seq);
+    sources.push(summary_seq);
+    let end = EndData {
+        compaction_id: ticket.compaction_id.clone(),
+        status: EndStatus::Ok,
+        kind: None,
+        error: None,
+        checkpoint: Some(checkpoint_seq),
+        usage: None,
+    };
+    Ok(Prepared {
+        drafts: vec![
+            Draft::log(TYPE_COMPACTION_SUMMARY, to_json(&data)),
+            Draft::replace(framed, plan.span.start, plan.span.end, sources),
+            Draft::log(TYPE_COMPACTION_END, to_json(&end)),
+        ],
+        short_summary: data.short_summary,
+    })
+}
+
+fn prepare_rewrites(
+    session: &Session,
+    ticket: &Ticket,
+    rewrites: Vec<Rewrite>,
+    details: serde_json::Value,
+) -> Result<Prepared, CompactError> {
+    if rewrites.is_empty() {
+        return Err(CompactError::Commit {
+            reason: format!("method {} returned no rewrites", ticket.method),
+        });
+    }
+    let counter = &ticket.plan.counter;
+    let mut seen = HashSet::new();
+    let mut hidden_tokens = 0;
+    let mut new_tokens = 0;
+    for rewrite in &rewrites {
+        let target = rewrite.target;
+        if !seen.insert(target) {
+            return Err(CompactError::Commit {
+                reason: format!("seq {target} is rewritten twice"),
+            });
+        }
+        if !session.surface().contains(target) {
+            return Err(CompactError::Changed {
+                reason: format!("rewrite target seq {target} is no longer visible"),
+            });
+        }
+        let Some(old) = session.message(target) else {
+            return Err(CompactError::Changed {
+                reason: format!("rewrite target seq {target} is not a message"),
+            });
+        };
+        let old_id = old.tool_result_block().map(|b| b.0);
+        let new_id = rewrite.message.tool_result_block().map(|b| b.0);
+        if old.role != Role::Tool || rewrite.message.role != Role::Tool || old_id != new_id {
+            return Err(CompactError::Commit {
+                reason: format!("rewrite of seq {target} must be a tool result keeping call id {:?}", old_id.unwrap_or("")),
+            });
+        }
+        hidden_tokens += counter.message_tokens(Some(target), old);
+        new_tokens += counter.message_tokens(None, &rewrite.message);
+    }
+    if new_tokens >= hidden_tokens {
+        return Err(CompactError::NotSmaller {
+            method: ticket.method.clone(),
+            checkpoint_tokens: new_tokens,
+            hidden_tokens,
+        });
+    }
+    let data = SummaryData {
+        compaction_id: ticket.compaction_id.clone(),
+        method: ticket.method.clone(),
+        summary: String::new(),
+        short_summary: format!("rewrote {} tool results", rewrites.len()),
+        files: Default::default(),
+        usage: None,
+        model: None,
+        hidden_tokens,
+        new_tokens,
+        rewrites: rewrites.iter().map(|r| r.target).collect(),
+        details,
+    };
+    let mut drafts = vec![Draft::log(TYPE_COMPACTION_SUMMARY, to_json(&data))];
+    drafts.extend(rewrites.into_iter().map(|r| Draft::rewrite(r.message, r.target)));
+    drafts.push(Draft::log(
+        TYPE_COMPACTION_END,
+        to_json(&EndData {
+            compaction_id: ticket.compaction_id.clone(),
+            status: EndStatus::Ok,
+            kind: None,
+            error: None,
+            checkpoint: None,
+            usage: None,
+        }),
+    ));
+    Ok(Prepared {
+        short_summary: data.short_summary,
+        drafts,
+    })
+}

@@ -1,0 +1,9 @@
+//! Test modules; `support` holds fixtures, canned provider answers and the
+//! request renderer.
+
+mod cancel;
+mod faults;
+mod retry;
+mod secrets;
+mod shapes;
+mod support;

@@ -1,0 +1,210 @@
+//! Request shapes: what each provider client puts on the wire for each
+//! purpose, as one line per message, plus the whole JSON of a turn.
+
+use abridge_llm::Block;
+use abridge_llm::LlmClient;
+use abridge_llm::Purpose;
+use abridge_llm::StopReason;
+use abridge_llm::StreamEvent;
+use abridge_llm::Usage;
+use futures::StreamExt;
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+use wiremock::Mock;
+use wiremock::MockServer;
+use wiremock::ResponseTemplate;
+use wiremock::matchers::method;
+use wiremock::matchers::path;
+
+use super::support::KINDS;
+use super::support::Kind;
+use super::support::PURPOSES;
+use super::support::purpose_name;
+use super::support::render;
+use super::support::request;
+
+async fn server_answering(kind: Kind, body: Value) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(kind.path()))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .mount(&server)
+        .await;
+    server
+}
+
+async fn shapes_for(kind: Kind) {
+    let server = server_answering(kind, kind.ok_json("Summary.")).await;
+    let client = kind.client(&server.uri());
+    let mut rendered = String::new();
+    for purpose in PURPOSES {
+        let response = client.complete(&request(purpose)).await.unwrap();
+        assert_eq!(response.message.plain_text(), "Summary.");
+    }
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), PURPOSES.len());
+    for (purpose, captured) in PURPOSES.iter().zip(&requests) {
+        let header = captured.headers.get("x-abridge-purpose").unwrap();
+        assert_eq!(header.to_str().unwrap(), purpose_name(*purpose));
+        rendered.push_str(&format!(
+            "## {}\n{}\n",
+            purpose_name(*purpose),
+            render(captured)
+        ));
+    }
+    insta::assert_snapshot!(format!("{}_purposes", kind.name()), rendered);
+    let turn: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    insta::assert_json_snapshot!(format!("{}_turn_body", kind.name()), turn);
+}
+
+#[tokio::test]
+async fn openai_chat_request_shapes() {
+    shapes_for(Kind::Chat).await;
+}
+
+#[tokio::test]
+async fn openai_responses_request_shapes() {
+    shapes_for(Kind::Responses).await;
+}
+
+#[tokio::test]
+async fn anthropic_request_shapes() {
+    shapes_for(Kind::Anthropic).await;
+}
+
+/// The cache-aligned summary mode relies on tools staying listed while
+/// calls are forbidden.
+#[tokio::test]
+async fn tool_choice_none_keeps_tools_listed() {
+    for kind in KINDS {
+        let server = server_answering(kind, kind.ok_json("ok")).await;
+        kind.client(&server.uri())
+            .complete(&request(Purpose::Compaction))
+            .await
+            .unwrap();
+        let captured = &server.received_requests().await.unwrap()[0];
+        let body: Value = serde_json::from_slice(&captured.body).unwrap();
+        assert_eq!(
+            body["tools"].as_array().unwrap().len(),
+            2,
+            "{}",
+            kind.name()
+        );
+        let choice = match kind {
+            Kind::Anthropic => body["tool_choice"]["type"].clone(),
+            _ => body["tool_choice"].clone(),
+        };
+        assert_eq!(choice, "none", "{}", kind.name());
+    }
+}
+
+#[tokio::test]
+async fn streamed_request_shapes() {
+    let mut rendered = String::new();
+    for kind in KINDS {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(kind.path()))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_raw(kind.sse_ok(), "text/event-stream"),
+            )
+            .mount(&server)
+            .await;
+        let stream = kind
+            .client(&server.uri())
+            .stream(&request(Purpose::BranchSummary))
+            .await
+            .unwrap();
+        let events: Vec<_> = stream.collect().await;
+        assert!(
+            matches!(events.last(), Some(Ok(StreamEvent::Done(_)))),
+            "{}",
+            kind.name()
+        );
+        let captured = &server.received_requests().await.unwrap()[0];
+        rendered.push_str(&format!("## {}\n{}\n", kind.name(), render(captured)));
+    }
+    insta::assert_snapshot!("streamed_branch_summary", rendered);
+}
+
+/// Whole and streamed answers map to the same message, usage buckets
+/// disjoint (200 uncached + 1000 cached input).
+#[tokio::test]
+async fn answers_map_text_usage_and_origin() {
+    let expected_usage = Usage {
+        input: 200,
+        output: 30,
+        cache_read: 1000,
+        cache_write: 0,
+    };
+    for kind in KINDS {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(kind.path()))
+            .and(wiremock::matchers::body_partial_json(
+                serde_json::json!({"stream": true}),
+            ))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_raw(kind.sse_ok(), "text/event-stream"),
+            )
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path(kind.path()))
+            .respond_with(ResponseTemplate::new(200).set_body_json(kind.ok_json("Summary.")))
+            .mount(&server)
+            .await;
+        let client = kind.client(&server.uri());
+        let whole = client.complete(&request(Purpose::Turn)).await.unwrap();
+        let events: Vec<_> = client
+            .stream(&request(Purpose::Turn))
+            .await
+            .unwrap()
+            .collect()
+            .await;
+        let texts: Vec<String> = events
+            .iter()
+            .filter_map(|e| match e {
+                Ok(StreamEvent::TextDelta(t)) => Some(t.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            texts,
+            vec!["Sum".to_string(), "mary.".to_string()],
+            "{}",
+            kind.name()
+        );
+        let Some(Ok(StreamEvent::Done(streamed))) = events.last() else {
+            panic!("{}: no Done", kind.name())
+        };
+        for response in [&whole, streamed.as_ref()] {
+            assert_eq!(response.usage, expected_usage, "{}", kind.name());
+            assert_eq!(response.stop_reason, StopReason::EndTurn);
+            assert_eq!(response.model, "m-served");
+            assert_eq!(response.message.content, vec![Block::text("Summary.")]);
+            assert_eq!(response.message.meta.usage, Some(expected_usage));
+            assert_eq!(
+                response.message.meta.origin,
+                Some(abridge_llm::Origin::Model {
+                    provider: client.provider().to_string(),
+                    model: "m-served".into()
+                })
+            );
+        }
+    }
+}
+
+/// Users often give every provider an OpenAI-style base ending in `/v1`.
+#[tokio::test]
+async fn anthropic_accepts_a_base_ending_in_v1() {
+    let kind = Kind::Anthropic;
+    let server = server_answering(kind, kind.ok_json("ok")).await;
+    let config = kind.config(&format!("{}/v1/", server.uri()));
+    let response = kind
+        .client_with(config)
+        .complete(&request(Purpose::Turn))
+        .await
+        .unwrap();
+    assert_eq!(response.message.plain_text(), "ok");
+}

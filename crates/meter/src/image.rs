@@ -1,0 +1,357 @@
+//! What an image costs, by provider billing family and pixel size.
+//!
+//! Every formula is integer arithmetic on clamped dimensions, so no size
+//! can panic or overflow: a zero edge counts as 1 px, an edge above
+//! [`MAX_IMAGE_EDGE`] as that edge (providers reject such images; we bill
+//! them as the largest we model). An image whose size is unknown and cannot
+//! be read from its header is billed as [`UNKNOWN_IMAGE_EDGE`] square.
+
+use abridge_llm::ImageBilling;
+use abridge_llm::ImageSource;
+use base64::Engine;
+
+/// Largest edge in pixels the formulas take; larger edges are clamped.
+pub const MAX_IMAGE_EDGE: u32 = 65_535;
+
+/// Edge of the square an image of unknown size is billed as: 2048 px, the
+/// box OpenAI fits images into and past the point where the Anthropic,
+/// OpenAI original-detail and Google formulas reach (or come near) their
+/// caps, so an unknown image is not undercounted.
+pub const UNKNOWN_IMAGE_EDGE: u32 = 2048;
+
+/// Anthropic: patches of 28 x 28 px, at most 4784 billed, times 1.05.
+///
+/// Source: Anthropic docs, "Vision" (cost is `width * height / 750`
+/// tokens, which is 1.045 tokens per 784 px patch, and images past the
+/// size limit are scaled down before billing); the patch form and its cap
+/// as stated in issue 3. 1568 x 1568 -> 3293.
+fn anthropic(w: u64, h: u64) -> u64 {
+    let patches = (w.div_ceil(28) * h.div_ceil(28)).min(4784);
+    (patches * 105).div_ceil(100)
+}
+
+/// OpenAI with `detail: "original"` (GPT-5.x): patches of 32 x 32 px, at
+/// most 10000, times 1.2.
+///
+/// Source: OpenAI docs, "Images and vision", calculating costs for
+/// patch-based models; figures as stated in issue 3. 1568 x 1568 -> 2882.
+fn openai_original(w: u64, h: u64) -> u64 {
+    let patches = (w.div_ceil(32) * h.div_ceil(32)).min(10_000);
+    (patches * 12).div_ceil(10)
+}
+
+/// OpenAI tiles (`detail: "high"`, GPT-4o / GPT-4.1 / o3): scale to fit
+/// 2048 x 2048, then so the shorter side is at most 768, then count 512 px
+/// tiles: `base + tile * tiles`.
+///
+/// Source: OpenAI docs, "Images and vision", calculating costs (GPT-4o:
+/// 85 base, 170 per tile). 1024 x 1024 -> 765.
+fn openai_tiles(w: u64, h: u64, base: u32, tile: u32) -> u64 {
+    let (mut w, mut h) = (w as f64, h as f64);
+    let fit = (2048.0 / w.max(h)).min(1.0);
+    w *= fit;
+    h *= fit;
+    let short = (768.0 / w.min(h)).min(1.0);
+    w = (w * short).floor().max(1.0);
+    h = (h * short).floor().max(1.0);
+    let tiles = ((w / 512.0).ceil() * (h / 512.0).ceil()) as u64;
+    u64::from(base) + u64::from(tile) * tiles
+}
+
+/// Google Gemini 3: a flat 1120 tokens per image, the default
+/// (`media_resolution_high`) for images.
+///
+/// Source: Google AI for Developers, "Gemini 3 developer guide", media
+/// resolution table.
+const GOOGLE_FLAT: u64 = 1120;
+
+/// Google Gemini 2.x: 258 tokens when both edges are at most 384 px, else
+/// 258 per 768 x 768 tile.
+///
+/// Source: Google AI for Developers, "Image understanding" (token
+/// calculation).
+fn gemini_tiles(w: u64, h: u64) -> u64 {
+    if w <= 384 && h <= 384 {
+        258
+    } else {
+        258 * w.div_ceil(768) * h.div_ceil(768)
+    }
+}
+
+/// Merged patches (Qwen-VL and llama.cpp projectors of that kind): one
+/// token per `patch` x `patch` px, at most `max_patches`.
+///
+/// Source: Qwen2.5-VL technical report (14 px patches merged 2 x 2 = 28
+/// px per token); Qwen3-VL uses 16 px patches, 32 px per token.
+fn patches(w: u64, h: u64, patch: u32, max_patches: u32) -> u64 {
+    let p = u64::from(patch.max(1));
+    (w.div_ceil(p) * h.div_ceil(p)).min(u64::from(max_patches))
+}
+
+/// Tokens one image of `width` x `height` pixels costs under `family`.
+///
+/// Zero edges count as 1 px and edges above [`MAX_IMAGE_EDGE`] as that
+/// edge; the result is always finite and at least 1.
+pub fn image_tokens(family: ImageBilling, width: u32, height: u32) -> u64 {
+    let w = u64::from(width.clamp(1, MAX_IMAGE_EDGE));
+    let h = u64::from(height.clamp(1, MAX_IMAGE_EDGE));
+    let tokens = match family {
+        ImageBilling::Anthropic => anthropic(w, h),
+        ImageBilling::OpenAi => openai_original(w, h),
+        ImageBilling::OpenAiTile { base, tile } => openai_tiles(w, h, base, tile),
+        ImageBilling::Google => GOOGLE_FLAT,
+        ImageBilling::GeminiTile => gemini_tiles(w, h),
+        ImageBilling::Patch { patch, max_patches } => patches(w, h, patch, max_patches),
+        ImageBilling::Flat { tokens } => u64::from(tokens),
+    };
+    tokens.max(1)
+}
+
+/// Tokens an image block costs: by its stated size, else by the size in its
+/// inline header (PNG, GIF, JPEG, WebP), else as an
+/// [`UNKNOWN_IMAGE_EDGE`] square.
+pub fn image_block_tokens(
+    family: ImageBilling,
+    source: &ImageSource,
+    width: Option<u32>,
+    height: Option<u32>,
+) -> u64 {
+    let (w, h) = match (width, height) {
+        (Some(w), Some(h)) => (w, h),
+        _ => sniff_size(source).unwrap_or((UNKNOWN_IMAGE_EDGE, UNKNOWN_IMAGE_EDGE)),
+    };
+    image_tokens(family, w, h)
+}
+
+/// Base64 characters decoded when looking for a header: 64 KiB of image,
+/// enough to pass the EXIF block that precedes a JPEG's frame header.
+const SNIFF_BASE64_CHARS: usize = 87_384;
+
+/// The pixel size in an inline image's header, if it has one we read.
+pub fn sniff_size(source: &ImageSource) -> Option<(u32, u32)> {
+    let data = match source {
+        ImageSource::Base64 { data, .. } => data.as_str(),
+        ImageSource::Url { url } => url.strip_prefix("data:")?.split_once(";base64,")?.1,
+        ImageSource::Blob { .. } => return None,
+    };
+    let mut take = data.len().min(SNIFF_BASE64_CHARS);
+    take -= take % 4;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.get(..take)?)
+        .ok()?;
+    header_size(&bytes)
+}
+
+fn be16(b: &[u8], i: usize) -> Option<u32> {
+    Some(u32::from(u16::from_be_bytes([*b.get(i)?, *b.get(i + 1)?])))
+}
+
+fn le16(b: &[u8], i: usize) -> Option<u32> {
+    Some(u32::from(u16::from_le_bytes([*b.get(i)?, *b.get(i + 1)?])))
+}
+
+fn be32(b: &[u8], i: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(b.get(i..i + 4)?.try_into().ok()?))
+}
+
+fn le24(b: &[u8], i: usize) -> Option<u32> {
+    Some(u32::from(*b.get(i)?) | u32::from(*b.get(i + 1)?) << 8 | u32::from(*b.get(i + 2)?) << 16)
+}
+
+/// Width and height from the first bytes of a PNG, GIF, JPEG or WebP.
+fn header_size(b: &[u8]) -> Option<(u32, u32)> {
+    if b.starts_with(b"\x89PNG\r\n\x1a\n") {
+        return Some((be32(b, 16)?, be32(b, 20)?));
+    }
+    if b.starts_with(b"GIF87a") || b.starts_with(b"GIF89a") {
+        return Some((le16(b, 6)?, le16(b, 8)?));
+    }
+    if b.starts_with(b"RIFF") && b.get(8..12) == Some(b"WEBP") {
+        return match b.get(12..16)? {
+            b"VP8X" => Some((le24(b, 24)? + 1, le24(b, 27)? + 1)),
+            b"VP8 " => Some((le16(b, 26)? & 0x3fff, le16(b, 28)? & 0x3fff)),
+            b"VP8L" => {
+                let bits = u32::from_le_bytes(b.get(21..25)?.try_into().ok()?);
+                Some(((bits & 0x3fff) + 1, ((bits >> 14) & 0x3fff) + 1))
+            }
+            _ => None,
+        };
+    }
+    if b.starts_with(&[0xff, 0xd8]) {
+        return jpeg_size(b);
+    }
+    None
+}
+
+/// Walks JPEG segments to the first start-of-frame marker.
+fn jpeg_size(b: &[u8]) -> Option<(u32, u32)> {
+    let mut i = 2;
+    while i + 4 <= b.len() {
+        if b[i] != 0xff {
+            return None;
+        }
+        let marker = b[i + 1];
+        if marker == 0xff {
+            i += 1;
+            continue;
+        }
+        let len = usize::try_from(be16(b, i + 2)?).ok()?;
+        let is_sof = matches!(marker, 0xc0..=0xcf) && !matches!(marker, 0xc4 | 0xc8 | 0xcc);
+        if is_sof {
+            return Some((be16(b, i + 7)?, be16(b, i + 5)?));
+        }
+        i += 2 + len;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[test]
+    fn anthropic_formula() {
+        let f = ImageBilling::Anthropic;
+        assert_eq!(image_tokens(f, 1568, 1568), 3293);
+        assert_eq!(image_tokens(f, 28, 28), 2); // ceil(1 * 1.05)
+        assert_eq!(image_tokens(f, 1000, 1000), 1361); // 36 * 36 = 1296 * 1.05 = 1360.8
+        assert_eq!(image_tokens(f, 8000, 8000), 5024); // capped: 4784 * 1.05
+    }
+
+    #[test]
+    fn openai_original_formula() {
+        let f = ImageBilling::OpenAi;
+        assert_eq!(image_tokens(f, 1568, 1568), 2882);
+        assert_eq!(image_tokens(f, 32, 32), 2); // ceil(1.2)
+        assert_eq!(image_tokens(f, 1024, 768), 922); // 32 * 24 = 768 * 1.2 = 921.6
+        assert_eq!(image_tokens(f, 10_000, 10_000), 12_000); // capped
+    }
+
+    #[test]
+    fn openai_tile_formula() {
+        let f = ImageBilling::OpenAiTile {
+            base: 85,
+            tile: 170,
+        };
+        // OpenAI's worked examples: 1024 x 1024 -> 765; 2048 x 4096 -> 1105.
+        assert_eq!(image_tokens(f, 1024, 1024), 765);
+        assert_eq!(image_tokens(f, 2048, 4096), 1105);
+        assert_eq!(image_tokens(f, 512, 512), 255);
+    }
+
+    #[test]
+    fn google_formulas() {
+        assert_eq!(image_tokens(ImageBilling::Google, 1568, 1568), 1120);
+        assert_eq!(image_tokens(ImageBilling::Google, 1, 1), 1120);
+        assert_eq!(image_tokens(ImageBilling::GeminiTile, 384, 384), 258);
+        assert_eq!(image_tokens(ImageBilling::GeminiTile, 1568, 1568), 258 * 9);
+    }
+
+    #[test]
+    fn patch_and_flat_formulas() {
+        let qwen = ImageBilling::Patch {
+            patch: 28,
+            max_patches: 16_384,
+        };
+        assert_eq!(image_tokens(qwen, 280, 280), 100);
+        assert_eq!(
+            image_tokens(
+                ImageBilling::Patch {
+                    patch: 0,
+                    max_patches: 10
+                },
+                5,
+                5
+            ),
+            10
+        );
+        assert_eq!(
+            image_tokens(ImageBilling::Flat { tokens: 256 }, 4000, 10),
+            256
+        );
+        assert_eq!(image_tokens(ImageBilling::Flat { tokens: 0 }, 4000, 10), 1);
+    }
+
+    #[test]
+    fn absurd_sizes_are_finite_and_never_panic() {
+        for family in [
+            ImageBilling::Anthropic,
+            ImageBilling::OpenAi,
+            ImageBilling::OpenAiTile {
+                base: 85,
+                tile: 170,
+            },
+            ImageBilling::Google,
+            ImageBilling::GeminiTile,
+            ImageBilling::Patch {
+                patch: 28,
+                max_patches: u32::MAX,
+            },
+            ImageBilling::Flat { tokens: u32::MAX },
+        ] {
+            for (w, h) in [(0, 0), (0, 5000), (u32::MAX, u32::MAX), (1, u32::MAX)] {
+                let t = image_tokens(family, w, h);
+                assert!((1..u64::MAX / 1024).contains(&t), "{family:?} {w}x{h}: {t}");
+            }
+        }
+        assert_eq!(image_tokens(ImageBilling::Anthropic, 0, 0), 2);
+    }
+
+    fn b64(bytes: &[u8]) -> ImageSource {
+        ImageSource::Base64 {
+            media_type: "image/png".into(),
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
+        }
+    }
+
+    #[test]
+    fn sizes_are_read_from_headers() {
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        png.extend(640u32.to_be_bytes());
+        png.extend(480u32.to_be_bytes());
+        png.extend([8, 6, 0, 0, 0]);
+        assert_eq!(sniff_size(&b64(&png)), Some((640, 480)));
+        let gif = b"GIF89a\x20\x03\x58\x02\0\0";
+        assert_eq!(sniff_size(&b64(gif)), Some((800, 600)));
+        // SOI, an APP0 segment of 16 bytes, then SOF0 with 300 x 200.
+        let mut jpeg = vec![0xff, 0xd8, 0xff, 0xe0, 0, 16];
+        jpeg.extend([0; 14]);
+        jpeg.extend([0xff, 0xc0, 0, 17, 8, 0, 200, 1, 44, 3]);
+        assert_eq!(sniff_size(&b64(&jpeg)), Some((300, 200)));
+        let data_url = ImageSource::Url {
+            url: format!(
+                "data:image/png;base64,{}",
+                base64::engine::general_purpose::STANDARD.encode(&png)
+            ),
+        };
+        assert_eq!(sniff_size(&data_url), Some((640, 480)));
+    }
+
+    #[test]
+    fn unknown_sizes_bill_as_the_documented_square() {
+        let garbage = ImageSource::Base64 {
+            media_type: "image/png".into(),
+            data: "not base64 at all!".into(),
+        };
+        let url = ImageSource::Url {
+            url: "https://example.com/cat.png".into(),
+        };
+        for source in [garbage, url] {
+            assert_eq!(
+                image_block_tokens(ImageBilling::Anthropic, &source, None, None),
+                image_tokens(
+                    ImageBilling::Anthropic,
+                    UNKNOWN_IMAGE_EDGE,
+                    UNKNOWN_IMAGE_EDGE
+                )
+            );
+        }
+        // A stated size wins over the header.
+        assert_eq!(
+            image_block_tokens(ImageBilling::Anthropic, &b64(b"junk"), Some(28), Some(28)),
+            2
+        );
+    }
+}

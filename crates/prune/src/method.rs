@@ -1,0 +1,369 @@
+//! The `prune`, `shake` and `trim` compaction methods.
+
+use std::sync::Arc;
+
+use abridge_compact::CompactError;
+use abridge_compact::CompactionMethod;
+use abridge_compact::MethodOutput;
+use abridge_compact::Plan;
+use abridge_compact::Trigger;
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde::Serialize;
+
+use crate::PruneError;
+use crate::artifact::ArtifactStore;
+use crate::context::PassContext;
+use crate::prune::PruneConfig;
+use crate::prune::prune;
+use crate::report::Reclaim;
+use crate::scan::Snapshot;
+use crate::shake::ShakeConfig;
+use crate::shake::ShakePreset;
+use crate::shake::shake;
+use crate::trim::TrimConfig;
+use crate::trim::trim;
+
+/// The names of this crate's methods, as `--method` accepts them.
+pub const METHOD_NAMES: [&str; 3] = ["prune", "shake", "trim"];
+
+/// Settings of all three methods, for a settings file or the command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReclaimConfig {
+    /// The `prune` method.
+    pub prune: PruneConfig,
+    /// The `shake` method; `None` (the default) picks a preset from the
+    /// trigger: rescue on overflow or incomplete output, manual when asked
+    /// by hand, automatic otherwise.
+    pub shake: Option<ShakeConfig>,
+    /// The `trim` method.
+    pub trim: TrimConfig,
+}
+
+impl ReclaimConfig {
+    /// The method called `name` (one of [`METHOD_NAMES`]), or `None`.
+    /// `shake` writes its artifacts to `store`; the others ignore it.
+    ///
+    /// # Errors
+    /// [`PruneError::Config`] when the method's settings cannot work.
+    pub fn method(
+        &self,
+        name: &str,
+        store: Arc<dyn ArtifactStore>,
+    ) -> Option<Result<Arc<dyn CompactionMethod>, PruneError>> {
+        let method: Result<Arc<dyn CompactionMethod>, PruneError> = match name {
+            "prune" => Ok(Arc::new(PruneMethod::new(self.prune.clone()))),
+            "shake" => Ok(Arc::new(match &self.shake {
+                Some(config) => ShakeMethod::with_config(config.clone(), store),
+                None => ShakeMethod::new(store),
+            })),
+            "trim" => TrimMethod::new(self.trim.clone()).map(|m| Arc::new(m) as _),
+            _ => return None,
+        };
+        Some(method)
+    }
+}
+
+/// What a method returns for a pass: its rewrites, or "nothing to do" so
+/// the caller falls through to the next method.
+fn output(method: &str, reclaim: Reclaim) -> Result<MethodOutput, CompactError> {
+    if reclaim.is_empty() {
+        let mut reason = format!("{method} found no tool output to reclaim");
+        if reclaim.report.below_minimum_saving > 0 {
+            reason.push_str(&format!(
+                " (pruning would save only {} tokens)",
+                reclaim.report.below_minimum_saving
+            ));
+        }
+        return Err(CompactError::NothingToCompact { reason });
+    }
+    let details = serde_json::to_value(&reclaim.report).unwrap_or(serde_json::Value::Null);
+    Ok(MethodOutput::Rewrites {
+        rewrites: reclaim.rewrites,
+        details,
+    })
+}
+
+/// `prune`: superseded reads, useless results and old tool outputs
+/// replaced by placeholders (see [`prune`](crate::prune())).
+#[derive(Debug, Clone, Default)]
+pub struct PruneMethod {
+    config: PruneConfig,
+}
+
+impl PruneMethod {
+    /// The method with `config`.
+    pub fn new(config: PruneConfig) -> Self {
+        PruneMethod { config }
+    }
+}
+
+#[async_trait]
+impl CompactionMethod for PruneMethod {
+    fn name(&self) -> &str {
+        "prune"
+    }
+
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        let snapshot = Snapshot::of_plan(plan);
+        let reclaim = prune(
+            &snapshot,
+            &self.config,
+            &PassContext::compaction(),
+            plan.counter.as_ref(),
+        );
+        output(self.name(), reclaim)
+    }
+}
+
+/// `shake`: large results and fenced or XML blocks of older results moved
+/// into one artifact per run (see [`shake`](crate::shake())).
+#[derive(Debug, Clone)]
+pub struct ShakeMethod {
+    config: Option<ShakeConfig>,
+    store: Arc<dyn ArtifactStore>,
+}
+
+impl ShakeMethod {
+    /// The method with the preset chosen by the trigger of each run.
+    pub fn new(store: Arc<dyn ArtifactStore>) -> Self {
+        ShakeMethod {
+            config: None,
+            store,
+        }
+    }
+
+    /// The method with fixed settings.
+    pub fn with_config(config: ShakeConfig, store: Arc<dyn ArtifactStore>) -> Self {
+        ShakeMethod {
+            config: Some(config),
+            store,
+        }
+    }
+
+    /// The preset a trigger calls for.
+    pub fn preset_for(trigger: Trigger) -> ShakePreset {
+        match trigger {
+            Trigger::Overflow | Trigger::IncompleteOutput => ShakePreset::Rescue,
+            Trigger::Manual => ShakePreset::Manual,
+            Trigger::Threshold | Trigger::MidTurn | Trigger::Idle => ShakePreset::Automatic,
+        }
+    }
+}
+
+#[async_trait]
+impl CompactionMethod for ShakeMethod {
+    fn name(&self) -> &str {
+        "shake"
+    }
+
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        let config = match &self.config {
+            Some(config) => config.clone(),
+            None => ShakeConfig::preset(Self::preset_for(plan.trigger)),
+        };
+        let snapshot = Snapshot::of_plan(plan);
+        let reclaim = shake(
+            &snapshot,
+            &config,
+            &PassContext::compaction(),
+            plan.counter.as_ref(),
+            self.store.as_ref(),
+        )
+        .map_err(|error| CompactError::Unavailable {
+            method: self.name().to_string(),
+            reason: error.to_string(),
+        })?;
+        output(self.name(), reclaim)
+    }
+}
+
+/// `trim`: results over a size limit cut to head and tail (see
+/// [`trim`](crate::trim())).
+#[derive(Debug, Clone)]
+pub struct TrimMethod {
+    config: TrimConfig,
+}
+
+impl TrimMethod {
+    /// The method with `config`.
+    ///
+    /// # Errors
+    /// [`PruneError::Config`] from [`TrimConfig::validate`].
+    pub fn new(config: TrimConfig) -> Result<Self, PruneError> {
+        config.validate()?;
+        Ok(TrimMethod { config })
+    }
+}
+
+#[async_trait]
+impl CompactionMethod for TrimMethod {
+    fn name(&self) -> &str {
+        "trim"
+    }
+
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        let snapshot = Snapshot::of_plan(plan);
+        let reclaim = trim(
+            &snapshot,
+            &self.config,
+            &PassContext::compaction(),
+            plan.counter.as_ref(),
+        )
+        .map_err(|error| CompactError::Unavailable {
+            method: self.name().to_string(),
+            reason: error.to_string(),
+        })?;
+        output(self.name(), reclaim)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use abridge_compact::CompactError;
+    use abridge_compact::Policy;
+    use abridge_compact::check_invariants;
+    use abridge_compact::compact_session;
+    use serde_json::json;
+
+    use super::*;
+    use crate::MemoryArtifactStore;
+    use crate::is_placeholder;
+    use crate::testkit::Builder;
+    use crate::testkit::check_pairing;
+    use crate::testkit::result_text;
+
+    fn store() -> Arc<dyn ArtifactStore> {
+        Arc::new(MemoryArtifactStore::new())
+    }
+
+    fn compact(
+        b: &mut Builder,
+        method: Arc<dyn CompactionMethod>,
+        trigger: Trigger,
+    ) -> Result<abridge_compact::Outcome, CompactError> {
+        let policy = Policy::default().with_keep_recent_tokens(100);
+        futures::executor::block_on(compact_session(&mut b.session, &[method], &policy, trigger))
+    }
+
+    fn loose() -> ReclaimConfig {
+        ReclaimConfig {
+            prune: PruneConfig {
+                protect_tokens: 200,
+                min_saving_tokens: 0,
+                ..PruneConfig::default()
+            },
+            ..ReclaimConfig::default()
+        }
+    }
+
+    #[test]
+    fn every_name_builds_its_method() {
+        for name in METHOD_NAMES {
+            let method = loose().method(name, store()).unwrap().unwrap();
+            assert_eq!(method.name(), name);
+        }
+        assert!(loose().method("soft", store()).is_none());
+        let bad = ReclaimConfig {
+            trim: TrimConfig {
+                max_chars: 10,
+                ..TrimConfig::default()
+            },
+            ..ReclaimConfig::default()
+        };
+        assert!(matches!(
+            bad.method("trim", store()),
+            Some(Err(PruneError::Config { .. }))
+        ));
+    }
+
+    #[test]
+    fn prune_commits_rewrites_through_the_transaction() {
+        let mut b = Builder::new();
+        let old: Vec<_> = (0..4).map(|_| b.output(300)).collect();
+        b.say("next");
+        let method = loose().method("prune", store()).unwrap().unwrap();
+        let outcome = compact(&mut b, method, Trigger::Manual).unwrap();
+        assert!(outcome.tokens_after < outcome.tokens_before);
+        assert!(check_invariants(&b.session).is_ok());
+        assert_eq!(check_pairing(&b.session), ["c0", "c1", "c2", "c3"]);
+        // Only the newest result lies within the 200 protected tokens.
+        let texts: Vec<bool> = b.session.surface().seqs()[1..]
+            .iter()
+            .filter(|s| b.session.message(**s).unwrap().role == abridge_llm::Role::Tool)
+            .map(|s| is_placeholder(&result_text(&b.session, *s)))
+            .collect();
+        assert_eq!(texts, [true, true, true, false]);
+        let _ = old;
+    }
+
+    #[test]
+    fn nothing_to_reclaim_falls_through_with_a_reason() {
+        let mut b = Builder::new();
+        for _ in 0..4 {
+            b.output(300);
+        }
+        b.say("next");
+        let method = Arc::new(PruneMethod::new(PruneConfig {
+            protect_tokens: 0,
+            ..PruneConfig::default()
+        }));
+        let error = compact(&mut b, method, Trigger::Manual).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.starts_with(
+                "every method failed: prune: nothing to compact: prune found no tool output \
+                 to reclaim (pruning would save only "
+            ),
+            "{text}"
+        );
+        assert!(check_invariants(&b.session).is_ok());
+    }
+
+    #[test]
+    fn shake_picks_its_preset_from_the_trigger() {
+        assert_eq!(
+            ShakeMethod::preset_for(Trigger::Overflow),
+            ShakePreset::Rescue
+        );
+        assert_eq!(
+            ShakeMethod::preset_for(Trigger::IncompleteOutput),
+            ShakePreset::Rescue
+        );
+        assert_eq!(
+            ShakeMethod::preset_for(Trigger::Manual),
+            ShakePreset::Manual
+        );
+        assert_eq!(
+            ShakeMethod::preset_for(Trigger::Threshold),
+            ShakePreset::Automatic
+        );
+        let mut b = Builder::new();
+        b.call(
+            "bash",
+            json!({"command": "make"}),
+            &"build log\n".repeat(300),
+        );
+        for _ in 0..3 {
+            b.output(1_000);
+        }
+        let store = Arc::new(MemoryArtifactStore::new());
+        let method = Arc::new(ShakeMethod::new(store.clone()));
+        let outcome = compact(&mut b, method, Trigger::Overflow).unwrap();
+        assert!(outcome.tokens_after < outcome.tokens_before);
+        assert_eq!(store.len(), 1);
+        assert!(check_invariants(&b.session).is_ok());
+    }
+
+    #[test]
+    fn trim_runs_as_a_method() {
+        let mut b = Builder::new();
+        b.call("bash", json!({}), &"z".repeat(20_000));
+        b.say("next");
+        let method = Arc::new(TrimMethod::new(TrimConfig::default()).unwrap());
+        let outcome = compact(&mut b, method, Trigger::Manual).unwrap();
+        assert!(outcome.tokens_after < outcome.tokens_before);
+        assert!(check_invariants(&b.session).is_ok());
+    }
+}

@@ -1,0 +1,174 @@
+//! On every bundled sample: the tokens each pass reclaims, that every
+//! rewrite applies and keeps pairing, and that originals are recoverable.
+//! Prints the figures the crate README quotes (`cargo test -p
+//! abridge-prune --test samples -- --nocapture`).
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use abridge_compact::EstimateCounter;
+use abridge_compact::TokenCounter;
+use abridge_compact::check_invariants;
+use abridge_prune::DirArtifactStore;
+use abridge_prune::PassContext;
+use abridge_prune::PruneConfig;
+use abridge_prune::Rule;
+use abridge_prune::ShakeConfig;
+use abridge_prune::ShakePreset;
+use abridge_prune::Snapshot;
+use abridge_prune::TrimConfig;
+use abridge_prune::original_of;
+use abridge_prune::read_reference;
+use abridge_prune::restore;
+use abridge_session::MemoryStore;
+use abridge_session::Session;
+
+fn samples() -> std::io::Result<Vec<PathBuf>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/sessions");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl" || x == "traj"))
+        .collect();
+    paths.sort();
+    assert_eq!(paths.len(), 4, "bundled samples in {}", dir.display());
+    Ok(paths)
+}
+
+fn import(path: &Path) -> Result<Session, abridge_session::import::ImportError> {
+    let imported = abridge_session::import::read(path, None)?;
+    Ok(imported.into_session(Box::new(MemoryStore::new()))?.0)
+}
+
+#[test]
+fn every_sample_reclaims_and_stays_well_formed() {
+    let dir = tempfile::tempdir().unwrap();
+    println!(
+        "| sample | surface tokens | superseded | useless | pruned | shake | trim | after | reclaimed | shake manual instead | shake rescue instead |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for path in samples().unwrap() {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let mut session = import(&path).unwrap();
+        let before_messages = session.surface_messages();
+        let counter = EstimateCounter::new();
+        let before = counter.context_tokens(&session);
+        let context = PassContext::compaction();
+        // What the import already violates is not ours to judge.
+        let imported = check_invariants(&session).violations;
+        if !imported.is_empty() {
+            println!(
+                "{name}: the import already has {} violations, first {:?}",
+                imported.len(),
+                imported[0]
+            );
+        }
+
+        let pruned = abridge_prune::prune(
+            &Snapshot::of_session(&session),
+            &PruneConfig::default(),
+            &context,
+            &counter,
+        );
+        session.append_batch(pruned.drafts()).unwrap();
+        assert_eq!(
+            check_invariants(&session).violations,
+            imported,
+            "{name} after prune"
+        );
+
+        // What the other presets would move instead, after prune.
+        let preset_saving = |preset| {
+            abridge_prune::shake(
+                &Snapshot::of_session(&session),
+                &ShakeConfig::preset(preset),
+                &context,
+                &counter,
+                &abridge_prune::MemoryArtifactStore::new(),
+            )
+            .unwrap()
+            .report
+            .saved()
+        };
+        let manual = preset_saving(ShakePreset::Manual);
+        let rescue = preset_saving(ShakePreset::Rescue);
+
+        let store = Arc::new(DirArtifactStore::beside(&dir.path().join(&name)).unwrap());
+        let shaken = abridge_prune::shake(
+            &Snapshot::of_session(&session),
+            &ShakeConfig::preset(ShakePreset::Automatic),
+            &context,
+            &counter,
+            store.as_ref(),
+        )
+        .unwrap();
+        session.append_batch(shaken.drafts()).unwrap();
+        assert_eq!(
+            check_invariants(&session).violations,
+            imported,
+            "{name} after shake"
+        );
+
+        let trimmed = abridge_prune::trim(
+            &Snapshot::of_session(&session),
+            &TrimConfig::default(),
+            &context,
+            &counter,
+        )
+        .unwrap();
+        session.append_batch(trimmed.drafts()).unwrap();
+        assert_eq!(
+            check_invariants(&session).violations,
+            imported,
+            "{name} after trim"
+        );
+        let after = counter.context_tokens(&session);
+
+        // Every position still holds its original one walk back.
+        let seqs = session.surface().seqs().to_vec();
+        assert_eq!(seqs.len(), before_messages.len());
+        for (seq, original) in seqs.iter().zip(&before_messages) {
+            let source = session.message(original_of(&session, *seq)).unwrap();
+            assert_eq!(source, original, "{name}: seq {seq}");
+        }
+        // Artifacts read back to the text they replaced.
+        if let Some(artifact) = &shaken.report.artifact {
+            let whole = read_reference(store.as_ref(), artifact).unwrap();
+            assert!(!whole.is_empty());
+        }
+        // And every rewrite can be taken back.
+        let rewritten: Vec<u64> = seqs
+            .iter()
+            .copied()
+            .filter(|s| original_of(&session, *s) != *s)
+            .collect();
+        for seq in &rewritten {
+            let draft = restore(&session, *seq).unwrap();
+            session.append(draft).unwrap();
+        }
+        let restored: Vec<_> = session.surface_messages();
+        assert_eq!(restored, before_messages, "{name}: restore all");
+
+        println!(
+            "| {name} | {before} | {} | {} | {} | {} | {} | {after} | {:.1}% | {manual} | {rescue} |",
+            pruned.report.saved_by(Rule::Superseded),
+            pruned.report.saved_by(Rule::Useless),
+            pruned.report.saved_by(Rule::Pruned),
+            shaken.report.saved(),
+            trimmed.report.saved(),
+            100.0 * before.saturating_sub(after) as f64 / before.max(1) as f64,
+        );
+    }
+}
+
+#[test]
+#[ignore = "diagnostic"]
+fn codex_costs() {
+    let path = samples().unwrap().into_iter().find(|p| p.to_string_lossy().contains("codex")).unwrap();
+    let session = import(&path).unwrap();
+    let cost = abridge_meter::CostModel::new(Arc::new(abridge_meter::Tiktoken::o200k()), abridge_llm::ImageBilling::Anthropic);
+    let mut rows: Vec<(u64, u64, String)> = session.surface_messages().iter().map(|m| (cost.message(m), abridge_compact::EstimateCounter::estimate(m), format!("{:?}", m).chars().take(300).collect())).collect();
+    rows.sort_by_key(|r| std::cmp::Reverse(r.0));
+    for r in rows.iter().take(5) { println!("{} {} {}", r.0, r.1, r.2); }
+}

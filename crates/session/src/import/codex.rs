@@ -1,0 +1,537 @@
+//! OpenAI Codex CLI rollouts: one `{timestamp, type, payload}` object per
+//! line, linear.
+//!
+//! The model's history is the `response_item` lines. Consecutive items the
+//! model produced in one response (reasoning, assistant text, tool calls)
+//! become one assistant message; a `token_count` event closes the response
+//! and its `last_token_usage` becomes that message's usage. A user or
+//! developer message that Codex wrote between a call and its output is
+//! moved after the outputs, so that results follow their calls.
+//!
+//! | rollout line | abridge event |
+//! |---|---|
+//! | `session_meta` | [`Header`](crate::Header): id, timestamp, cwd |
+//! | `response_item` `message` user / developer / system | message of that role |
+//! | `response_item` `message` assistant, `reasoning`, `function_call`, `custom_tool_call`, `local_shell_call` | blocks of one assistant message (reasoning: thinking, encrypted content as its signature) |
+//! | `response_item` `*_call_output` | tool message |
+//! | `event_msg` `token_count` | usage of the preceding assistant message |
+//! | `turn_context` | counted; a change of model adds a `model_change` log event |
+//! | `compacted` | `compaction/imported` log + checkpoint `replace` by the first item of `replacement_history`, the other items appended |
+//! | `response_item` `web_search_call`, other `event_msg` (UI echoes of messages) | counted in the report |
+
+use abridge_llm::Block;
+use abridge_llm::ImageSource;
+use abridge_llm::Message;
+use abridge_llm::Meta;
+use abridge_llm::Origin;
+use abridge_llm::Role;
+use abridge_llm::Usage;
+use serde_json::Value;
+use serde_json::json;
+
+use super::ENCRYPTED_SUMMARY;
+use super::Format;
+use super::ImportError;
+use super::ImportWarning;
+use super::Imported;
+use super::TYPE_IMPORTED_COMPACTION;
+use super::TYPE_MODEL_CHANGE;
+use super::builder::Builder;
+use super::builder::Keep;
+use super::json::At;
+use super::json::kind_of;
+use super::json::parse_lines;
+
+/// One response item, converted.
+enum Item {
+    /// Blocks of the model's reply.
+    Reply(Vec<Block>),
+    /// A message from anyone else.
+    Message(Message),
+    /// A tool's output.
+    Output(Message),
+    /// Nothing for the log; counted under this kind.
+    Skip(String),
+}
+
+struct Group {
+    content: Vec<Block>,
+    time: Option<String>,
+    line: u64,
+    usage: Option<Usage>,
+}
+
+struct Held {
+    message: Message,
+    time: Option<String>,
+    line: u64,
+    passed: bool,
+}
+
+struct State {
+    b: Builder,
+    group: Option<Group>,
+    held: Vec<Held>,
+    provider: String,
+    model: Option<String>,
+}
+
+impl State {
+    fn origin(&self) -> Origin {
+        match &self.model {
+            Some(model) => Origin::Model {
+                provider: self.provider.clone(),
+                model: model.clone(),
+            },
+            None => self.b.imported(),
+        }
+    }
+
+    fn flush(&mut self) {
+        let Some(group) = self.group.take() else {
+            return;
+        };
+        if group.usage.is_some() {
+            self.b.report.usage_attached += 1;
+        }
+        let message = Message {
+            role: Role::Assistant,
+            content: group.content,
+            meta: Meta {
+                origin: Some(self.origin()),
+                usage: group.usage,
+                ..Meta::default()
+            },
+        };
+        let last = self.b.last();
+        self.b.message(message, last, group.time, Some(group.line));
+    }
+
+    fn release(&mut self) {
+        for held in std::mem::take(&mut self.held) {
+            if held.passed {
+                self.b.report.reordered += 1;
+            }
+            let last = self.b.last();
+            self.b
+                .message(held.message, last, held.time, Some(held.line));
+        }
+    }
+
+    fn item(&mut self, item: Item, time: Option<String>, line: u64) {
+        match item {
+            Item::Reply(blocks) => {
+                self.release();
+                let group = self.group.get_or_insert_with(|| Group {
+                    content: Vec::new(),
+                    time,
+                    line,
+                    usage: None,
+                });
+                group.content.extend(blocks);
+            }
+            Item::Message(message) => {
+                self.flush();
+                if !self.held.is_empty() || self.b.open_calls_at(self.b.last()) > 0 {
+                    self.held.push(Held {
+                        message,
+                        time,
+                        line,
+                        passed: false,
+                    });
+                } else {
+                    let last = self.b.last();
+                    self.b.message(message, last, time, Some(line));
+                }
+            }
+            Item::Output(message) => {
+                self.flush();
+                let last = self.b.last();
+                self.b.message(message, last, time, Some(line));
+                for held in &mut self.held {
+                    held.passed = true;
+                }
+                if self.b.open_calls_at(self.b.last()) == 0 {
+                    self.release();
+                }
+            }
+            Item::Skip(kind) => self.b.report.skip(kind),
+        }
+    }
+}
+
+pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
+    let records = parse_lines(file, bytes)?;
+    let mut state = State {
+        b: Builder::new(file, Format::Codex),
+        group: None,
+        held: Vec::new(),
+        provider: "openai".to_string(),
+        model: None,
+    };
+    state.b.report.records = records.len() as u64;
+    let mut session_id = None;
+    let mut created = None;
+    let mut cwd = None;
+    let mut last_total: Option<Value> = None;
+    for record in &records {
+        let at = At::line(file, record.line);
+        let value = &record.value;
+        let line = record.line;
+        let time = super::time_of(value, "timestamp");
+        if created.is_none() {
+            created = time.clone();
+        }
+        let kind = at.str(value, "type")?;
+        let payload = at.obj(value, "payload")?;
+        let pat = at.inside("payload");
+        match kind {
+            "session_meta" if session_id.is_none() => {
+                session_id = Some(pat.str(payload, "id")?.to_string());
+                if let Some(t) = super::time_of(payload, "timestamp") {
+                    created = Some(t);
+                }
+                cwd = pat.opt_str(payload, "cwd")?.map(str::to_string);
+                if let Some(provider) = pat.opt_str(payload, "model_provider")? {
+                    state.provider = provider.to_string();
+                }
+            }
+            "session_meta" => state.b.report.skip("session_meta (repeated)"),
+            "turn_context" => {
+                state.b.report.skip("turn_context");
+                if let Some(model) = pat.opt_str(payload, "model")?
+                    && state.model.as_deref() != Some(model)
+                {
+                    if state.model.is_some() {
+                        state.flush();
+                        let last = state.b.last();
+                        state.b.log(
+                            TYPE_MODEL_CHANGE,
+                            json!({"provider": state.provider, "model": model}),
+                            last,
+                            time,
+                            Some(line),
+                        );
+                    }
+                    state.model = Some(model.to_string());
+                }
+            }
+            "response_item" => {
+                let item = convert(&state.b, pat, payload)?;
+                state.item(item, time, line);
+            }
+            "event_msg" => {
+                let event = pat.str(payload, "type")?;
+                if event != "token_count" {
+                    state.b.report.skip(format!("event_msg/{event}"));
+                    continue;
+                }
+                let Some(info) = pat.opt_obj(payload, "info")? else {
+                    state.b.report.skip("event_msg/token_count (no usage)");
+                    continue;
+                };
+                let iat = at.inside("payload.info");
+                let total = info.get("total_token_usage").cloned();
+                if total.is_some() && total == last_total {
+                    state.b.report.skip("event_msg/token_count (repeat)");
+                    continue;
+                }
+                last_total = total;
+                let Some(last_usage) = iat.opt_obj(info, "last_token_usage")? else {
+                    state.b.report.skip("event_msg/token_count (no usage)");
+                    continue;
+                };
+                let uat = at.inside("payload.info.last_token_usage");
+                let input = uat.count(last_usage, "input_tokens")?;
+                let cached = uat.count(last_usage, "cached_input_tokens")?;
+                let usage = Usage {
+                    input: input.saturating_sub(cached),
+                    output: uat.count(last_usage, "output_tokens")?,
+                    cache_read: cached,
+                    cache_write: 0,
+                };
+                if let Some(group) = state.group.as_mut().filter(|g| g.usage.is_none()) {
+                    group.usage = Some(usage);
+                    state.flush();
+                } else {
+                    state.flush();
+                    let attached = state
+                        .b
+                        .last_assistant(state.b.last())
+                        .is_some_and(|a| state.b.attach_usage(a, usage));
+                    if !attached {
+                        state.b.report.skip("event_msg/token_count (no new reply)");
+                    }
+                }
+            }
+            "compacted" => {
+                state.flush();
+                state.release();
+                compacted(&mut state, at, payload, time.as_ref(), line)?;
+            }
+            other => state.b.report.skip(other.to_string()),
+        }
+    }
+    state.flush();
+    state.release();
+    let header = super::header(
+        session_id.unwrap_or_else(|| super::id_from_file(file)),
+        created,
+        cwd,
+    );
+    let (drafts, report) = state.b.finish(None)?;
+    Ok(Imported {
+        header,
+        drafts,
+        report,
+    })
+}
+
+/// A `compacted` line: the history from here on is `replacement_history`
+/// (newer Codex) or the summary `message` (older Codex).
+fn compacted(
+    state: &mut State,
+    at: At<'_>,
+    payload: &Value,
+    time: Option<&String>,
+    line: u64,
+) -> Result<(), ImportError> {
+    let time = time.cloned();
+    let pat = at.inside("payload");
+    let history = pat.opt_arr(payload, "replacement_history")?;
+    let summary = pat.opt_str(payload, "message")?.unwrap_or_default();
+    let encrypted: Vec<&Value> = history
+        .iter()
+        .filter(|item| item.get("type").and_then(Value::as_str) == Some("compaction"))
+        .filter_map(|item| item.get("encrypted_content"))
+        .collect();
+    let compaction_id = format!("line-{line}");
+    let last = state.b.last();
+    let log = state.b.log(
+        TYPE_IMPORTED_COMPACTION,
+        json!({
+            "format": "codex",
+            "source_id": compaction_id,
+            "message": summary,
+            "replacement_items": history.len(),
+            "encrypted": encrypted,
+        }),
+        last,
+        time.clone(),
+        Some(line),
+    );
+    let checkpoint = Origin::Checkpoint {
+        compaction_id,
+        method: "codex".to_string(),
+    };
+    let mut messages: Vec<Message> = Vec::new();
+    let mut reply: Option<Vec<Block>> = None;
+    for (i, item) in history.iter().enumerate() {
+        let path = format!("payload.replacement_history[{i}]");
+        let converted = convert(&state.b, at.inside(&path), item)?;
+        if let Item::Reply(blocks) = converted {
+            reply.get_or_insert_with(Vec::new).extend(blocks);
+            continue;
+        }
+        if let Some(blocks) = reply.take() {
+            messages.push(Message {
+                role: Role::Assistant,
+                content: blocks,
+                meta: Meta::default(),
+            });
+        }
+        match converted {
+            Item::Message(m) | Item::Output(m) => messages.push(m),
+            Item::Skip(kind) => state.b.report.skip(format!("replacement_history {kind}")),
+            Item::Reply(_) => {}
+        }
+    }
+    if let Some(blocks) = reply.take() {
+        messages.push(Message {
+            role: Role::Assistant,
+            content: blocks,
+            meta: Meta::default(),
+        });
+    }
+    if messages.is_empty() {
+        if summary.is_empty() {
+            state.b.report.warn(ImportWarning::Compaction {
+                line,
+                reason: "no replacement history and no summary; recorded as a log event only"
+                    .to_string(),
+            });
+            return Ok(());
+        }
+        messages.push(Message::user(summary));
+    }
+    let mut messages = messages.into_iter().map(|mut m| {
+        if m.meta.origin.is_none() || matches!(m.meta.origin, Some(Origin::User)) {
+            m.meta.origin = Some(checkpoint.clone());
+        }
+        m
+    });
+    if let Some(first) = messages.next() {
+        state
+            .b
+            .compaction(first, Some(log), time.clone(), line, Keep::Nothing, &[log])?;
+    }
+    for message in messages {
+        let last = state.b.last();
+        state.b.message(message, last, time.clone(), Some(line));
+    }
+    Ok(())
+}
+
+/// Converts one response item.
+fn convert(b: &Builder, at: At<'_>, item: &Value) -> Result<Item, ImportError> {
+    let kind = at.str(item, "type")?;
+    Ok(match kind {
+        "message" => {
+            let role = at.str(item, "role")?;
+            let content = content(at, item, "content")?;
+            let role = match role {
+                "assistant" => return Ok(Item::Reply(content)),
+                "user" => Role::User,
+                "developer" => Role::Developer,
+                "system" => Role::System,
+                other => return Err(at.error("role", format!("unknown message role {other:?}"))),
+            };
+            Item::Message(Message {
+                role,
+                content,
+                meta: Meta {
+                    origin: Some(if role == Role::User {
+                        Origin::User
+                    } else {
+                        b.imported()
+                    }),
+                    ..Meta::default()
+                },
+            })
+        }
+        "reasoning" => {
+            let mut parts = Vec::new();
+            for key in ["content", "summary"] {
+                for (i, part) in at.opt_arr(item, key)?.iter().enumerate() {
+                    let path = at.join(&format!("{key}[{i}]"));
+                    if let Some(text) = at.inside(&path).opt_str(part, "text")? {
+                        parts.push(text);
+                    }
+                }
+                if !parts.is_empty() {
+                    break;
+                }
+            }
+            Item::Reply(vec![Block::Thinking {
+                thinking: parts.join("\n"),
+                signature: at.opt_str(item, "encrypted_content")?.map(str::to_string),
+            }])
+        }
+        "function_call" => {
+            let arguments = at.str(item, "arguments")?;
+            Item::Reply(vec![Block::ToolCall {
+                id: at.str(item, "call_id")?.to_string(),
+                name: at.str(item, "name")?.to_string(),
+                arguments: serde_json::from_str(arguments)
+                    .unwrap_or_else(|_| Value::String(arguments.to_string())),
+            }])
+        }
+        "custom_tool_call" => Item::Reply(vec![Block::ToolCall {
+            id: at.str(item, "call_id")?.to_string(),
+            name: at.str(item, "name")?.to_string(),
+            arguments: Value::String(at.opt_str(item, "input")?.unwrap_or_default().to_string()),
+        }]),
+        "local_shell_call" => {
+            let id = match at.opt_str(item, "call_id")? {
+                Some(id) => id,
+                None => at.str(item, "id")?,
+            };
+            Item::Reply(vec![Block::ToolCall {
+                id: id.to_string(),
+                name: "local_shell".to_string(),
+                arguments: item.get("action").cloned().unwrap_or(Value::Null),
+            }])
+        }
+        "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
+            let call_id = at.str(item, "call_id")?.to_string();
+            let (content, is_error) = output(at, item)?;
+            Item::Output(Message {
+                role: Role::Tool,
+                content: vec![Block::ToolResult {
+                    call_id,
+                    content,
+                    is_error,
+                }],
+                meta: Meta::default(),
+            })
+        }
+        "compaction" => Item::Message(Message {
+            role: Role::User,
+            content: vec![Block::text(ENCRYPTED_SUMMARY)],
+            meta: Meta::default(),
+        }),
+        other => Item::Skip(format!("response_item/{other}")),
+    })
+}
+
+/// Message content: text and image items.
+fn content(at: At<'_>, item: &Value, key: &str) -> Result<Vec<Block>, ImportError> {
+    let mut out = Vec::new();
+    for (i, part) in at.arr(item, key)?.iter().enumerate() {
+        let path = at.join(&format!("{key}[{i}]"));
+        let pat = at.inside(&path);
+        match pat.str(part, "type")? {
+            "input_text" | "output_text" | "text" | "summary_text" | "reasoning_text" => {
+                out.push(Block::text(pat.str(part, "text")?));
+            }
+            "refusal" => out.push(Block::text(pat.str(part, "refusal")?)),
+            "input_image" => out.push(image(pat.str(part, "image_url")?)),
+            other => return Err(pat.error("type", format!("unknown content type {other:?}"))),
+        }
+    }
+    Ok(out)
+}
+
+fn image(url: &str) -> Block {
+    let source = url
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(";base64,"))
+        .map_or_else(
+            || ImageSource::Url {
+                url: url.to_string(),
+            },
+            |(media_type, data)| ImageSource::Base64 {
+                media_type: media_type.to_string(),
+                data: data.to_string(),
+            },
+        );
+    Block::Image {
+        source,
+        width: None,
+        height: None,
+    }
+}
+
+/// A tool output: a string, an array of content items, or (older Codex)
+/// an object with `content` and `success`.
+fn output(at: At<'_>, item: &Value) -> Result<(Vec<Block>, bool), ImportError> {
+    match item.get("output") {
+        Some(Value::String(text)) => Ok((vec![Block::text(text.as_str())], false)),
+        Some(Value::Array(_)) => Ok((content(at, item, "output")?, false)),
+        Some(value @ Value::Object(_)) => {
+            let path = at.join("output");
+            let oat = at.inside(&path);
+            let text = oat.opt_str(value, "content")?.unwrap_or_default();
+            let failed = value.get("success").and_then(Value::as_bool) == Some(false);
+            Ok((vec![Block::text(text)], failed))
+        }
+        Some(Value::Null) | None => Ok((Vec::new(), false)),
+        Some(other) => Err(at.error(
+            "output",
+            format!(
+                "expected a string, an array or an object, found {}",
+                kind_of(other)
+            ),
+        )),
+    }
+}

@@ -1,0 +1,122 @@
+//! Why an import failed.
+
+use crate::error::SessionError;
+
+/// A failure to import another agent's session file.
+///
+/// Every variant names the file; those about content name the line (1-based;
+/// for single-document formats such as SWE-agent trajectories, the line of
+/// the document where parsing failed, or none when the problem is a field)
+/// and, where one is at fault, the field as a dotted path
+/// (`message.content[2].text`). An import that fails writes nothing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImportError {
+    /// The file could not be read.
+    #[error("{file}: cannot read: {source}")]
+    Io {
+        /// The file.
+        file: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Nothing in the file says which agent wrote it; pass a format.
+    #[error(
+        "{file}: cannot tell which agent wrote this file; pass --format (pi, claude-code, codex, swe-agent)"
+    )]
+    UnknownFormat {
+        /// The file.
+        file: String,
+    },
+    /// A `--format` value that names no format.
+    #[error("unknown import format {name:?}; expected pi, claude-code, codex or swe-agent")]
+    FormatName {
+        /// What was given.
+        name: String,
+    },
+    /// The file holds no record at all.
+    #[error("{file}: the file is empty")]
+    Empty {
+        /// The file.
+        file: String,
+    },
+    /// A line is not UTF-8.
+    #[error("{file}:{line}:{column}: invalid UTF-8")]
+    Utf8 {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: u64,
+        /// 1-based byte column of the first bad byte.
+        column: u64,
+    },
+    /// A line (or document) is longer than [`MAX_RECORD_BYTES`](super::MAX_RECORD_BYTES).
+    #[error("{file}:{line}: record is {len} bytes, over the limit of {limit} bytes")]
+    TooLong {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: u64,
+        /// Its length in bytes.
+        len: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// A line is not valid JSON.
+    #[error("{file}:{line}:{column}: invalid JSON: {reason}")]
+    Json {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: u64,
+        /// 1-based column.
+        column: u64,
+        /// serde_json's description.
+        reason: String,
+    },
+    /// The last line stops mid-record: the writer was interrupted.
+    #[error(
+        "{file}:{line}: the last line is cut short ({len} bytes, no closing brace); the file was truncated while being written"
+    )]
+    Truncated {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: u64,
+        /// Bytes on that line.
+        len: u64,
+    },
+    /// A field is missing or has the wrong type.
+    #[error("{file}{}: field `{field}`: {reason}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Field {
+        /// The file.
+        file: String,
+        /// 1-based line, when the format is line-based.
+        line: Option<u64>,
+        /// Dotted path of the field.
+        field: String,
+        /// What is wrong, naming the value found.
+        reason: String,
+    },
+    /// A parent chain came back to an entry already visited. The importer
+    /// builds parents that only point backwards, so this means a bug; it is
+    /// an error rather than an endless loop.
+    #[error("{file}: the parent chain from seq {seq} loops")]
+    Cycle {
+        /// The file.
+        file: String,
+        /// Where the walk started.
+        seq: u64,
+    },
+    /// The imported events were refused by the session (an importer bug,
+    /// or a target session that is not empty).
+    #[error("{file}: imported events rejected: {source}")]
+    Session {
+        /// The file.
+        file: String,
+        /// What the session said.
+        #[source]
+        source: SessionError,
+    },
+}

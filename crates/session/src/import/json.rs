@@ -1,0 +1,302 @@
+//! Reading records and typed fields out of other agents' JSON, with errors
+//! that name the file, line and field.
+
+use serde_json::Value;
+
+use super::ImportError;
+use super::MAX_RECORD_BYTES;
+
+/// One parsed JSONL line.
+#[derive(Debug)]
+pub(crate) struct Record {
+    /// 1-based line number.
+    pub(crate) line: u64,
+    /// The parsed value.
+    pub(crate) value: Value,
+}
+
+/// Splits `bytes` into lines and parses each non-blank one.
+///
+/// A last line without a newline that fails to parse because it ends early
+/// is [`ImportError::Truncated`]; any other bad line is an error naming its
+/// line and column.
+pub(crate) fn parse_lines(file: &str, bytes: &[u8]) -> Result<Vec<Record>, ImportError> {
+    parse_lines_within(file, bytes, MAX_RECORD_BYTES)
+}
+
+fn parse_lines_within(file: &str, bytes: &[u8], limit: u64) -> Result<Vec<Record>, ImportError> {
+    let mut records = Vec::new();
+    let mut start = 0;
+    let mut line = 0u64;
+    while start < bytes.len() {
+        line += 1;
+        let end = memchr_newline(&bytes[start..]).map_or(bytes.len(), |i| start + i);
+        let terminated = end < bytes.len();
+        let raw = &bytes[start..end];
+        start = end + 1;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if raw.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        records.push(Record {
+            line,
+            value: parse_record(file, line, raw, !terminated, limit)?,
+        });
+    }
+    Ok(records)
+}
+
+/// Parses one whole document (SWE-agent trajectories).
+pub(crate) fn parse_document(file: &str, bytes: &[u8]) -> Result<Value, ImportError> {
+    parse_record(file, 1, bytes, true, MAX_RECORD_BYTES)
+}
+
+fn parse_record(
+    file: &str,
+    line: u64,
+    raw: &[u8],
+    last: bool,
+    limit: u64,
+) -> Result<Value, ImportError> {
+    // Checked before parsing, so a huge line costs no allocation.
+    if raw.len() as u64 > limit {
+        return Err(ImportError::TooLong {
+            file: file.to_string(),
+            line,
+            len: raw.len() as u64,
+            limit,
+        });
+    }
+    if let Err(e) = std::str::from_utf8(raw) {
+        // A document spans lines: report the line of the bad byte.
+        let before = &raw[..e.valid_up_to()];
+        let extra = before.iter().filter(|b| **b == b'\n').count() as u64;
+        let column = before.iter().rev().take_while(|b| **b != b'\n').count() as u64 + 1;
+        return Err(ImportError::Utf8 {
+            file: file.to_string(),
+            line: line + extra,
+            column,
+        });
+    }
+    serde_json::from_slice::<Value>(raw).map_err(|e| {
+        if last && e.classify() == serde_json::error::Category::Eof {
+            ImportError::Truncated {
+                file: file.to_string(),
+                line: line + e.line() as u64 - 1,
+                len: raw.len() as u64,
+            }
+        } else {
+            ImportError::Json {
+                file: file.to_string(),
+                line: line + e.line() as u64 - 1,
+                column: e.column() as u64,
+                reason: e.to_string(),
+            }
+        }
+    })
+}
+
+fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|b| *b == b'\n')
+}
+
+/// How a value is named in error messages.
+pub(crate) fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Where a value sits, for error messages: the file, the line (if any) and
+/// the dotted path of the value inside the record.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct At<'a> {
+    pub(crate) file: &'a str,
+    pub(crate) line: Option<u64>,
+    pub(crate) path: &'a str,
+}
+
+impl<'a> At<'a> {
+    /// The record at `line` of `file`, at its root.
+    pub(crate) fn line(file: &'a str, line: u64) -> Self {
+        At {
+            file,
+            line: Some(line),
+            path: "",
+        }
+    }
+
+    /// The same place, inside `path`.
+    pub(crate) fn inside(self, path: &'a str) -> Self {
+        At { path, ..self }
+    }
+
+    /// The dotted path of `key` inside the value here.
+    pub(crate) fn join(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_string()
+        } else if key.starts_with('[') {
+            format!("{}{key}", self.path)
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    /// An error about `key` of the value here.
+    pub(crate) fn error(&self, key: &str, reason: impl Into<String>) -> ImportError {
+        ImportError::Field {
+            file: self.file.to_string(),
+            line: self.line,
+            field: self.join(key),
+            reason: reason.into(),
+        }
+    }
+
+    fn wrong(&self, key: &str, expected: &str, found: &Value) -> ImportError {
+        self.error(
+            key,
+            format!("expected {expected}, found {}", kind_of(found)),
+        )
+    }
+
+    /// A required string.
+    pub(crate) fn str<'v>(&self, value: &'v Value, key: &str) -> Result<&'v str, ImportError> {
+        match value.get(key) {
+            Some(Value::String(s)) => Ok(s),
+            Some(other) => Err(self.wrong(key, "a string", other)),
+            None => Err(self.error(key, "missing")),
+        }
+    }
+
+    /// A string that may be missing or null.
+    pub(crate) fn opt_str<'v>(
+        &self,
+        value: &'v Value,
+        key: &str,
+    ) -> Result<Option<&'v str>, ImportError> {
+        match value.get(key) {
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(Value::Null) | None => Ok(None),
+            Some(other) => Err(self.wrong(key, "a string", other)),
+        }
+    }
+
+    /// A required array.
+    pub(crate) fn arr<'v>(&self, value: &'v Value, key: &str) -> Result<&'v [Value], ImportError> {
+        match value.get(key) {
+            Some(Value::Array(a)) => Ok(a),
+            Some(other) => Err(self.wrong(key, "an array", other)),
+            None => Err(self.error(key, "missing")),
+        }
+    }
+
+    /// An array that may be missing or null (then empty).
+    pub(crate) fn opt_arr<'v>(
+        &self,
+        value: &'v Value,
+        key: &str,
+    ) -> Result<&'v [Value], ImportError> {
+        match value.get(key) {
+            Some(Value::Array(a)) => Ok(a),
+            Some(Value::Null) | None => Ok(&[]),
+            Some(other) => Err(self.wrong(key, "an array", other)),
+        }
+    }
+
+    /// A required object.
+    pub(crate) fn obj<'v>(&self, value: &'v Value, key: &str) -> Result<&'v Value, ImportError> {
+        match value.get(key) {
+            Some(v @ Value::Object(_)) => Ok(v),
+            Some(other) => Err(self.wrong(key, "an object", other)),
+            None => Err(self.error(key, "missing")),
+        }
+    }
+
+    /// An object that may be missing or null.
+    pub(crate) fn opt_obj<'v>(
+        &self,
+        value: &'v Value,
+        key: &str,
+    ) -> Result<Option<&'v Value>, ImportError> {
+        match value.get(key) {
+            Some(v @ Value::Object(_)) => Ok(Some(v)),
+            Some(Value::Null) | None => Ok(None),
+            Some(other) => Err(self.wrong(key, "an object", other)),
+        }
+    }
+
+    /// A token count: a non-negative integer, missing or null as 0.
+    pub(crate) fn count(&self, value: &Value, key: &str) -> Result<u64, ImportError> {
+        match value.get(key) {
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+                .ok_or_else(|| self.error(key, format!("expected a count, found {n}"))),
+            Some(Value::Null) | None => Ok(0),
+            Some(other) => Err(self.wrong(key, "a number", other)),
+        }
+    }
+
+    /// A boolean that may be missing or null (then false).
+    pub(crate) fn flag(&self, value: &Value, key: &str) -> Result<bool, ImportError> {
+        match value.get(key) {
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(Value::Null) | None => Ok(false),
+            Some(other) => Err(self.wrong(key, "a boolean", other)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncated_last_line_is_named() {
+        let err = parse_lines("f.jsonl", b"{\"a\":1}\n{\"b\":").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "f.jsonl:2: the last line is cut short (5 bytes, no closing brace); the file was truncated while being written"
+        );
+    }
+
+    #[test]
+    fn bad_line_in_the_middle_names_line_and_column() {
+        let err = parse_lines("f.jsonl", b"{\"a\":1}\n{\"b\":}\n{}\n").unwrap_err();
+        assert!(
+            err.to_string().starts_with("f.jsonl:2:6: invalid JSON"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_overlong_line_is_refused_before_parsing() {
+        let err = parse_lines_within("f.jsonl", b"{}\n{\"a\":\"0123456789\"}\n", 10).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "f.jsonl:2: record is 18 bytes, over the limit of 10 bytes"
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_names_line_and_column() {
+        let err = parse_lines("f.jsonl", b"{}\n{\"a\":\"\xff\"}\n").unwrap_err();
+        assert_eq!(err.to_string(), "f.jsonl:2:7: invalid UTF-8");
+    }
+
+    #[test]
+    fn wrong_type_names_the_field_path() {
+        let value: Value = serde_json::json!({"message": {"role": 5}});
+        let at = At::line("f.jsonl", 3).inside("message");
+        let err = at.str(&value["message"], "role").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "f.jsonl:3: field `message.role`: expected a string, found a number"
+        );
+    }
+}

@@ -1,0 +1,293 @@
+//! Crash recovery: a child process appends batches with fsync per batch
+//! and prints each acknowledged batch's last seq; the parent SIGKILLs it
+//! (`Child::kill` sends SIGKILL on Unix) and reopens the file.
+//!
+//! The child is this test binary run again with [`CHILD_ENV`] set and a
+//! filter selecting [`crash_child`], which is ignored in normal runs.
+
+use std::io::BufRead;
+use std::path::Path;
+use std::process::Command;
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::Duration;
+use std::time::Instant;
+
+use abridge_llm::Message;
+use abridge_session::Draft;
+use abridge_session::FsyncPolicy;
+use abridge_session::JsonlOptions;
+use abridge_session::JsonlStore;
+use abridge_session::Seq;
+use abridge_session::Session;
+
+use crate::support;
+
+const CHILD_ENV: &str = "ABRIDGE_CRASH_CHILD";
+const BATCH_ENV: &str = "ABRIDGE_CRASH_BATCH";
+const SIZE_ENV: &str = "ABRIDGE_CRASH_SIZE";
+
+/// The text of the message with this seq: a prefix naming it, then filler
+/// derived from it, so the parent can check every byte that survived.
+fn expected_text(seq: Seq, size: usize) -> String {
+    let mut text = format!("event {seq}:");
+    let mut state = seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    while text.len() < size {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        text.push(char::from(b'a' + (state % 26) as u8));
+    }
+    text
+}
+
+/// The child: appends batches forever, acknowledging each on stdout.
+#[test]
+#[ignore = "the crash tests run it as a child process"]
+fn crash_child() {
+    let Ok(path) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let batch: u64 = std::env::var(BATCH_ENV).unwrap().parse().unwrap();
+    let size: usize = std::env::var(SIZE_ENV).unwrap().parse().unwrap();
+    let (mut session, _) =
+        Session::open(support::jsonl(Path::new(&path), FsyncPolicy::EveryBatch)).unwrap();
+    println!("READY {}", session.len());
+    loop {
+        let start = session.len() as Seq;
+        let drafts = (start..start + batch)
+            .map(|seq| Draft::message(Message::user(expected_text(seq, size))))
+            .collect();
+        let seqs = session.append_batch(drafts).unwrap();
+        println!("ACK {}", seqs.last().unwrap());
+        if session.len() > 200_000 {
+            std::thread::sleep(Duration::from_secs(60));
+        }
+    }
+}
+
+/// A small deterministic generator; the seed is printed so a failing run
+/// can be repeated.
+struct Rng(u64);
+
+impl Rng {
+    fn from_time() -> Self {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+            | 1;
+        eprintln!("crash test seed: {seed}");
+        Rng(seed)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+/// When the parent kills the child.
+#[derive(Debug, Clone, Copy)]
+enum KillAt {
+    /// After this many milliseconds.
+    Delay(u64),
+    /// As soon as the file is seen growing for the `n`th time: inside a
+    /// large write, so lines really tear.
+    Growth(u64),
+}
+
+#[derive(Debug, Default)]
+struct Stats {
+    runs: u64,
+    acked: u64,
+    torn: u64,
+    partial_batches: u64,
+}
+
+/// One run: start the child, kill it, reopen and check.
+fn run_once(path: &Path, batch: u64, size: usize, kill: KillAt, stats: &mut Stats) {
+    let start_len = {
+        let (session, _) = Session::open(support::jsonl(path, FsyncPolicy::Never)).unwrap();
+        session.len() as u64
+    };
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash::crash_child", "--ignored", "--nocapture"])
+        .args(["--test-threads=1", "-q"])
+        .env(CHILD_ENV, path)
+        .env(BATCH_ENV, batch.to_string())
+        .env(SIZE_ENV, size.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut lines = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("the child never said READY");
+        let ready = line.starts_with("READY ");
+        lines.push(line);
+        if ready {
+            break;
+        }
+    }
+    match kill {
+        KillAt::Delay(ms) => std::thread::sleep(Duration::from_millis(ms)),
+        KillAt::Growth(n) => {
+            let mut seen = std::fs::metadata(path).unwrap().len();
+            let mut growths = 0;
+            let give_up = Instant::now() + Duration::from_secs(10);
+            while growths <= n && Instant::now() < give_up {
+                let len = std::fs::metadata(path).unwrap().len();
+                if len != seen {
+                    growths += 1;
+                    seen = len;
+                }
+            }
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    reader.join().unwrap();
+    lines.extend(rx.try_iter());
+    let acks: Vec<Seq> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("ACK "))
+        .map(|n| n.parse().unwrap())
+        .collect();
+
+    // The file always opens; a torn tail is cut and reported.
+    let store = JsonlStore::open(path, JsonlOptions::default()).unwrap();
+    let (session, report) = Session::open(Box::new(store))
+        .unwrap_or_else(|e| panic!("the file must open after a kill: {e}"));
+    if let Some(torn) = &report.torn_tail {
+        stats.torn += 1;
+        assert!(torn.bytes > 0);
+        assert_eq!(
+            torn.line,
+            session.len() as u64 + 2,
+            "the torn line follows the last event"
+        );
+    }
+    // Every acknowledged batch is there, intact, in order.
+    if let Some(last) = acks.last() {
+        assert!(
+            (session.len() as u64) > *last,
+            "acknowledged seq {last} lost: the log has {} events",
+            session.len()
+        );
+    }
+    for event in &session.events()[start_len as usize..] {
+        let message = event.message().expect("only messages are written");
+        assert_eq!(
+            message.plain_text(),
+            expected_text(event.seq, size),
+            "seq {}",
+            event.seq
+        );
+        assert_eq!(event.parent, event.seq.checked_sub(1));
+    }
+    if !(session.len() as u64 - start_len).is_multiple_of(batch) {
+        stats.partial_batches += 1;
+    }
+    stats.acked += acks.len() as u64;
+    stats.runs += 1;
+    drop(session);
+    // The repair is on disk: a second open finds nothing to cut.
+    let options = JsonlOptions {
+        read_only: true,
+        ..JsonlOptions::default()
+    };
+    let (_, again) = Session::open(Box::new(JsonlStore::open(path, options).unwrap())).unwrap();
+    assert_eq!(again.torn_tail, None, "the torn tail was cut on disk");
+}
+
+/// The two scenarios run one at a time, for the reason in `main.rs`.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Small batches on one growing file, killed at random moments: every
+/// acknowledged batch survives, and each run resumes the file the last
+/// one left.
+#[test]
+fn sigkill_never_loses_an_acknowledged_batch() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (_dir, path) = support::temp_session();
+    drop(support::create(&path));
+    let mut rng = Rng::from_time();
+    let mut stats = Stats::default();
+    for _ in 0..50 {
+        let kill = KillAt::Delay(rng.below(60));
+        run_once(
+            &path,
+            1 + rng.below(20),
+            50 + rng.below(400) as usize,
+            kill,
+            &mut stats,
+        );
+    }
+    eprintln!("small batches: {stats:?}");
+    assert_eq!(stats.runs, 50);
+    assert_eq!(
+        stats.partial_batches, 0,
+        "a crash left part of a batch in the log"
+    );
+    assert!(
+        stats.acked > 0,
+        "no run got as far as an acknowledged batch"
+    );
+}
+
+/// Large batches killed while the file grows: lines really tear, and each
+/// torn tail is cut and reported.
+#[test]
+fn sigkill_mid_batch_tears_and_repairs() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng::from_time();
+    let mut stats = Stats::default();
+    for run in 0..50 {
+        let path = dir.path().join(format!("large{run}.jsonl"));
+        drop(support::create(&path));
+        let kill = if rng.below(4) == 0 {
+            KillAt::Delay(rng.below(80))
+        } else {
+            KillAt::Growth(rng.below(3))
+        };
+        run_once(
+            &path,
+            50 + rng.below(100),
+            2048 + rng.below(6144) as usize,
+            kill,
+            &mut stats,
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
+    eprintln!("large batches: {stats:?}");
+    assert_eq!(stats.runs, 50);
+    assert_eq!(
+        stats.partial_batches, 0,
+        "a crash left part of a batch in the log"
+    );
+    assert!(
+        stats.torn > 0,
+        "no run tore a line: the test did not test repair"
+    );
+}

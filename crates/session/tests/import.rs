@@ -1,0 +1,1059 @@
+//! Importers against the bundled real sessions, a hand-written pi v3 tree,
+//! and bad input.
+//!
+//! Expected counts are computed here from the raw JSON with
+//! `serde_json::Value`, independently of the importer's code.
+
+// Helpers outside `#[test]` functions unwrap too: this whole file is a test.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::collections::HashSet;
+use std::path::Path;
+use std::path::PathBuf;
+
+use abridge_llm::Block;
+use abridge_llm::Origin;
+use abridge_llm::Role;
+use abridge_llm::SharedMessage;
+use abridge_session::EventBody;
+use abridge_session::JsonlOptions;
+use abridge_session::JsonlStore;
+use abridge_session::MemoryStore;
+use abridge_session::Session;
+use abridge_session::SurfaceOp;
+use abridge_session::dangling_tool_calls;
+use abridge_session::import;
+use abridge_session::import::Format;
+use abridge_session::import::ImportError;
+use abridge_session::import::ImportReport;
+use abridge_session::import::ImportWarning;
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+const PI: &str = "pi-mono__large-session.jsonl";
+const CLAUDE: &str = "claude-code__spotter__4d5611e5.jsonl";
+const CODEX: &str = "codex__localpush__rollout-2026-02-23T12-54-34-redacted.jsonl";
+const SWE: &str = "swe-agent__marshmallow-1867__function_calling_replace_from_source.traj";
+
+fn sample(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../assets/sessions")
+        .join(name)
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// What the imported log holds, counted from its events.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Counts {
+    by_role: BTreeMap<&'static str, usize>,
+    tool_calls: usize,
+    replaces: usize,
+}
+
+fn counts(session: &Session) -> Counts {
+    let mut counts = Counts::default();
+    for event in session.events() {
+        let Some(m) = event.message_event() else {
+            continue;
+        };
+        *counts.by_role.entry(m.message.role.as_str()).or_default() += 1;
+        counts.tool_calls += m.message.tool_calls().count();
+        if matches!(m.op, SurfaceOp::Replace { .. }) {
+            counts.replaces += 1;
+        }
+    }
+    counts
+}
+
+fn roles(pairs: &[(&'static str, usize)]) -> BTreeMap<&'static str, usize> {
+    pairs.iter().filter(|(_, n)| *n > 0).copied().collect()
+}
+
+/// Imports `path` into a JSONL session in a temp dir, reopens it, and
+/// checks the reopened session shows the same surface and messages, the
+/// full fold equals the incremental one, and tool calls on the surface are
+/// answered right after their turn (except calls dangling at the end).
+fn import_and_reopen(path: &Path) -> (Session, ImportReport) {
+    let imported = import::read(path, None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("imported.jsonl");
+    let store = JsonlStore::open(&out, JsonlOptions::default()).unwrap();
+    let (session, report) = imported.into_session(Box::new(store)).unwrap();
+    let reader = JsonlStore::open(
+        &out,
+        JsonlOptions {
+            read_only: true,
+            ..JsonlOptions::default()
+        },
+    )
+    .unwrap();
+    let (reopened, load) = Session::open(Box::new(reader)).unwrap();
+    assert_eq!(load.skipped, Vec::new());
+    assert_eq!(reopened.surface().seqs(), session.surface().seqs());
+    assert_eq!(
+        reopened.surface().generation(),
+        session.surface().generation()
+    );
+    assert_eq!(reopened.surface_messages(), session.surface_messages());
+    assert_eq!(reopened.len(), session.len());
+    for (a, b) in reopened.events().iter().zip(session.events()) {
+        assert_eq!(
+            (a.seq, a.parent, &a.time, a.body.kind()),
+            (b.seq, b.parent, &b.time, b.body.kind())
+        );
+        assert_eq!(a.message_event(), b.message_event(), "seq {}", a.seq);
+        assert_eq!(
+            a.log().map(|l| &l.data),
+            b.log().map(|l| &l.data),
+            "seq {}",
+            a.seq
+        );
+    }
+    assert_eq!(reopened.header(), session.header());
+    assert_eq!(&session.fold_full(), session.surface());
+    check_pairing(&session.surface_messages(), &dangling_tool_calls(&session));
+    (session, report)
+}
+
+/// Every result on the surface answers a call of the assistant turn just
+/// before it; every call is answered before anything else speaks, except
+/// the calls `dangling` at the very end.
+fn check_pairing(messages: &[SharedMessage], dangling: &[(String, String)]) {
+    let mut open: Vec<String> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        match m.role {
+            Role::Tool => {
+                let (id, _, _) = m.tool_result_block().unwrap();
+                let at = open.iter().position(|c| c == id);
+                assert!(
+                    at.is_some(),
+                    "surface[{i}]: result {id} answers no open call"
+                );
+                open.retain(|c| c != id);
+            }
+            _ => {
+                assert_eq!(
+                    open,
+                    Vec::<String>::new(),
+                    "surface[{i}]: calls left unanswered"
+                );
+                open = m.tool_calls().map(|(id, _, _)| id.to_string()).collect();
+            }
+        }
+    }
+    let dangling: Vec<String> = dangling.iter().map(|(id, _)| id.clone()).collect();
+    assert_eq!(open, dangling);
+}
+
+#[test]
+fn pi_v1_sample_keeps_every_message_and_answers_interrupted_calls() {
+    let raw = lines(&sample(PI));
+    let messages: Vec<&Value> = raw
+        .iter()
+        .filter(|v| v["type"] == "message")
+        .map(|v| &v["message"])
+        .collect();
+    let count_role = |role: &str| messages.iter().filter(|m| m["role"] == role).count();
+    let calls: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .flat_map(|m| m["content"].as_array().unwrap())
+        .filter(|b| b["type"] == "toolCall")
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    let answered: HashSet<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "toolResult")
+        .map(|m| m["toolCallId"].as_str().unwrap())
+        .collect();
+    let trailing: HashSet<&str> = match messages.last() {
+        Some(m) if m["role"] == "assistant" => m["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|b| b["id"].as_str())
+            .collect(),
+        _ => HashSet::new(),
+    };
+    let interrupted = calls
+        .iter()
+        .filter(|c| !answered.contains(*c) && !trailing.contains(*c))
+        .count();
+
+    let (session, report) = import_and_reopen(&sample(PI));
+    assert_eq!(
+        counts(&session),
+        Counts {
+            by_role: roles(&[
+                ("user", count_role("user")),
+                ("assistant", count_role("assistant")),
+                ("tool", count_role("toolResult") + interrupted),
+            ]),
+            tool_calls: calls.len(),
+            replaces: 0,
+        }
+    );
+    assert_eq!(report.synthesized_results, interrupted);
+    assert_eq!(report.tool_results, count_role("toolResult"));
+    assert_eq!(
+        report.skipped.get("thinking_level_change").copied(),
+        Some(
+            raw.iter()
+                .filter(|v| v["type"] == "thinking_level_change")
+                .count() as u64
+        )
+    );
+    assert_eq!(session.header().session_id, raw[0]["id"].as_str().unwrap());
+    assert_eq!(session.header().cwd.as_deref(), raw[0]["cwd"].as_str());
+    // Linear file, no compaction: everything is visible, in file order.
+    assert_eq!(
+        session.surface().len(),
+        counts(&session).by_role.values().sum::<usize>()
+    );
+    let model_changes = session
+        .events()
+        .iter()
+        .filter(|e| e.body.kind() == import::TYPE_MODEL_CHANGE)
+        .count();
+    assert_eq!(model_changes, 1);
+}
+
+#[test]
+fn pi_v1_sample_keeps_source_times_usage_and_models() {
+    let raw = lines(&sample(PI));
+    let (session, _) = import_and_reopen(&sample(PI));
+    // The first message entry is line 2; its event is seq 0.
+    assert_eq!(
+        session.events()[0].time,
+        raw[1]["timestamp"].as_str().unwrap()
+    );
+    let first_reply = raw
+        .iter()
+        .position(|v| v["type"] == "message" && v["message"]["provider"] == "anthropic")
+        .unwrap();
+    let usage = &raw[first_reply]["message"]["usage"];
+    let event = session
+        .events()
+        .iter()
+        .find(|e| {
+            e.time == raw[first_reply]["timestamp"].as_str().unwrap()
+                && e.message().is_some_and(|m| m.role == Role::Assistant)
+        })
+        .unwrap();
+    let meta = &event.message().unwrap().meta;
+    assert_eq!(
+        meta.origin,
+        Some(Origin::Model {
+            provider: "anthropic".into(),
+            model: "claude-sonnet-4-5".into()
+        })
+    );
+    let got = meta.usage.unwrap();
+    assert_eq!(
+        (got.input, got.output, got.cache_read, got.cache_write),
+        (
+            usage["input"].as_u64().unwrap(),
+            usage["output"].as_u64().unwrap(),
+            usage["cacheRead"].as_u64().unwrap(),
+            usage["cacheWrite"].as_u64().unwrap()
+        )
+    );
+}
+
+#[test]
+fn claude_code_sample_merges_split_replies_and_compacts() {
+    let raw = lines(&sample(CLAUDE));
+    let main: Vec<&Value> = raw.iter().filter(|v| v["isSidechain"] != true).collect();
+    let mut reply_ids = HashSet::new();
+    let mut calls = HashSet::new();
+    for v in main.iter().filter(|v| v["type"] == "assistant") {
+        reply_ids.insert(v["message"]["id"].as_str().unwrap());
+        for b in v["message"]["content"].as_array().unwrap() {
+            if b["type"] == "tool_use" {
+                calls.insert(b["id"].as_str().unwrap());
+            }
+        }
+    }
+    let mut results = 0;
+    let mut users = 0;
+    for v in main.iter().filter(|v| v["type"] == "user") {
+        match &v["message"]["content"] {
+            Value::String(_) => users += 1,
+            Value::Array(blocks) => {
+                let r = blocks.iter().filter(|b| b["type"] == "tool_result").count();
+                results += r;
+                if r < blocks.len() {
+                    users += 1;
+                }
+            }
+            other => panic!("unexpected content {other}"),
+        }
+    }
+    let summaries = main
+        .iter()
+        .filter(|v| v["isCompactSummary"] == true)
+        .count();
+    let progress = raw.iter().filter(|v| v["type"] == "progress").count() as u64;
+
+    let (session, report) = import_and_reopen(&sample(CLAUDE));
+    let got = counts(&session);
+    assert_eq!(
+        got,
+        Counts {
+            by_role: roles(&[
+                ("user", users),
+                ("assistant", reply_ids.len()),
+                ("tool", results),
+            ]),
+            tool_calls: calls.len(),
+            replaces: summaries,
+        }
+    );
+    assert_eq!(summaries, 1);
+    assert_eq!(report.compactions, 1);
+    assert_eq!(report.synthesized_results, 0);
+    let skipped_progress: u64 = report
+        .skipped
+        .iter()
+        .filter(|(k, _)| k.starts_with("progress/"))
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(skipped_progress, progress);
+    // What the model saw after the compaction: the summary, then only what
+    // came after it.
+    let surface = session.surface_messages();
+    assert!(surface.len() < got.by_role.values().sum::<usize>());
+    assert!(matches!(
+        surface[0].meta.origin,
+        Some(Origin::Checkpoint { .. })
+    ));
+    assert!(
+        surface[0]
+            .plain_text()
+            .starts_with("This session is being continued")
+    );
+    let summary_seq = session.surface().seqs()[0];
+    let summary_event = session.event(summary_seq).unwrap().message_event().unwrap();
+    let hidden_messages = summary_event
+        .sources
+        .iter()
+        .filter(|s| session.message(**s).is_some())
+        .count();
+    let boundary = summary_event
+        .sources
+        .iter()
+        .filter(|s| session.event(**s).unwrap().body.kind() == import::TYPE_IMPORTED_COMPACTION)
+        .count();
+    assert_eq!(boundary, 1);
+    assert_eq!(
+        hidden_messages + surface.len(),
+        got.by_role.values().sum::<usize>()
+    );
+    assert_eq!(
+        session.header().session_id,
+        "4d5611e5-241a-462a-8d15-5122611a9569"
+    );
+}
+
+#[test]
+fn codex_sample_pairs_calls_attaches_usage_and_compacts() {
+    let raw = lines(&sample(CODEX));
+    let reply_side = [
+        "reasoning",
+        "function_call",
+        "custom_tool_call",
+        "local_shell_call",
+    ];
+    let mut calls = 0;
+    let mut outputs = 0;
+    let mut others: BTreeMap<String, usize> = BTreeMap::new();
+    let mut replies = 0;
+    let mut summaries = 0;
+    // Counts items of one history; a reply is a run of items the model
+    // wrote, ended by anything else or by a token_count event.
+    let mut count_item = |item: &Value, in_reply: &mut bool, replies: &mut usize| {
+        let kind = item["type"].as_str().unwrap();
+        let from_model =
+            reply_side.contains(&kind) || (kind == "message" && item["role"] == "assistant");
+        if from_model {
+            if !*in_reply {
+                *replies += 1;
+                *in_reply = true;
+            }
+        } else if kind != "web_search_call" {
+            *in_reply = false;
+        }
+        if matches!(
+            kind,
+            "function_call" | "custom_tool_call" | "local_shell_call"
+        ) {
+            calls += 1;
+        }
+        if kind.ends_with("_call_output") {
+            outputs += 1;
+        }
+        if kind == "message" && item["role"] != "assistant" {
+            *others
+                .entry(item["role"].as_str().unwrap().to_string())
+                .or_default() += 1;
+        }
+        if kind == "compaction" {
+            *others.entry("user".to_string()).or_default() += 1;
+        }
+    };
+    let mut in_reply = false;
+    let mut token_counts = 0;
+    for v in &raw {
+        match v["type"].as_str().unwrap() {
+            "response_item" => count_item(&v["payload"], &mut in_reply, &mut replies),
+            "event_msg" if v["payload"]["type"] == "token_count" => {
+                in_reply = false;
+                token_counts += 1;
+            }
+            "compacted" => {
+                summaries += 1;
+                in_reply = false;
+                for item in v["payload"]["replacement_history"].as_array().unwrap() {
+                    count_item(item, &mut in_reply, &mut replies);
+                }
+                in_reply = false;
+            }
+            _ => {}
+        }
+    }
+
+    let (session, report) = import_and_reopen(&sample(CODEX));
+    let got = counts(&session);
+    assert_eq!(
+        got,
+        Counts {
+            by_role: roles(&[
+                ("user", others.get("user").copied().unwrap_or(0)),
+                ("developer", others.get("developer").copied().unwrap_or(0)),
+                ("system", others.get("system").copied().unwrap_or(0)),
+                ("assistant", replies),
+                ("tool", outputs),
+            ]),
+            tool_calls: calls,
+            replaces: summaries,
+        }
+    );
+    assert_eq!(report.compactions, 1);
+    assert_eq!(report.synthesized_results, 0);
+    // Every token_count is attached or counted as skipped.
+    let token_skips: u64 = report
+        .skipped
+        .iter()
+        .filter(|(k, _)| k.starts_with("event_msg/token_count"))
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(report.usage_attached as u64 + token_skips, token_counts);
+    let with_usage = session
+        .events()
+        .iter()
+        .filter_map(|e| e.message())
+        .filter(|m| m.meta.usage.is_some())
+        .count();
+    assert_eq!(with_usage, report.usage_attached);
+    assert!(session.surface().len() < got.by_role.values().sum::<usize>());
+    assert_eq!(
+        session.header().session_id,
+        "019c8a59-e9dd-71f0-9ae3-4079fe9726a9"
+    );
+    // The encrypted summary item stands on the surface as the placeholder;
+    // its data is kept in the compaction's log event.
+    let placeholders = session
+        .surface_messages()
+        .iter()
+        .filter(|m| m.plain_text() == import::ENCRYPTED_SUMMARY)
+        .count();
+    assert_eq!(placeholders, 1);
+    let log = session
+        .events()
+        .iter()
+        .find(|e| e.body.kind() == import::TYPE_IMPORTED_COMPACTION)
+        .unwrap();
+    assert_eq!(
+        log.log().unwrap().data["encrypted"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn swe_agent_sample_keeps_the_history() {
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(sample(SWE)).unwrap()).unwrap();
+    let history = doc["history"].as_array().unwrap();
+    let count_role = |role: &str| history.iter().filter(|h| h["role"] == role).count();
+    let calls: usize = history
+        .iter()
+        .map(|h| h["tool_calls"].as_array().map_or(0, Vec::len))
+        .sum();
+    let results: usize = history
+        .iter()
+        .map(|h| h["tool_call_ids"].as_array().map_or(0, Vec::len))
+        .sum();
+
+    let (session, report) = import_and_reopen(&sample(SWE));
+    assert_eq!(
+        counts(&session),
+        Counts {
+            by_role: roles(&[
+                ("system", count_role("system")),
+                ("user", count_role("user")),
+                ("assistant", count_role("assistant")),
+                ("tool", results),
+            ]),
+            tool_calls: calls,
+            replaces: 0,
+        }
+    );
+    assert_eq!(
+        report.skipped.get("trajectory step").copied(),
+        Some(doc["trajectory"].as_array().unwrap().len() as u64)
+    );
+    assert_eq!(session.surface().len(), history.len());
+}
+
+#[test]
+fn pi_v3_tree_maps_branches_compaction_and_extensions() {
+    let (session, report) = import_and_reopen(&fixture("pi-v3-tree.jsonl"));
+    let texts: Vec<String> = session
+        .surface_messages()
+        .iter()
+        .map(|m| format!("{}: {}", m.role, m.plain_text()))
+        .collect();
+    assert_eq!(
+        texts,
+        vec![
+            "user: The user asked why the build failed on main. `cfg` had been renamed to `config`; the build error showed it.",
+            "user: Back to the first approach: fix it.",
+            "assistant: ",
+            "tool: Edited src/main.rs",
+            "assistant: Fixed: the build passes now.",
+            "user: Now add a test for it.",
+            "user: Open todo: add a regression test.",
+            "assistant: ",
+        ]
+    );
+    let c = counts(&session);
+    assert_eq!(c.by_role.values().sum::<usize>(), 15);
+    assert_eq!(c.replaces, 1);
+    assert_eq!(report.branch_points, 1);
+    assert_eq!(report.leaf_events, 0);
+    assert_eq!(
+        report.warnings,
+        vec![ImportWarning::DanglingAtEnd {
+            line: Some(21),
+            call_id: "call_write_1".into()
+        }]
+    );
+    assert_eq!(report.skipped.get("thinking_level_change"), Some(&1));
+    // The replace hides exactly the four messages before the first kept
+    // entry, and lists its bookkeeping event.
+    let summary = session.event(session.surface().seqs()[0]).unwrap();
+    let hidden: Vec<String> = summary
+        .message_event()
+        .unwrap()
+        .sources
+        .iter()
+        .filter_map(|s| session.message(*s))
+        .map(|m| m.plain_text())
+        .collect();
+    assert_eq!(hidden.len(), 4);
+    assert_eq!(hidden[0], "The build fails on main; find out why.");
+    // The abandoned branch is still in the log, under its summary.
+    let branch = session
+        .events()
+        .iter()
+        .find(|e| {
+            e.message()
+                .is_some_and(|m| m.meta.origin == Some(Origin::BranchSummary))
+        })
+        .unwrap();
+    assert_eq!(branch.parent, Some(0));
+    let kinds: Vec<&str> = session
+        .events()
+        .iter()
+        .map(|e| e.body.kind())
+        .filter(|k| *k != "message")
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "model_change",
+            "label",
+            "compaction/imported",
+            "extension_state",
+            "session_info"
+        ]
+    );
+    // A label points at the seq its target landed on.
+    let label = session
+        .events()
+        .iter()
+        .find(|e| e.body.kind() == "label")
+        .unwrap();
+    assert_eq!(label.log().unwrap().data["target"], 0);
+    // The dangling call is left to resume repair.
+    assert_eq!(
+        dangling_tool_calls(&session),
+        vec![("call_write_1".to_string(), "write".to_string())]
+    );
+    assert_eq!(session.header().cwd.as_deref(), Some("/home/dev/demo"));
+    assert_eq!(session.header().created, "2026-01-05T09:00:00.000Z");
+}
+
+/// pi's v1 migration can give two entries the same id; pi's own parent
+/// walk then loops forever. Ours resolves each parent id to the newest
+/// earlier entry with it, so the chain is the file's order.
+#[test]
+fn regression_duplicate_pi_ids_do_not_loop() {
+    let file = concat!(
+        r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#,
+        "\n",
+        r#"{"type":"message","id":"aaaa","parentId":null,"timestamp":"t1","message":{"role":"user","content":"one"}}"#,
+        "\n",
+        r#"{"type":"message","id":"bbbb","parentId":"aaaa","timestamp":"t2","message":{"role":"assistant","content":[{"type":"text","text":"two"}]}}"#,
+        "\n",
+        r#"{"type":"message","id":"aaaa","parentId":"bbbb","timestamp":"t3","message":{"role":"user","content":"three"}}"#,
+        "\n",
+        r#"{"type":"message","id":"cccc","parentId":"aaaa","timestamp":"t4","message":{"role":"assistant","content":[{"type":"text","text":"four"}]}}"#,
+        "\n",
+    );
+    let imported = import::read_bytes("dup.jsonl", file.as_bytes(), None).unwrap();
+    assert_eq!(
+        imported.report.warnings,
+        vec![ImportWarning::DuplicateId {
+            line: 4,
+            id: "aaaa".into(),
+            first_line: 2
+        }]
+    );
+    let (session, _) = imported.into_session(Box::new(MemoryStore::new())).unwrap();
+    let texts: Vec<String> = session
+        .surface_messages()
+        .iter()
+        .map(|m| m.plain_text())
+        .collect();
+    assert_eq!(texts, ["one", "two", "three", "four"]);
+}
+
+/// Parent ids that point forward (or at each other) cannot form a loop:
+/// an id is only known once its line has been read.
+#[test]
+fn regression_claude_parent_cycle_is_reported_not_followed() {
+    let file = concat!(
+        r#"{"type":"user","uuid":"A","parentUuid":"B","sessionId":"s","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"hello"}}"#,
+        "\n",
+        r#"{"type":"assistant","uuid":"B","parentUuid":"A","sessionId":"s","timestamp":"2026-01-01T00:00:01Z","message":{"id":"m1","role":"assistant","model":"claude-x","content":[{"type":"text","text":"hi"}]}}"#,
+        "\n",
+    );
+    let imported = import::read_bytes("cycle.jsonl", file.as_bytes(), None).unwrap();
+    assert_eq!(
+        imported.report.warnings,
+        vec![ImportWarning::UnknownParent {
+            line: 1,
+            parent_id: "B".into()
+        }]
+    );
+    let (session, _) = imported.into_session(Box::new(MemoryStore::new())).unwrap();
+    assert_eq!(session.surface().len(), 2);
+}
+
+#[test]
+fn truncated_sample_names_the_cut_line() {
+    let bytes = std::fs::read(sample(PI)).unwrap();
+    let tenth = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(8)
+        .map(|(i, _)| i)
+        .unwrap();
+    let cut = &bytes[..tenth + 40];
+    let err = import::read_bytes("large-session.jsonl", cut, None).unwrap_err();
+    assert!(
+        matches!(err, ImportError::Truncated { line: 10, .. }),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "large-session.jsonl:10: the last line is cut short (39 bytes, no closing brace); the file was truncated while being written"
+    );
+}
+
+#[test]
+fn wrong_field_types_name_file_line_and_field() {
+    let cases: [(&str, Format, &str); 5] = [
+        (
+            "{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"message\",\"timestamp\":\"t\",\"message\":{\"role\":5,\"content\":[]}}\n",
+            Format::Pi,
+            "f:2: field `message.role`: expected a string, found a number",
+        ),
+        (
+            "{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"message\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"toolCall\",\"id\":7,\"name\":\"x\"}]}}\n",
+            Format::Pi,
+            "f:2: field `message.content[0].id`: expected a string, found a number",
+        ),
+        (
+            "{\"type\":\"user\",\"uuid\":\"u\",\"message\":{\"role\":\"user\",\"content\":{\"x\":1}}}\n",
+            Format::ClaudeCode,
+            "f:1: field `message.content`: expected a string or an array, found an object",
+        ),
+        (
+            "{\"timestamp\":\"t\",\"type\":\"response_item\",\"payload\":{\"type\":\"function_call\",\"name\":\"x\",\"call_id\":\"c\",\"arguments\":{}}}\n",
+            Format::Codex,
+            "f:1: field `payload.arguments`: expected a string, found an object",
+        ),
+        (
+            "{\"history\":[{\"role\":\"assistant\",\"content\":\"x\",\"tool_calls\":[{\"id\":\"c\",\"function\":{\"name\":3}}]}]}",
+            Format::SweAgent,
+            "f: field `history[0].tool_calls[0].function.name`: expected a string, found a number",
+        ),
+    ];
+    for (input, format, expected) in cases {
+        let err = import::read_bytes("f", input.as_bytes(), Some(format)).unwrap_err();
+        assert_eq!(err.to_string(), expected);
+    }
+}
+
+#[test]
+fn invalid_json_in_the_middle_names_line_and_column() {
+    let input = "{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"message\",}\n{\"type\":\"model_change\"}\n";
+    let err = import::read_bytes("f.jsonl", input.as_bytes(), None).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ImportError::Json {
+                line: 2,
+                column: 19,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_pi_v1_compaction_replaces_everything_before_the_kept_index() {
+    // Entry indexes count the header as 0: index 3 is "kept".
+    let input = concat!(
+        r#"{"type":"session","id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"t1","message":{"role":"user","content":"old question"}}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"t2","message":{"role":"assistant","content":[{"type":"text","text":"old answer"}]}}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"t3","message":{"role":"user","content":"kept"}}"#,
+        "\n",
+        r#"{"type":"compaction","timestamp":"t4","summary":"summary of the old exchange","firstKeptEntryIndex":3,"tokensBefore":100}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"t5","message":{"role":"assistant","content":[{"type":"text","text":"after"}]}}"#,
+        "\n",
+    );
+    let imported = import::read_bytes("v1.jsonl", input.as_bytes(), None).unwrap();
+    let (session, report) = imported.into_session(Box::new(MemoryStore::new())).unwrap();
+    let texts: Vec<String> = session
+        .surface_messages()
+        .iter()
+        .map(|m| m.plain_text())
+        .collect();
+    assert_eq!(texts, ["summary of the old exchange", "kept", "after"]);
+    assert_eq!(report.compactions, 1);
+    assert_eq!(session.surface().generation(), 1);
+}
+
+#[test]
+fn codex_developer_note_between_call_and_output_moves_after_the_output() {
+    let input = concat!(
+        r#"{"timestamp":"t0","type":"session_meta","payload":{"id":"s","timestamp":"t0","cwd":"/w","model_provider":"openai"}}"#,
+        "\n",
+        r#"{"timestamp":"t1","type":"turn_context","payload":{"model":"gpt-5"}}"#,
+        "\n",
+        r#"{"timestamp":"t2","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}}"#,
+        "\n",
+        r#"{"timestamp":"t3","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"cmd\":\"ls\"}","call_id":"c1"}}"#,
+        "\n",
+        r#"{"timestamp":"t4","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":10},"last_token_usage":{"input_tokens":100,"cached_input_tokens":60,"output_tokens":7}}}}"#,
+        "\n",
+        r#"{"timestamp":"t5","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"note"}]}}"#,
+        "\n",
+        r#"{"timestamp":"t6","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"a b"}}"#,
+        "\n",
+    );
+    let imported = import::read_bytes("r.jsonl", input.as_bytes(), None).unwrap();
+    assert_eq!(imported.report.reordered, 1);
+    let (session, _) = imported.into_session(Box::new(MemoryStore::new())).unwrap();
+    let shape: Vec<&str> = session
+        .surface_messages()
+        .iter()
+        .map(|m| m.role.as_str())
+        .collect();
+    assert_eq!(shape, ["user", "assistant", "tool", "developer"]);
+    let reply = &session.surface_messages()[1];
+    let usage = reply.meta.usage.unwrap();
+    assert_eq!((usage.input, usage.cache_read, usage.output), (40, 60, 7));
+    assert_eq!(
+        reply.meta.origin,
+        Some(Origin::Model {
+            provider: "openai".into(),
+            model: "gpt-5".into()
+        })
+    );
+    assert!(
+        matches!(&reply.content[0], Block::ToolCall { arguments, .. } if arguments["cmd"] == "ls")
+    );
+    let tool = &session.surface_messages()[2];
+    assert_eq!(
+        tool.meta.origin,
+        Some(Origin::Tool {
+            call_id: "c1".into(),
+            name: "shell".into()
+        })
+    );
+}
+
+#[test]
+fn results_without_calls_are_kept_and_reported() {
+    let input = concat!(
+        r#"{"type":"session","id":"s"}"#,
+        "\n",
+        r#"{"type":"message","message":{"role":"toolResult","toolCallId":"ghost","toolName":"bash","content":[{"type":"text","text":"?"}],"isError":false}}"#,
+        "\n",
+    );
+    let imported = import::read_bytes("o.jsonl", input.as_bytes(), None).unwrap();
+    assert_eq!(
+        imported.report.warnings,
+        vec![ImportWarning::OrphanResult {
+            line: Some(2),
+            call_id: "ghost".into()
+        }]
+    );
+    assert_eq!(imported.drafts.len(), 1);
+}
+
+#[test]
+fn imported_drafts_need_an_empty_session() {
+    let imported = import::read(&fixture("pi-v3-tree.jsonl"), None).unwrap();
+    let mut session = Session::in_memory("busy");
+    session
+        .append_message(abridge_llm::Message::user("already here"))
+        .unwrap();
+    let err = imported.append_to(&mut session).unwrap_err();
+    assert!(err.to_string().contains("already has 1 events"), "{err}");
+    assert_eq!(session.len(), 1);
+}
+
+#[test]
+fn every_event_kind_written_is_known_to_the_report() {
+    // Log events written are exactly those the report counts.
+    for name in [PI, CLAUDE, CODEX, SWE] {
+        let imported = import::read(&sample(name), None).unwrap();
+        let logs = imported
+            .drafts
+            .iter()
+            .filter(|d| matches!(d.body, EventBody::Log(_)))
+            .count();
+        assert_eq!(logs, imported.report.log_events, "{name}");
+        let per_kind: HashMap<&str, usize> =
+            imported.drafts.iter().fold(HashMap::new(), |mut acc, d| {
+                *acc.entry(d.body.kind()).or_default() += 1;
+                acc
+            });
+        assert_eq!(
+            per_kind.get("message").copied().unwrap_or(0),
+            imported.report.message_count(),
+            "{name}"
+        );
+    }
+}
+
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn corpus() -> Vec<(Format, Vec<u8>)> {
+        // The first 40 KiB of each sample, cut at a line end, keep the runs
+        // quick while covering every record kind near the start.
+        [
+            (PI, Format::Pi),
+            (CLAUDE, Format::ClaudeCode),
+            (CODEX, Format::Codex),
+        ]
+        .into_iter()
+        .map(|(name, format)| {
+            let bytes = std::fs::read(sample(name)).unwrap();
+            let end = bytes[..bytes.len().min(40_000)]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .unwrap();
+            (format, bytes[..=end].to_vec())
+        })
+        .chain(std::iter::once((
+            Format::Pi,
+            std::fs::read(fixture("pi-v3-tree.jsonl")).unwrap(),
+        )))
+        .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Whatever the damage (a cut, a flipped byte, a deleted line), an
+        /// import either fails with an error or yields drafts the session
+        /// accepts. Nothing panics.
+        #[test]
+        fn damaged_input_never_panics_and_ok_imports_are_valid(
+            which in 0usize..4,
+            cut in 0.0f64..1.0,
+            flips in proptest::collection::vec((0.0f64..1.0, any::<u8>()), 0..4),
+            drop_line in proptest::option::of(0usize..40),
+        ) {
+            let corpus = corpus();
+            let (format, bytes) = &corpus[which];
+            let mut bytes = bytes.clone();
+            if let Some(n) = drop_line {
+                let starts: Vec<usize> = std::iter::once(0)
+                    .chain(bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1))
+                    .collect();
+                if n + 1 < starts.len() {
+                    bytes.drain(starts[n]..starts[n + 1]);
+                }
+            }
+            for (at, byte) in flips {
+                let i = ((bytes.len() as f64) * at) as usize;
+                if let Some(b) = bytes.get_mut(i) {
+                    *b = byte;
+                }
+            }
+            bytes.truncate(((bytes.len() as f64) * cut) as usize + 1);
+            if let Ok(imported) = import::read_bytes("fuzz.jsonl", &bytes, Some(*format)) {
+                let result = imported.into_session(Box::new(MemoryStore::new()));
+                prop_assert!(result.is_ok(), "{:?}", result.err());
+            }
+        }
+    }
+}
+
+/// Claude Code writes each block of a reply on its own line and may write
+/// a result as a sibling of the block that called it, before the reply's
+/// last block. The model saw one reply, then both results.
+#[test]
+fn claude_split_reply_with_sibling_results_becomes_one_turn() {
+    let file = concat!(
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"check both"}}"#,
+        "\n",
+        r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","timestamp":"2026-01-01T00:00:01Z","message":{"id":"M","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"t1","name":"read","input":{"p":"a"}}],"usage":{"input_tokens":1,"output_tokens":2}}}"#,
+        "\n",
+        r#"{"type":"user","uuid":"r1","parentUuid":"a1","timestamp":"2026-01-01T00:00:02Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"A"}]}}"#,
+        "\n",
+        r#"{"type":"assistant","uuid":"a2","parentUuid":"a1","timestamp":"2026-01-01T00:00:03Z","message":{"id":"M","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"t2","name":"read","input":{"p":"b"}}],"usage":{"input_tokens":1,"output_tokens":9,"cache_read_input_tokens":50,"cache_creation_input_tokens":7}}}"#,
+        "\n",
+        r#"{"type":"progress","uuid":"p1","parentUuid":"a2","timestamp":"2026-01-01T00:00:04Z","data":{"type":"hook_progress"}}"#,
+        "\n",
+        r#"{"type":"user","uuid":"r2","parentUuid":"p1","timestamp":"2026-01-01T00:00:05Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"B"}],"is_error":true}]}}"#,
+        "\n",
+        r#"{"type":"assistant","uuid":"a3","parentUuid":"r2","timestamp":"2026-01-01T00:00:06Z","message":{"id":"N","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"t3","name":"bash","input":{}}]}}"#,
+        "\n",
+        r#"{"type":"user","uuid":"u2","parentUuid":"a3","timestamp":"2026-01-01T00:00:07Z","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]}}"#,
+        "\n",
+    );
+    let imported = import::read_bytes("split.jsonl", file.as_bytes(), None).unwrap();
+    assert_eq!(
+        imported.report.skipped.get("progress/hook_progress"),
+        Some(&1)
+    );
+    assert_eq!(
+        imported.report.warnings,
+        vec![ImportWarning::MissingResult {
+            line: Some(7),
+            call_id: "t3".into()
+        }]
+    );
+    let (session, _) = imported.into_session(Box::new(MemoryStore::new())).unwrap();
+    let shape: Vec<String> = session
+        .surface_messages()
+        .iter()
+        .map(|m| {
+            let calls: Vec<&str> = m.tool_calls().map(|(id, _, _)| id).collect();
+            match m.tool_result_block() {
+                Some((id, _, error)) => format!("tool {id} error={error}"),
+                None => format!("{} {}", m.role, calls.join(",")),
+            }
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            "user ",
+            "assistant t1,t2",
+            "tool t1 error=false",
+            "tool t2 error=true",
+            "assistant t3",
+            "tool t3 error=true",
+            "user ",
+        ]
+    );
+    let reply = &session.surface_messages()[1];
+    let usage = reply.meta.usage.unwrap();
+    assert_eq!(
+        (
+            usage.input,
+            usage.output,
+            usage.cache_read,
+            usage.cache_write
+        ),
+        (1, 9, 50, 7)
+    );
+    let added = &session.surface_messages()[5];
+    assert_eq!(
+        added.tool_result_block().unwrap().1[0].as_text(),
+        Some(import::MISSING_RESULT)
+    );
+}
+
+#[test]
+fn a_pi_compaction_whose_kept_entry_is_elsewhere_replaces_everything() {
+    let input = concat!(
+        r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#,
+        "\n",
+        r#"{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"user","content":"one"}}"#,
+        "\n",
+        r#"{"type":"message","id":"b","parentId":"a","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"two"}]}}"#,
+        "\n",
+        r#"{"type":"compaction","id":"c","parentId":"b","timestamp":"t","summary":"all of it","firstKeptEntryId":"nowhere","tokensBefore":5}"#,
+        "\n",
+    );
+    let imported = import::read_bytes("k.jsonl", input.as_bytes(), None).unwrap();
+    assert!(matches!(
+        imported.report.warnings.as_slice(),
+        [ImportWarning::Compaction { line: 4, .. }]
+    ));
+    let (session, _) = imported.into_session(Box::new(MemoryStore::new())).unwrap();
+    let texts: Vec<String> = session
+        .surface_messages()
+        .iter()
+        .map(|m| m.plain_text())
+        .collect();
+    assert_eq!(texts, ["all of it"]);
+}

@@ -1,0 +1,982 @@
+//! The archive: text edges around an imaged middle, planned to fit a frame
+//! budget, stored as text and rendered only when a request is built.
+//!
+//! The oldest exchanges (usually the task as the user stated it) and the
+//! newest ones stay plain text, where every character is exact. Everything
+//! between is printed onto frames. When the middle needs more frames than
+//! the budget allows, its two ends stay on sharp frames and its centre moves
+//! to a denser shape (foveation: what lies next to the text edges is read
+//! most carefully). When even dense frames cannot hold it, the oldest part
+//! of the middle is dropped and the guide says how much.
+//!
+//! An [`Archive`] holds source text and a plan only, never PNG bytes. Its
+//! frames are drawn from it on demand and kept in a [`FrameCache`] keyed by
+//! content hash, so sessions stay small and a later compaction re-renders
+//! from the same text.
+
+use std::borrow::Borrow;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+
+use abridge_llm::Block;
+use abridge_llm::ImageBilling;
+use abridge_llm::ImageSource;
+use abridge_llm::Message;
+use base64::Engine;
+use serde::Deserialize;
+use serde::Serialize;
+use sha2::Digest;
+use sha2::Sha256;
+
+use crate::budget::DEFAULT_BYTE_BUDGET;
+use crate::budget::base64_len;
+use crate::budget::frame_tokens;
+use crate::error::Error;
+use crate::normalize::NEWLINE;
+use crate::render::Frame;
+use crate::render::Grid;
+use crate::render::Ink;
+use crate::render::Page;
+use crate::render::Run;
+use crate::render::paginate;
+use crate::render::render_page;
+use crate::serialize::SerializeConfig;
+use crate::serialize::plain_text;
+use crate::serialize::serialize;
+use crate::serialize::serialize_verbatim;
+use crate::shape::FrameSpec;
+use crate::shape::Shape;
+
+/// The reading guide put before the frames, in our own words.
+pub const READING_GUIDE: &str = include_str!("../../../prompts/snapcompact_guide.md");
+
+/// The URL scheme of a frame reference in a stored checkpoint: an image
+/// block whose source is `snapcompact:<archive id>/<index>` and whose pixel
+/// size is set, so the meter bills it exactly while the log holds no PNG.
+pub const FRAME_URL_SCHEME: &str = "snapcompact:";
+
+/// Key of the archive inside a checkpoint's `details`.
+pub const DETAILS_KEY: &str = "snapcompact";
+
+/// Tags that open a scope printed in dim ink.
+const DIM_TAGS: [&str; 2] = ["[result] ", "[error] "];
+/// Tags that open a scope printed in normal ink.
+const NORMAL_TAGS: [&str; 6] = [
+    "[user] ",
+    "[assistant] ",
+    "[thinking] ",
+    "[call] ",
+    "[system] ",
+    "[developer] ",
+];
+
+/// Rebuilds ink runs from serialized text: a scope tagged `[result]` or
+/// `[error]` is dim, every other scope normal. The inverse of
+/// [`plain_text`] on the serializer's output, so the archive can store text
+/// alone.
+pub fn reink(text: &str) -> Vec<Run> {
+    let mut runs: Vec<Run> = Vec::new();
+    let mut ink = Ink::Normal;
+    let push = |runs: &mut Vec<Run>, ink: Ink, piece: &str| {
+        if piece.is_empty() {
+            return;
+        }
+        match runs.last_mut() {
+            Some(run) if run.ink == ink => run.text.push_str(piece),
+            _ => runs.push(Run::new(ink, piece)),
+        }
+    };
+    let scope_ink = |line: &str| -> Option<Ink> {
+        if DIM_TAGS.iter().any(|tag| line.starts_with(tag)) {
+            Some(Ink::Dim)
+        } else if NORMAL_TAGS.iter().any(|tag| line.starts_with(tag)) {
+            Some(Ink::Normal)
+        } else {
+            None
+        }
+    };
+    for (index, line) in text.split(NEWLINE).enumerate() {
+        if let Some(next) = scope_ink(line) {
+            ink = next;
+        }
+        if index > 0 {
+            push(&mut runs, ink, "\n");
+        }
+        push(&mut runs, ink, line);
+    }
+    runs
+}
+
+/// How an archive is laid out. Every default is documented.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArchiveConfig {
+    /// How history becomes text.
+    pub serialize: SerializeConfig,
+    /// Characters of the oldest history kept as plain text. Default 2000:
+    /// room for the task as first stated.
+    pub head_chars: usize,
+    /// Characters of the newest history kept as plain text. Default 6000:
+    /// the last few exchanges, which the next turn leans on most.
+    pub tail_chars: usize,
+    /// Extra blank pixel rows under each row of cells. Default 0.
+    pub line_spacing: u16,
+    /// Base64 bytes all frames of one request may take. Default
+    /// [`DEFAULT_BYTE_BUDGET`].
+    pub byte_budget: u64,
+}
+
+impl Default for ArchiveConfig {
+    fn default() -> Self {
+        ArchiveConfig {
+            serialize: SerializeConfig::default(),
+            head_chars: 2000,
+            tail_chars: 6000,
+            line_spacing: 0,
+            byte_budget: DEFAULT_BYTE_BUDGET,
+        }
+    }
+}
+
+/// A stretch of the imaged middle printed in one shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Segment {
+    /// Shape name.
+    pub shape: String,
+    /// First character (in `char`s) of the middle it covers.
+    pub start: usize,
+    /// One past its last character.
+    pub end: usize,
+}
+
+/// An archive: everything needed to draw the checkpoint's frames again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Archive {
+    /// Format version, 1.
+    pub version: u32,
+    /// The oldest history as plain text, unnormalized.
+    pub head: String,
+    /// The imaged middle: serialized, normalized text.
+    pub middle: String,
+    /// The newest history as plain text, unnormalized.
+    pub tail: String,
+    /// How the middle is printed, in order.
+    pub segments: Vec<Segment>,
+    /// Frame width in pixels.
+    pub width: u32,
+    /// Tallest frame in pixels.
+    pub max_height: u32,
+    /// Extra pixel rows under each row of cells.
+    #[serde(default)]
+    pub line_spacing: u16,
+    /// Characters of the middle's oldest part left out to fit the budget.
+    #[serde(default)]
+    pub dropped_chars: usize,
+    /// Dense frames those characters would have needed.
+    #[serde(default)]
+    pub dropped_frames: usize,
+}
+
+/// One frame of an archive: where it is and what it costs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameRef {
+    /// The drawn frame (shared with the cache).
+    pub frame: Arc<Frame>,
+    /// The shape it was printed in.
+    pub shape: &'static str,
+}
+
+impl Archive {
+    /// Plans an archive of `messages` for `spec` within `max_frames`
+    /// frames and the byte budget in `config`.
+    ///
+    /// `earlier` is the source text of a previous snapcompact archive this
+    /// one absorbs (a later compaction re-renders from text, never from
+    /// pixels); it goes first in the middle.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoFrameBudget`] when `max_frames` is 0 or no frame fits the
+    /// byte budget; font and PNG errors from rendering.
+    pub fn build<M: Borrow<Message>>(
+        messages: &[M],
+        earlier: Option<&str>,
+        spec: &FrameSpec,
+        max_frames: usize,
+        config: &ArchiveConfig,
+        cache: &FrameCache,
+    ) -> Result<Archive, Error> {
+        let (head_end, tail_start) = edges(messages, earlier.is_some(), config);
+        let head = serialize_verbatim(&messages[..head_end], &config.serialize);
+        let tail = serialize_verbatim(&messages[tail_start..], &config.serialize);
+        let mut middle = String::new();
+        if let Some(earlier) = earlier {
+            middle.push_str(&crate::normalize(earlier));
+        }
+        let rest = plain_text(&serialize(
+            &messages[head_end..tail_start],
+            &config.serialize,
+        ));
+        if !middle.is_empty() && !rest.is_empty() {
+            middle.push(NEWLINE);
+        }
+        middle.push_str(&rest);
+
+        let mut frames = max_frames;
+        loop {
+            if frames == 0 {
+                return Err(Error::NoFrameBudget {
+                    reason: format!(
+                        "{max_frames} frame(s) allowed, and the byte budget of {} bytes holds none",
+                        config.byte_budget
+                    ),
+                });
+            }
+            let (segments, dropped_chars, dropped_frames) =
+                foveate(&middle, spec, config.line_spacing, frames)?;
+            let archive = Archive {
+                version: 1,
+                head: head.clone(),
+                middle: middle.clone(),
+                tail: tail.clone(),
+                segments,
+                width: spec.width,
+                max_height: spec.max_height,
+                line_spacing: config.line_spacing,
+                dropped_chars,
+                dropped_frames,
+            };
+            let bytes: u64 = archive
+                .frames(cache)?
+                .iter()
+                .map(|f| base64_len(f.frame.png.len()))
+                .sum();
+            if bytes <= config.byte_budget {
+                return Ok(archive);
+            }
+            // Shrink in proportion to the overshoot (at least by one).
+            let scaled = usize::try_from(
+                u128::from(config.byte_budget) * frames as u128 / u128::from(bytes.max(1)),
+            )
+            .unwrap_or(0);
+            tracing::debug!(
+                frames,
+                bytes,
+                budget = config.byte_budget,
+                "frames over the byte budget"
+            );
+            frames = scaled.min(frames - 1);
+        }
+    }
+
+    /// A short stable id: the first 16 hex digits of the SHA-256 of the
+    /// archive's JSON.
+    pub fn id(&self) -> String {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        let digest = Sha256::digest(&json);
+        digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The archive as a checkpoint's `details` value, without its text:
+    /// the text is the checkpoint's summary ([`Archive::full_text`]), so the
+    /// log holds it once. Rebuild with [`Archive::from_summary`].
+    pub fn to_details(&self) -> serde_json::Value {
+        let lengths = [&self.head, &self.middle, &self.tail].map(|t| t.chars().count());
+        let plan = Archive {
+            head: String::new(),
+            middle: String::new(),
+            tail: String::new(),
+            ..self.clone()
+        };
+        serde_json::json!({ DETAILS_KEY: { "plan": plan, "lengths": lengths, "id": self.id() } })
+    }
+
+    /// The archive of a snapcompact checkpoint, from its summary text and
+    /// its `details` (both in the `compaction/summary` event). `None` when
+    /// the details hold no archive or the lengths do not match the text.
+    pub fn from_summary(summary: &str, details: &serde_json::Value) -> Option<Archive> {
+        let inner = details.get(DETAILS_KEY)?;
+        let mut archive: Archive = serde_json::from_value(inner.get("plan")?.clone()).ok()?;
+        let lengths: [usize; 3] = serde_json::from_value(inner.get("lengths")?.clone()).ok()?;
+        let mut chars = summary.chars();
+        let mut take = |n: usize| -> Option<String> {
+            let text: String = chars.by_ref().take(n).collect();
+            (text.chars().count() == n).then_some(text)
+        };
+        archive.head = take(lengths[0])?;
+        take(1)?;
+        archive.middle = take(lengths[1])?;
+        take(1)?;
+        archive.tail = take(lengths[2])?;
+        if chars.next().is_some() {
+            return None;
+        }
+        let id = inner.get("id").and_then(|v| v.as_str());
+        (id == Some(archive.id().as_str())).then_some(archive)
+    }
+
+    /// Every frame, in order, drawn or fetched from `cache`.
+    ///
+    /// # Errors
+    ///
+    /// Font and PNG errors from rendering.
+    pub fn frames(&self, cache: &FrameCache) -> Result<Vec<FrameRef>, Error> {
+        let runs = reink(&self.middle);
+        let mut out = Vec::new();
+        for segment in &self.segments {
+            let shape = Shape::by_name(&segment.shape)?;
+            let grid = Grid::new(shape, self.width, self.max_height, self.line_spacing)?;
+            let slice = slice_runs(&runs, segment.start, segment.end);
+            for page in paginate(&slice, &grid)? {
+                out.push(FrameRef {
+                    frame: cache.render(&page, &grid)?,
+                    shape: shape.name,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The checkpoint content to store: the guide, the head, one image
+    /// reference per frame (pixel size set, no bytes), and the tail.
+    ///
+    /// `files` lists paths the history touched, for the guide.
+    ///
+    /// # Errors
+    ///
+    /// Font and PNG errors from rendering (frame sizes are measured).
+    pub fn stored_content(
+        &self,
+        files: &[String],
+        cache: &FrameCache,
+    ) -> Result<Vec<Block>, Error> {
+        let frames = self.frames(cache)?;
+        let id = self.id();
+        let mut blocks = vec![Block::text(self.guide(&frames, files))];
+        if !self.head.is_empty() {
+            blocks.push(Block::text(format!(
+                "<history-start>\n{}\n</history-start>",
+                self.head
+            )));
+        }
+        for (index, frame) in frames.iter().enumerate() {
+            blocks.push(Block::Image {
+                source: ImageSource::Url {
+                    url: format!("{FRAME_URL_SCHEME}{id}/{index}"),
+                },
+                width: Some(frame.frame.width),
+                height: Some(frame.frame.height),
+            });
+        }
+        if !self.tail.is_empty() {
+            blocks.push(Block::text(format!(
+                "<history-end>\n{}\n</history-end>",
+                self.tail
+            )));
+        }
+        Ok(blocks)
+    }
+
+    /// The reading guide with this archive's figures.
+    fn guide(&self, frames: &[FrameRef], files: &[String]) -> String {
+        let mut guide = READING_GUIDE
+            .trim_end()
+            .replace("{frames}", &frames.len().to_string());
+        let sharp = frames.first().map(|f| f.shape);
+        let dense: Vec<usize> = frames
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| Some(f.shape) != sharp)
+            .map(|(i, _)| i + 1)
+            .collect();
+        if let (Some(first), Some(last)) = (dense.first(), dense.last()) {
+            guide.push_str(&format!(
+                " Images {first} to {last} use a tighter spacing to fit more text."
+            ));
+        }
+        if self.dropped_chars > 0 {
+            guide.push_str(&format!(
+                " The oldest {} characters of the middle ({} image(s)) did not fit and were left out.",
+                self.dropped_chars, self.dropped_frames
+            ));
+        }
+        if !files.is_empty() {
+            guide.push_str("\nFiles touched: ");
+            guide.push_str(&files.join(", "));
+        }
+        guide
+    }
+
+    /// Replaces the frame references of stored checkpoint `content` with
+    /// inline PNG images, for a request. Blocks that are not this archive's
+    /// references pass through unchanged.
+    ///
+    /// # Errors
+    ///
+    /// Font and PNG errors from rendering.
+    pub fn expand(&self, content: &[Block], cache: &FrameCache) -> Result<Vec<Block>, Error> {
+        let frames = self.frames(cache)?;
+        let prefix = format!("{FRAME_URL_SCHEME}{}/", self.id());
+        let engine = base64::engine::general_purpose::STANDARD;
+        Ok(content
+            .iter()
+            .map(|block| {
+                let Block::Image {
+                    source: ImageSource::Url { url },
+                    ..
+                } = block
+                else {
+                    return block.clone();
+                };
+                let frame = url
+                    .strip_prefix(&prefix)
+                    .and_then(|i| i.parse::<usize>().ok())
+                    .and_then(|i| frames.get(i));
+                match frame {
+                    Some(frame) => Block::Image {
+                        source: ImageSource::Base64 {
+                            media_type: "image/png".to_string(),
+                            data: engine.encode(&frame.frame.png),
+                        },
+                        width: Some(frame.frame.width),
+                        height: Some(frame.frame.height),
+                    },
+                    None => block.clone(),
+                }
+            })
+            .collect())
+    }
+
+    /// All of the archive as text: head, middle and tail joined by line
+    /// breaks. For models without vision, for reports, and as the
+    /// checkpoint's summary (a later compaction re-renders from it).
+    pub fn full_text(&self) -> String {
+        format!("{}\n{}\n{}", self.head, self.middle, self.tail)
+    }
+
+    /// Tokens the imaged archive costs in a request: its frames under
+    /// `billing`, plus `text_tokens` of the guide and the text edges.
+    ///
+    /// # Errors
+    ///
+    /// Font and PNG errors from rendering.
+    pub fn tokens(
+        &self,
+        billing: &ImageBilling,
+        files: &[String],
+        text_tokens: &dyn Fn(&str) -> u64,
+        cache: &FrameCache,
+    ) -> Result<u64, Error> {
+        let frames = self.frames(cache)?;
+        let images: u64 = frames
+            .iter()
+            .map(|f| frame_tokens(billing, f.frame.width, f.frame.height))
+            .sum();
+        Ok(images
+            + text_tokens(&self.guide(&frames, files))
+            + text_tokens(&self.head)
+            + text_tokens(&self.tail))
+    }
+}
+
+/// Picks the text edges: `head_end` and `tail_start` message indexes, never
+/// cutting a tool result from its call.
+fn edges<M: Borrow<Message>>(
+    messages: &[M],
+    has_earlier: bool,
+    config: &ArchiveConfig,
+) -> (usize, usize) {
+    let len_of = |m: &M| {
+        serialize_verbatim(std::slice::from_ref(m), &config.serialize)
+            .chars()
+            .count()
+    };
+    let is_tool = |i: usize| {
+        messages
+            .get(i)
+            .is_some_and(|m| m.borrow().role == abridge_llm::Role::Tool)
+    };
+    // An earlier archive is the oldest history: nothing may precede it as
+    // a text head.
+    let mut head_end = 0;
+    if !has_earlier {
+        let mut used = 0;
+        while head_end < messages.len() {
+            let len = len_of(&messages[head_end]);
+            if used + len > config.head_chars {
+                break;
+            }
+            used += len;
+            head_end += 1;
+        }
+        while head_end > 0 && is_tool(head_end) {
+            head_end -= 1;
+        }
+    }
+    let mut tail_start = messages.len();
+    let mut used = 0;
+    while tail_start > head_end {
+        let len = len_of(&messages[tail_start - 1]);
+        if used + len > config.tail_chars {
+            break;
+        }
+        used += len;
+        tail_start -= 1;
+    }
+    while tail_start < messages.len() && is_tool(tail_start) {
+        tail_start += 1;
+    }
+    (head_end, tail_start)
+}
+
+/// Runs covering characters `start..end` of the text `runs` hold.
+fn slice_runs(runs: &[Run], start: usize, end: usize) -> Vec<Run> {
+    let mut out = Vec::new();
+    let mut offset = 0usize;
+    for run in runs {
+        let len = run.text.chars().count();
+        let (from, to) = (start.max(offset), end.min(offset + len));
+        if from < to {
+            let text: String = run
+                .text
+                .chars()
+                .skip(from - offset)
+                .take(to - from)
+                .collect();
+            out.push(Run::new(run.ink, text));
+        }
+        offset += len;
+        if offset >= end {
+            break;
+        }
+    }
+    out
+}
+
+fn page_chars(pages: &[Page]) -> usize {
+    pages.iter().map(Page::chars).sum()
+}
+
+/// Plans the middle's segments for at most `frames` frames: all sharp if
+/// it fits; else sharp ends around a dense centre; else dense with the
+/// oldest part dropped. Returns (segments, dropped chars, dropped frames).
+fn foveate(
+    middle: &str,
+    spec: &FrameSpec,
+    line_spacing: u16,
+    frames: usize,
+) -> Result<(Vec<Segment>, usize, usize), Error> {
+    let runs = reink(middle);
+    let total = middle.chars().count();
+    if total == 0 {
+        return Ok((Vec::new(), 0, 0));
+    }
+    let sharp = Grid::new(spec.shape, spec.width, spec.max_height, line_spacing)?;
+    let sharp_pages = paginate(&runs, &sharp)?;
+    let segment = |shape: &str, start: usize, end: usize| Segment {
+        shape: shape.to_string(),
+        start,
+        end,
+    };
+    if sharp_pages.len() <= frames {
+        return Ok((vec![segment(spec.shape.name, 0, total)], 0, 0));
+    }
+    let dense_shape = spec.shape.denser_shape().unwrap_or(spec.shape);
+    let dense = Grid::new(dense_shape, spec.width, spec.max_height, line_spacing)?;
+    let dense_pages = paginate(&runs, &dense)?;
+    if dense_shape != spec.shape && dense_pages.len() <= frames {
+        // Fewest dense frames that make it fit: estimate, then step.
+        let (cs, cd) = (sharp.cells_per_frame(), dense.cells_per_frame());
+        let need = total.saturating_sub(frames * cs);
+        let mut d = if cd > cs {
+            need.div_ceil(cd - cs)
+        } else {
+            frames
+        };
+        d = d.clamp(1, frames);
+        while d <= frames {
+            let s = frames - d;
+            let s_head = s / 2;
+            let s_tail = s - s_head;
+            let head_end = page_chars(&sharp_pages[..s_head.min(sharp_pages.len())]);
+            let tail_start = suffix_start(&runs, total, head_end, &sharp, s_tail)?;
+            let centre = slice_runs(&runs, head_end, tail_start);
+            if paginate(&centre, &dense)?.len() <= d {
+                let mut segments = Vec::new();
+                if head_end > 0 {
+                    segments.push(segment(spec.shape.name, 0, head_end));
+                }
+                if tail_start > head_end {
+                    segments.push(segment(dense_shape.name, head_end, tail_start));
+                }
+                if total > tail_start {
+                    segments.push(segment(spec.shape.name, tail_start, total));
+                }
+                return Ok((segments, 0, 0));
+            }
+            d += 1;
+        }
+    }
+    // Even dense frames cannot hold it: keep the newest part.
+    let start = suffix_start(&runs, total, 0, &dense, frames)?;
+    let dropped_frames = paginate(&slice_runs(&runs, 0, start), &dense)?.len();
+    Ok((
+        vec![segment(dense_shape.name, start, total)],
+        start,
+        dropped_frames,
+    ))
+}
+
+/// The smallest char index `k >= floor` such that `runs[k..]` fits in
+/// `pages` pages of `grid`.
+fn suffix_start(
+    runs: &[Run],
+    total: usize,
+    floor: usize,
+    grid: &Grid,
+    pages: usize,
+) -> Result<usize, Error> {
+    if pages == 0 {
+        return Ok(total);
+    }
+    // Start from the character estimate, then walk a row at a time.
+    let cols = usize::from(grid.cols);
+    let mut k = total
+        .saturating_sub(pages * grid.cells_per_frame())
+        .max(floor);
+    loop {
+        let fits = paginate(&slice_runs(runs, k, total), grid)?.len() <= pages;
+        if fits {
+            // Try to move earlier by whole rows while it still fits.
+            let mut best = k;
+            while best > floor {
+                let candidate = best.saturating_sub(cols).max(floor);
+                if paginate(&slice_runs(runs, candidate, total), grid)?.len() <= pages {
+                    best = candidate;
+                } else {
+                    break;
+                }
+            }
+            return Ok(best);
+        }
+        k = (k + cols).min(total);
+        if k == total {
+            return Ok(total);
+        }
+    }
+}
+
+/// Frames drawn so far, by content hash, so a request built twice renders
+/// once. Bounded: when it holds `capacity` frames it is emptied and starts
+/// over (frames are cheap to draw again).
+#[derive(Debug)]
+pub struct FrameCache {
+    capacity: usize,
+    frames: Mutex<HashMap<[u8; 32], Arc<Frame>>>,
+}
+
+impl Default for FrameCache {
+    fn default() -> Self {
+        FrameCache::new(256)
+    }
+}
+
+impl FrameCache {
+    /// A cache holding at most `capacity` frames.
+    pub fn new(capacity: usize) -> Self {
+        FrameCache {
+            capacity: capacity.max(1),
+            frames: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Frames currently held.
+    pub fn len(&self) -> usize {
+        self.frames.lock().map(|map| map.len()).unwrap_or(0)
+    }
+
+    /// True when no frame is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The frame for `page` on `grid`, drawn if not cached.
+    ///
+    /// # Errors
+    ///
+    /// Font and PNG errors from rendering.
+    pub fn render(&self, page: &Page, grid: &Grid) -> Result<Arc<Frame>, Error> {
+        let key = content_key(page, grid);
+        if let Ok(map) = self.frames.lock()
+            && let Some(frame) = map.get(&key)
+        {
+            return Ok(Arc::clone(frame));
+        }
+        let frame = Arc::new(render_page(page, grid)?);
+        if let Ok(mut map) = self.frames.lock() {
+            if map.len() >= self.capacity {
+                map.clear();
+            }
+            map.insert(key, Arc::clone(&frame));
+        }
+        Ok(frame)
+    }
+}
+
+fn content_key(page: &Page, grid: &Grid) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(grid.shape.name.as_bytes());
+    hasher.update(grid.width.to_le_bytes());
+    hasher.update(grid.rows.to_le_bytes());
+    hasher.update(grid.line_spacing.to_le_bytes());
+    hasher.update(page.rows.to_le_bytes());
+    for run in &page.runs {
+        hasher.update([match run.ink {
+            Ink::Normal => 0u8,
+            Ink::Dim => 1u8,
+        }]);
+        hasher.update((run.text.len() as u64).to_le_bytes());
+        hasher.update(run.text.as_bytes());
+    }
+    hasher.finalize().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use abridge_llm::Meta;
+    use abridge_llm::Role;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn exchange(i: usize, body: &str) -> Vec<Message> {
+        vec![
+            Message::user(format!("step {i}: please look")),
+            Message {
+                role: Role::Assistant,
+                content: vec![Block::ToolCall {
+                    id: format!("c{i}"),
+                    name: "read".into(),
+                    arguments: json!({"path": format!("src/f{i}.rs")}),
+                }],
+                meta: Meta::default(),
+            },
+            Message::tool_result(format!("c{i}"), body, false),
+            Message::assistant(format!("done with step {i}")),
+        ]
+    }
+
+    fn history(steps: usize, body: &str) -> Vec<Message> {
+        (0..steps).flat_map(|i| exchange(i, body)).collect()
+    }
+
+    fn small_spec() -> FrameSpec {
+        FrameSpec::for_model("claude-sonnet-4-5").with_size(440, 160) // 40 x 10 cells sharp
+    }
+
+    fn config() -> ArchiveConfig {
+        ArchiveConfig {
+            head_chars: 60,
+            tail_chars: 120,
+            ..ArchiveConfig::default()
+        }
+    }
+
+    #[test]
+    fn reink_restores_the_serializer_inks() {
+        let messages = history(3, "fn a() {}\n[not a tag] x");
+        let runs = serialize(&messages, &SerializeConfig::default());
+        assert_eq!(reink(&plain_text(&runs)), runs);
+    }
+
+    #[test]
+    fn a_short_middle_is_printed_sharp_and_stored_without_pixels() {
+        let messages = history(4, "fn main() {}");
+        let cache = FrameCache::default();
+        let archive =
+            Archive::build(&messages, None, &small_spec(), 10, &config(), &cache).unwrap();
+        assert_eq!(archive.segments.len(), 1);
+        assert_eq!(archive.segments[0].shape, "11on16-bw");
+        assert!(archive.head.starts_with("[user] step 0"));
+        assert!(archive.tail.ends_with("[assistant] done with step 3"));
+        let stored = archive
+            .stored_content(&["src/f0.rs".into()], &cache)
+            .unwrap();
+        let json = serde_json::to_string(&stored).unwrap();
+        assert!(!json.contains("iVBOR"), "no PNG in the stored checkpoint");
+        assert!(json.contains(FRAME_URL_SCHEME));
+        let expanded = archive.expand(&stored, &cache).unwrap();
+        let frames = archive.frames(&cache).unwrap();
+        let images: Vec<(u32, u32)> = expanded
+            .iter()
+            .filter_map(|b| match b {
+                Block::Image {
+                    source: ImageSource::Base64 { data, .. },
+                    width,
+                    height,
+                } => {
+                    assert!(data.starts_with("iVBOR"));
+                    Some((width.unwrap(), height.unwrap()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(images.len(), frames.len());
+        assert!(!images.is_empty());
+        assert_eq!(images[0].0, 440);
+    }
+
+    #[test]
+    fn the_edges_never_cut_a_result_from_its_call() {
+        let messages = history(6, "x");
+        for head in [0, 20, 40, 60, 80, 100] {
+            for tail in [0, 30, 60, 90, 120] {
+                let config = ArchiveConfig {
+                    head_chars: head,
+                    tail_chars: tail,
+                    ..ArchiveConfig::default()
+                };
+                let (h, t) = edges(&messages, false, &config);
+                assert!(h <= t);
+                assert!(
+                    messages.get(h).is_none_or(|m| m.role != Role::Tool),
+                    "{head}/{tail}"
+                );
+                assert!(
+                    messages.get(t).is_none_or(|m| m.role != Role::Tool),
+                    "{head}/{tail}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_long_middle_keeps_sharp_ends_around_a_dense_centre() {
+        let messages = history(40, &"0O1lI ".repeat(20));
+        let cache = FrameCache::default();
+        let spec = small_spec();
+        let all_sharp = paginate(
+            &reink(&plain_text(&serialize(
+                &messages,
+                &SerializeConfig::default(),
+            ))),
+            &Grid::new(spec.shape, 440, 160, 0).unwrap(),
+        )
+        .unwrap()
+        .len();
+        let budget = all_sharp * 9 / 10;
+        assert!(budget >= 10, "{all_sharp}");
+        let archive = Archive::build(&messages, None, &spec, budget, &config(), &cache).unwrap();
+        let shapes: Vec<&str> = archive.segments.iter().map(|s| s.shape.as_str()).collect();
+        assert_eq!(shapes, ["11on16-bw", "8on16-bw", "11on16-bw"]);
+        assert_eq!(archive.dropped_chars, 0);
+        let frames = archive.frames(&cache).unwrap();
+        assert!(frames.len() <= budget, "{} > {budget}", frames.len());
+        // Segments tile the middle exactly.
+        assert_eq!(archive.segments[0].start, 0);
+        for pair in archive.segments.windows(2) {
+            assert_eq!(pair[0].end, pair[1].start);
+        }
+        assert_eq!(
+            archive.segments.last().unwrap().end,
+            archive.middle.chars().count()
+        );
+    }
+
+    #[test]
+    fn when_dense_frames_cannot_hold_it_the_oldest_part_is_dropped_and_counted() {
+        let messages = history(60, &"abcdefghij".repeat(30));
+        let cache = FrameCache::default();
+        let archive = Archive::build(&messages, None, &small_spec(), 3, &config(), &cache).unwrap();
+        assert!(archive.dropped_chars > 0);
+        assert!(archive.dropped_frames > 0);
+        assert_eq!(archive.segments.len(), 1);
+        assert_eq!(archive.segments[0].end, archive.middle.chars().count());
+        assert!(archive.frames(&cache).unwrap().len() <= 3);
+        let stored = archive.stored_content(&[], &cache).unwrap();
+        let guide = stored[0].as_text().unwrap();
+        assert!(
+            guide.contains(&format!("The oldest {} characters", archive.dropped_chars)),
+            "{guide}"
+        );
+    }
+
+    #[test]
+    fn the_byte_budget_removes_frames_until_they_fit() {
+        let messages = history(40, &"0O1lI ".repeat(20));
+        let cache = FrameCache::default();
+        let roomy = Archive::build(&messages, None, &small_spec(), 50, &config(), &cache).unwrap();
+        let bytes: Vec<u64> = roomy
+            .frames(&cache)
+            .unwrap()
+            .iter()
+            .map(|f| base64_len(f.frame.png.len()))
+            .collect();
+        let budget = bytes.iter().take(3).sum::<u64>();
+        let tight = ArchiveConfig {
+            byte_budget: budget,
+            ..config()
+        };
+        let archive = Archive::build(&messages, None, &small_spec(), 50, &tight, &cache).unwrap();
+        let total: u64 = archive
+            .frames(&cache)
+            .unwrap()
+            .iter()
+            .map(|f| base64_len(f.frame.png.len()))
+            .sum();
+        assert!(total <= budget);
+        let none = ArchiveConfig {
+            byte_budget: 10,
+            ..config()
+        };
+        assert!(matches!(
+            Archive::build(&messages, None, &small_spec(), 50, &none, &cache),
+            Err(Error::NoFrameBudget { .. })
+        ));
+    }
+
+    #[test]
+    fn frames_are_cached_by_content() {
+        let messages = history(4, "fn main() {}");
+        let cache = FrameCache::default();
+        let archive =
+            Archive::build(&messages, None, &small_spec(), 10, &config(), &cache).unwrap();
+        let first = archive.frames(&cache).unwrap();
+        let second = archive.frames(&cache).unwrap();
+        assert!(Arc::ptr_eq(&first[0].frame, &second[0].frame));
+        let fresh = archive.frames(&FrameCache::default()).unwrap();
+        assert_eq!(first[0].frame.png, fresh[0].frame.png);
+    }
+
+    #[test]
+    fn the_archive_round_trips_through_checkpoint_details() {
+        let messages = history(4, "fn main() {}");
+        let archive = Archive::build(
+            &messages,
+            Some("[user] earlier work"),
+            &small_spec(),
+            10,
+            &config(),
+            &FrameCache::default(),
+        )
+        .unwrap();
+        assert!(
+            archive.head.is_empty(),
+            "an earlier archive is the oldest history"
+        );
+        assert!(archive.middle.starts_with("[user] earlier work\n"));
+        let details = archive.to_details();
+        let text = archive.full_text();
+        assert!(
+            !details.to_string().contains("earlier work"),
+            "details hold no text"
+        );
+        assert_eq!(
+            Archive::from_summary(&text, &details),
+            Some(archive.clone())
+        );
+        assert_eq!(Archive::from_summary(&format!("{text}x"), &details), None);
+        assert_eq!(Archive::from_summary(&text, &json!({"other": 1})), None);
+        assert!(archive.full_text().contains("earlier work"));
+    }
+}

@@ -1,0 +1,229 @@
+//! The `snapcompact` method end to end on an in-memory session: plan,
+//! begin, run, commit, then the request-time expansion of its frames.
+
+// Helpers outside `#[test]` functions unwrap too; this file is tests only.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use abridge_compact::Availability;
+use abridge_compact::CompactError;
+use abridge_compact::CompactionMethod;
+use abridge_compact::MethodContext;
+use abridge_compact::Policy;
+use abridge_compact::TokenCounter;
+use abridge_compact::Trigger;
+use abridge_compact::check_invariants;
+use abridge_compact::compact_session;
+use abridge_compact::summary_of_checkpoint;
+use abridge_llm::Block;
+use abridge_llm::Catalog;
+use abridge_llm::ImageBilling;
+use abridge_llm::ImageSource;
+use abridge_llm::Message;
+use abridge_llm::Meta;
+use abridge_llm::Role;
+use abridge_session::Session;
+use abridge_snapcompact::Archive;
+use abridge_snapcompact::FRAME_URL_SCHEME;
+use abridge_snapcompact::Snapcompact;
+use abridge_snapcompact::frame_tokens;
+use abridge_snapcompact::is_snapcompact_checkpoint;
+
+fn long_session(steps: usize) -> Session {
+    let mut session = Session::in_memory("snap");
+    session
+        .append_message(Message::user("Fix the parser; keep OBJ_0O1lI as is."))
+        .unwrap();
+    for i in 0..steps {
+        session
+            .append_message(Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::text(format!("Reading part {i}.")),
+                    Block::ToolCall {
+                        id: format!("c{i}"),
+                        name: "read".into(),
+                        arguments: serde_json::json!({"path": format!("src/part{i}.rs")}),
+                    },
+                ],
+                meta: Meta::default(),
+            })
+            .unwrap();
+        let body: String = (0..60)
+            .map(|line| format!("    let value_{line} = compute({i}, {line});\n"))
+            .collect();
+        session
+            .append_message(Message::tool_result(format!("c{i}"), body, false))
+            .unwrap();
+    }
+    session
+        .append_message(Message::user("Now summarise what you found."))
+        .unwrap();
+    session
+        .append_message(Message::assistant("The parser reads every part."))
+        .unwrap();
+    session
+}
+
+/// Text by bytes / 4, frames and images by what Anthropic bills for their
+/// pixel size: what the real meter does, so a previous archive's frames
+/// count in what a second compaction hides.
+#[derive(Debug)]
+struct ImageAwareCounter;
+
+impl TokenCounter for ImageAwareCounter {
+    fn message_tokens(&self, _seq: Option<abridge_session::Seq>, message: &Message) -> u64 {
+        let images: u64 = message
+            .content
+            .iter()
+            .map(|b| match b {
+                Block::Image {
+                    width: Some(w),
+                    height: Some(h),
+                    ..
+                } => frame_tokens(&ImageBilling::Anthropic, *w, *h),
+                _ => 0,
+            })
+            .sum();
+        let text: usize = message
+            .content
+            .iter()
+            .filter(|b| !matches!(b, Block::Image { .. }))
+            .map(|b| {
+                Message {
+                    role: message.role,
+                    content: vec![b.clone()],
+                    meta: Meta::default(),
+                }
+                .content_bytes()
+            })
+            .sum();
+        images + (text as u64).div_ceil(4) + 4
+    }
+}
+
+fn policy(keep: u64) -> Policy {
+    Policy::new(Arc::new(ImageAwareCounter)).with_keep_recent_tokens(keep)
+}
+
+fn method() -> Arc<dyn CompactionMethod> {
+    Arc::new(Snapcompact::new("claude-sonnet-4-5", &Catalog::builtin()))
+}
+
+#[test]
+fn snapcompact_replaces_history_with_frame_references_and_no_pixels() {
+    let mut session = long_session(80);
+    let policy = policy(500);
+    let outcome = futures::executor::block_on(compact_session(
+        &mut session,
+        &[method()],
+        &policy,
+        Trigger::Manual,
+    ))
+    .unwrap();
+    assert_eq!(outcome.method, "snapcompact");
+    assert!(outcome.tokens_after < outcome.tokens_before, "{outcome:?}");
+    assert!(check_invariants(&session).is_ok());
+
+    let seq = outcome.checkpoint_seq.unwrap();
+    let checkpoint = session.message(seq).unwrap().clone();
+    assert!(is_snapcompact_checkpoint(&checkpoint));
+    let references = checkpoint
+        .content
+        .iter()
+        .filter(|b| matches!(b, Block::Image { source: ImageSource::Url { url }, width: Some(_), height: Some(_) } if url.starts_with(FRAME_URL_SCHEME)))
+        .count();
+    assert!(references > 0);
+
+    // The session never holds a frame.
+    let log = format!("{:?}", session.events());
+    assert!(!log.contains("iVBOR"), "a PNG was written to the session");
+
+    // The request builder rebuilds the archive and inlines the frames.
+    let summary = summary_of_checkpoint(&session, seq).unwrap();
+    let archive = Archive::from_summary(&summary.summary, &summary.details).unwrap();
+    let cache = abridge_snapcompact::FrameCache::default();
+    let expanded = archive.expand(&checkpoint.content, &cache).unwrap();
+    let inline = expanded
+        .iter()
+        .filter(|b| matches!(b, Block::Image { source: ImageSource::Base64 { data, .. }, .. } if data.starts_with("iVBOR")))
+        .count();
+    assert_eq!(inline, references);
+    assert!(archive.head.contains("OBJ_0O1lI"), "the task stays as text");
+}
+
+#[test]
+fn a_second_compaction_re_renders_the_first_archive_from_text() {
+    let mut session = long_session(80);
+    let policy = policy(500);
+    futures::executor::block_on(compact_session(
+        &mut session,
+        &[method()],
+        &policy,
+        Trigger::Manual,
+    ))
+    .unwrap();
+    for i in 0..60 {
+        session
+            .append_message(Message::user(format!(
+                "more work {i}: {}",
+                "detail ".repeat(60)
+            )))
+            .unwrap();
+        session
+            .append_message(Message::assistant(format!("done {i}")))
+            .unwrap();
+    }
+    let outcome = futures::executor::block_on(compact_session(
+        &mut session,
+        &[method()],
+        &policy,
+        Trigger::Manual,
+    ))
+    .unwrap();
+    let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
+    let archive = Archive::from_summary(&summary.summary, &summary.details).unwrap();
+    assert!(
+        archive.middle.contains("Reading part 3."),
+        "the first archive's text is carried on"
+    );
+    assert!(archive.middle.contains("more work 1:"));
+    assert!(check_invariants(&session).is_ok());
+}
+
+#[test]
+fn it_is_unavailable_without_vision_and_refuses_when_frames_cost_more() {
+    let text_only = Snapcompact::new("gpt-3.5-turbo", &Catalog::builtin());
+    assert!(matches!(
+        text_only.available(&MethodContext::default()),
+        Availability::Unavailable { .. }
+    ));
+
+    // A short history costs less as text than one frame.
+    let mut session = Session::in_memory("small");
+    for i in 0..6 {
+        session
+            .append_message(Message::user(format!("q{i}")))
+            .unwrap();
+        session
+            .append_message(Message::assistant(format!("a{i}")))
+            .unwrap();
+    }
+    let policy = policy(10);
+    let error = futures::executor::block_on(compact_session(
+        &mut session,
+        &[method()],
+        &policy,
+        Trigger::Manual,
+    ))
+    .unwrap_err();
+    match error {
+        CompactError::AllFailed { failures } => assert!(
+            failures[0].1.contains("would not save tokens") || failures[0].1.contains("hides only"),
+            "{failures:?}"
+        ),
+        CompactError::NotSmaller { .. } => {}
+        other => panic!("unexpected {other}"),
+    }
+}
