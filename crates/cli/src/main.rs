@@ -4,6 +4,8 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod commands;
+mod methods;
+mod model;
 mod open;
 
 use clap::Parser;
@@ -26,8 +28,16 @@ enum Command {
     /// Convert another agent's session file (pi, Claude Code, Codex,
     /// SWE-agent) into an abridge log.
     Import(commands::import::Args),
-    /// Summarize a session: events, branches, messages, tools, sizes.
+    /// Summarize a session: events, branches, messages, tools, sizes and
+    /// tokens.
     Stats(commands::stats::Args),
+    /// Compact a session with one or more methods (tried in turn), appending
+    /// the result.
+    Compact(Box<commands::compact::Args>),
+    /// Print exactly the messages the model would receive next.
+    Context(commands::context::Args),
+    /// Check a session's invariants (tool pairing, checkpoints, sources).
+    Check(commands::check::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -41,6 +51,9 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Import(args) => commands::import::run(&args),
         Command::Stats(args) => commands::stats::run(&args),
+        Command::Compact(args) => commands::compact::run(&args),
+        Command::Context(args) => commands::context::run(&args),
+        Command::Check(args) => commands::check::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -76,7 +76,10 @@ pub fn abandoned_messages(
 /// The message a branch summary is appended as: user role, origin branch
 /// summary, opening with [`BRANCH_OPENING`].
 pub fn branch_message(summary: &str, files: &FileOps) -> Message {
-    let mut blocks = vec![Block::text(BRANCH_OPENING.trim_end()), Block::text(summary.trim())];
+    let mut blocks = vec![
+        Block::text(BRANCH_OPENING.trim_end()),
+        Block::text(summary.trim()),
+    ];
     let tree = render_files(files);
     if !tree.is_empty() {
         blocks.push(Block::text(tree));

@@ -109,7 +109,10 @@ mod tests {
         );
         let mut budget = Budget::new(100_000);
         budget.reserve = Some(100_000);
-        assert!(matches!(budget.threshold(), Err(BudgetError::ReserveTooLarge { .. })));
+        assert!(matches!(
+            budget.threshold(),
+            Err(BudgetError::ReserveTooLarge { .. })
+        ));
         assert_eq!(Budget::new(0).threshold(), Err(BudgetError::NoWindow));
     }
 

@@ -48,7 +48,8 @@ use crate::prompts::SUMMARIZE_UPDATE;
 pub const CACHE_ALIGNED_NOTICE: &str = include_str!("../../../prompts/summarize_cache_aligned.md");
 /// Task of an update in cache-aligned mode, when the previous checkpoint
 /// is replayed at the head of the conversation rather than quoted below it.
-pub const SUMMARIZE_UPDATE_ALIGNED: &str = include_str!("../../../prompts/summarize_update_aligned.md");
+pub const SUMMARIZE_UPDATE_ALIGNED: &str =
+    include_str!("../../../prompts/summarize_update_aligned.md");
 
 /// What the live conversation sends before the session's messages on every
 /// turn and the session log does not record: the system prompt and the
@@ -141,7 +142,11 @@ fn paired(messages: &[SharedMessage]) -> bool {
 /// the head), host notes, the task and any focus. Tools listed,
 /// [`ToolChoice::None`]. A window with unpaired tool calls falls back to
 /// the transcript request.
-pub fn build_cache_aligned_request(model: &str, aligned: &AlignedPrefix, request: &SummaryRequest) -> Request {
+pub fn build_cache_aligned_request(
+    model: &str,
+    aligned: &AlignedPrefix,
+    request: &SummaryRequest,
+) -> Request {
     let prefix_mode = request.messages.is_empty() && !request.turn_prefix.is_empty();
     let history = if prefix_mode {
         &request.turn_prefix
@@ -259,6 +264,9 @@ mod tests {
     fn unpaired_window_falls_back_to_a_transcript() {
         let request = SummaryRequest::new(vec![Arc::new(Message::user("go")), call("c9")]);
         let built = build_cache_aligned_request("m", &AlignedPrefix::default(), &request);
-        assert_eq!(built, build_summary_request("m", RequestMode::Transcript, &request));
+        assert_eq!(
+            built,
+            build_summary_request("m", RequestMode::Transcript, &request)
+        );
     }
 }

@@ -88,7 +88,9 @@ pub struct AttemptLog(Arc<Mutex<Vec<Attempt>>>);
 
 impl AttemptLog {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Attempt>> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Records a call.
@@ -136,7 +138,10 @@ impl AttemptLog {
     /// Merges the log into a method's result: a checkpoint gets the total
     /// cost as `usage` and the calls as `details.attempts`; an error gets
     /// the cost attached.
-    pub fn settle(&self, result: Result<MethodOutput, CompactError>) -> Result<MethodOutput, CompactError> {
+    pub fn settle(
+        &self,
+        result: Result<MethodOutput, CompactError>,
+    ) -> Result<MethodOutput, CompactError> {
         let usage = self.usage();
         match result {
             Ok(MethodOutput::Checkpoint(mut checkpoint)) => {
@@ -144,7 +149,11 @@ impl AttemptLog {
                     checkpoint.usage = Some(usage);
                 }
                 if !self.is_empty() {
-                    set_detail(&mut checkpoint.details, "attempts", serde_json::to_value(self.attempts()));
+                    set_detail(
+                        &mut checkpoint.details,
+                        "attempts",
+                        serde_json::to_value(self.attempts()),
+                    );
                 }
                 Ok(MethodOutput::Checkpoint(checkpoint))
             }
@@ -155,7 +164,11 @@ impl AttemptLog {
 }
 
 /// Sets `key` in a details object (turning `Null` into an object).
-pub(crate) fn set_detail(details: &mut serde_json::Value, key: &str, value: Result<serde_json::Value, serde_json::Error>) {
+pub(crate) fn set_detail(
+    details: &mut serde_json::Value,
+    key: &str,
+    value: Result<serde_json::Value, serde_json::Error>,
+) {
     let Ok(value) = value else { return };
     if !details.is_object() {
         let old = std::mem::take(details);
@@ -286,8 +299,9 @@ impl SummarizerCandidates {
                         usage: None,
                     });
                 });
-                let client: Arc<dyn LlmClient> =
-                    Arc::new(RetryingClient::new(recording, self.retry.clone()).with_observer(observer));
+                let client: Arc<dyn LlmClient> = Arc::new(
+                    RetryingClient::new(recording, self.retry.clone()).with_observer(observer),
+                );
                 (client, model)
             })
             .collect()
@@ -363,16 +377,24 @@ impl Summarizer for CandidateSummarizer {
 /// Checks a model's answer the way summaries are checked: a tool call,
 /// output cut by the limit or empty text is [`CompactError::Summary`].
 /// Returns the visible text.
-pub(crate) fn usable_text(method: &str, response: &Response, max_tokens: u32) -> Result<String, CompactError> {
+pub(crate) fn usable_text(
+    method: &str,
+    response: &Response,
+    max_tokens: u32,
+) -> Result<String, CompactError> {
     let fail = |reason: String| CompactError::Summary {
         method: method.to_string(),
         reason,
     };
     if response.message.tool_calls().next().is_some() {
-        return Err(fail("the model called a tool instead of writing a summary".into()));
+        return Err(fail(
+            "the model called a tool instead of writing a summary".into(),
+        ));
     }
     if response.stop_reason == StopReason::MaxTokens {
-        return Err(fail(format!("the summary was cut at the output limit of {max_tokens} tokens")));
+        return Err(fail(format!(
+            "the summary was cut at the output limit of {max_tokens} tokens"
+        )));
     }
     let text = crate::transcript::visible_text(&response.message);
     if text.trim().is_empty() {
@@ -453,7 +475,11 @@ impl fmt::Debug for CandidateSoftMethod {
 
 impl CandidateSoftMethod {
     /// `soft` over `candidates`; cache-aligned when `prefix` is given.
-    pub fn new(candidates: SummarizerCandidates, soft: SoftConfig, prefix: Option<ConversationPrefix>) -> Self {
+    pub fn new(
+        candidates: SummarizerCandidates,
+        soft: SoftConfig,
+        prefix: Option<ConversationPrefix>,
+    ) -> Self {
         CandidateSoftMethod {
             candidates,
             soft,
@@ -463,9 +489,15 @@ impl CandidateSoftMethod {
 
     /// Runs `soft` on `plan` and returns the result with its attempt log
     /// settled in.
-    pub(crate) async fn run_logged(&self, plan: &Plan, log: &AttemptLog) -> Result<MethodOutput, CompactError> {
+    pub(crate) async fn run_logged(
+        &self,
+        plan: &Plan,
+        log: &AttemptLog,
+    ) -> Result<MethodOutput, CompactError> {
         let mode = match &self.prefix {
-            Some(prefix) => RequestMode::CacheAligned(Arc::new(AlignedPrefix::for_plan(prefix, plan))),
+            Some(prefix) => {
+                RequestMode::CacheAligned(Arc::new(AlignedPrefix::for_plan(prefix, plan)))
+            }
             None => RequestMode::Transcript,
         };
         let summarizer = self.candidates.summarizer(&mode, log);
@@ -504,10 +536,18 @@ impl CompactionMethod for CandidateSoftMethod {
 /// call is recorded on the compaction's events.
 ///
 /// Needs a tokio runtime with timers (retry waits and timeouts).
-pub fn soft_method(client: Arc<dyn LlmClient>, model: impl Into<String>, setup: SoftSetup) -> Arc<dyn CompactionMethod> {
+pub fn soft_method(
+    client: Arc<dyn LlmClient>,
+    model: impl Into<String>,
+    setup: SoftSetup,
+) -> Arc<dyn CompactionMethod> {
     let mut candidates = SummarizerCandidates::new(client, model).with_retry(setup.retry);
     candidates.candidates.extend(setup.fallbacks);
-    Arc::new(CandidateSoftMethod::new(candidates, setup.soft, setup.prefix))
+    Arc::new(CandidateSoftMethod::new(
+        candidates,
+        setup.soft,
+        setup.prefix,
+    ))
 }
 
 #[cfg(test)]
@@ -522,6 +562,27 @@ mod tests {
         let mut null = serde_json::Value::Null;
         set_detail(&mut null, "x", Ok(serde_json::json!(1)));
         assert_eq!(null, serde_json::json!({"x": 1}));
+    }
+
+    #[test]
+    fn spent_errors_keep_the_inner_kind_and_text() {
+        let usage = Usage {
+            input: 5,
+            output: 2,
+            ..Usage::default()
+        };
+        let inner = || CompactError::Summary {
+            method: "soft".into(),
+            reason: "empty".into(),
+        };
+        let spent = inner().with_usage(usage).with_usage(usage);
+        assert_eq!(spent.kind(), "summary");
+        assert_eq!(spent.to_string(), inner().to_string());
+        assert_eq!(spent.usage().map(|u| (u.input, u.output)), Some((10, 4)));
+        assert!(matches!(spent.inner(), CompactError::Summary { .. }));
+        assert!(inner().with_usage(Usage::default()).usage().is_none());
+        let cancelled = CompactError::Cancelled { by: "hook".into() }.with_usage(usage);
+        assert!(cancelled.stops_fallthrough());
     }
 
     #[test]

@@ -97,11 +97,18 @@ fn user_request_text(message: &SharedMessage) -> Option<String> {
         return None;
     }
     let mut text = visible_text(message);
-    for tag in ["system-reminder", "local-command-stdout", "local-command-stderr", "command-message"] {
+    for tag in [
+        "system-reminder",
+        "local-command-stdout",
+        "local-command-stderr",
+        "command-message",
+    ] {
         let open = format!("<{tag}>");
         let close = format!("</{tag}>");
         while let Some(start) = text.find(&open) {
-            let end = text[start..].find(&close).map_or(text.len(), |e| start + e + close.len());
+            let end = text[start..]
+                .find(&close)
+                .map_or(text.len(), |e| start + e + close.len());
             text.replace_range(start..end, "");
         }
     }
@@ -143,7 +150,11 @@ pub fn output_failed(is_error: bool, output: &str) -> bool {
 
 /// The line of an output that best says why it failed.
 fn failure_line(output: &str) -> String {
-    let lines: Vec<&str> = output.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let lines: Vec<&str> = output
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
     let pick = lines
         .iter()
         .find(|l| {
@@ -276,16 +287,28 @@ impl DigestState {
             out.push('\n');
         }
         out.push_str("## Progress\n");
-        let changed = files.paths.values().filter(|a| **a != FileAccess::Read).count();
+        let changed = files
+            .paths
+            .values()
+            .filter(|a| **a != FileAccess::Read)
+            .count();
         let tools: Vec<String> = {
             let mut counts: Vec<(&String, &usize)> = self.tool_counts.iter().collect();
             counts.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-            counts.iter().take(8).map(|(n, c)| format!("{n} x{c}")).collect()
+            counts
+                .iter()
+                .take(8)
+                .map(|(n, c)| format!("{n} x{c}"))
+                .collect()
         };
         out.push_str(&format!(
             "{} tool calls ({}); {} files changed; {} commands run, {} failed.\n",
             self.tool_counts.values().sum::<usize>(),
-            if tools.is_empty() { "none".to_string() } else { tools.join(", ") },
+            if tools.is_empty() {
+                "none".to_string()
+            } else {
+                tools.join(", ")
+            },
             changed,
             self.commands_total,
             self.commands_failed,
@@ -332,7 +355,11 @@ impl DigestState {
             (None, Some(earlier)) => clip(first_sentence(earlier), 160),
             (None, None) => "an unknown task.".to_string(),
         };
-        let changed = files.paths.values().filter(|a| **a != FileAccess::Read).count();
+        let changed = files
+            .paths
+            .values()
+            .filter(|a| **a != FileAccess::Read)
+            .count();
         let mut out = format!(
             "Working on: {goal} So far: {} requests, {changed} files changed, {} commands run.",
             usize::from(self.goal.is_some()) + self.requests.len() + self.requests_omitted,
@@ -357,7 +384,9 @@ fn first_sentence(text: &str) -> &str {
     let text = text.trim();
     let end = text
         .char_indices()
-        .find(|(i, c)| matches!(c, '.' | '!' | '?' | '\n') && text[i + c.len_utf8()..].starts_with([' ', '\n']))
+        .find(|(i, c)| {
+            matches!(c, '.' | '!' | '?' | '\n') && text[i + c.len_utf8()..].starts_with([' ', '\n'])
+        })
         .map_or(text.len(), |(i, c)| i + c.len_utf8());
     text[..end].trim()
 }
@@ -425,12 +454,18 @@ mod tests {
         assert!(!output_failed(false, "Exit code: 0\nall good"));
         assert!(!output_failed(false, "ok"));
         assert!(output_failed(true, ""));
-        assert_eq!(failure_line("running\nerror[E0308]: mismatched types\nmore"), "error[E0308]: mismatched types");
+        assert_eq!(
+            failure_line("running\nerror[E0308]: mismatched types\nmore"),
+            "error[E0308]: mismatched types"
+        );
     }
 
     #[test]
     fn first_sentence_stops_at_the_first_full_stop() {
-        assert_eq!(first_sentence("Fix the build. Then test."), "Fix the build.");
+        assert_eq!(
+            first_sentence("Fix the build. Then test."),
+            "Fix the build."
+        );
         assert_eq!(first_sentence("v1.2 is out"), "v1.2 is out");
     }
 }

@@ -9,7 +9,9 @@ pub enum BudgetError {
     #[error("context window is 0 tokens; set the model's window")]
     NoWindow,
     /// An explicit reserve leaves nothing of the window.
-    #[error("reserve of {reserve} tokens leaves nothing of the {window}-token window; use a smaller reserve")]
+    #[error(
+        "reserve of {reserve} tokens leaves nothing of the {window}-token window; use a smaller reserve"
+    )]
     ReserveTooLarge {
         /// The reserve asked for.
         reserve: u64,
@@ -17,7 +19,9 @@ pub enum BudgetError {
         window: u64,
     },
     /// An explicit threshold outside `1..=window`.
-    #[error("threshold of {threshold} tokens is outside the {window}-token window; use 1..={window}")]
+    #[error(
+        "threshold of {threshold} tokens is outside the {window}-token window; use 1..={window}"
+    )]
     ThresholdOutOfRange {
         /// The threshold asked for.
         threshold: u64,

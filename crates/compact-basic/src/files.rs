@@ -29,7 +29,14 @@ fn classify(name: &str) -> Option<FileAccess> {
     }
 }
 
-const PATH_KEYS: &[&str] = &["path", "file_path", "filePath", "filename", "notebook_path", "file"];
+const PATH_KEYS: &[&str] = &[
+    "path",
+    "file_path",
+    "filePath",
+    "filename",
+    "notebook_path",
+    "file",
+];
 
 fn path_argument(arguments: &Value) -> Option<&str> {
     PATH_KEYS
@@ -51,7 +58,11 @@ pub fn clean_path(raw: &str) -> Option<String> {
     // Strip trailing `:N`, `:N-M`, `:N:M` selectors.
     while let Some(colon) = path.rfind(':') {
         let tail = &path[colon + 1..];
-        if !tail.is_empty() && tail.chars().all(|c| c.is_ascii_digit() || c == '-' || c == ',') {
+        if !tail.is_empty()
+            && tail
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '-' || c == ',')
+        {
             path = &path[..colon];
         } else {
             break;
@@ -63,7 +74,12 @@ pub fn clean_path(raw: &str) -> Option<String> {
 /// The files an `apply_patch` body names: `*** Add File:`, `*** Update
 /// File:`, `*** Delete File:` and `*** Move to:` headers.
 pub fn patch_files(patch: &str) -> Vec<String> {
-    const HEADERS: &[&str] = &["*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:"];
+    const HEADERS: &[&str] = &[
+        "*** Add File:",
+        "*** Update File:",
+        "*** Delete File:",
+        "*** Move to:",
+    ];
     patch
         .lines()
         .filter_map(|line| {
@@ -101,7 +117,13 @@ pub fn command_text(name: &str, arguments: &Value) -> Option<String> {
     let lower = name.to_ascii_lowercase();
     if !matches!(
         lower.as_str(),
-        "bash" | "shell" | "exec_command" | "local_shell" | "run_command" | "execute_command" | "terminal"
+        "bash"
+            | "shell"
+            | "exec_command"
+            | "local_shell"
+            | "run_command"
+            | "execute_command"
+            | "terminal"
     ) {
         return None;
     }
@@ -118,7 +140,9 @@ pub fn command_text(name: &str, arguments: &Value) -> Option<String> {
             let parts: Vec<&str> = parts.iter().filter_map(Value::as_str).collect();
             // ["bash", "-lc", "cargo test"] -> "cargo test"
             match parts.as_slice() {
-                [shell, flag, script] if shell.ends_with("sh") && flag.starts_with('-') => Some((*script).to_string()),
+                [shell, flag, script] if shell.ends_with("sh") && flag.starts_with('-') => {
+                    Some((*script).to_string())
+                }
                 _ => Some(parts.join(" ")),
             }
         }
@@ -131,7 +155,10 @@ pub fn command_text(name: &str, arguments: &Value) -> Option<String> {
 pub fn collect_file_ops(messages: &[SharedMessage]) -> FileOps {
     let failed: HashMap<&str, bool> = messages
         .iter()
-        .filter_map(|m| m.tool_result_block().map(|(id, _, is_error)| (id, is_error)))
+        .filter_map(|m| {
+            m.tool_result_block()
+                .map(|(id, _, is_error)| (id, is_error))
+        })
         .collect();
     let mut ops = FileOps::default();
     // SWE-agent's `edit` and `insert` act on the file last opened.
@@ -168,7 +195,9 @@ pub fn collect_file_ops(messages: &[SharedMessage]) -> FileOps {
         // str_replace_editor is not in `classify`'s table because its
         // access depends on its command.
         for (id, name, arguments) in message.tool_calls() {
-            if !name.eq_ignore_ascii_case("str_replace_editor") || failed.get(id).copied().unwrap_or(false) {
+            if !name.eq_ignore_ascii_case("str_replace_editor")
+                || failed.get(id).copied().unwrap_or(false)
+            {
                 continue;
             }
             let access = match arguments.get("command").and_then(Value::as_str) {
@@ -249,7 +278,11 @@ fn common_dir<'a>(mut paths: impl Iterator<Item = &'a str>) -> &'a str {
             }
         }
     }
-    if prefix.trim_matches('/').matches('/').count() >= 1 { prefix } else { "" }
+    if prefix.trim_matches('/').matches('/').count() >= 1 {
+        prefix
+    } else {
+        ""
+    }
 }
 
 #[cfg(test)]
@@ -287,15 +320,31 @@ mod tests {
         let patch = "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-a\n+b\n*** Add File: src/new.rs\n+x\n*** End Patch";
         let messages = vec![
             call("1", "read", serde_json::json!({"path": "src/lib.rs"})),
-            call("2", "Edit", serde_json::json!({"file_path": "/p/src/main.rs", "old_string": "a"})),
+            call(
+                "2",
+                "Edit",
+                serde_json::json!({"file_path": "/p/src/main.rs", "old_string": "a"}),
+            ),
             call("3", "apply_patch", serde_json::json!({"input": patch})),
-            call("4", "shell", serde_json::json!({"command": ["bash", "-lc", format!("apply_patch <<'EOF'\n{}\nEOF", patch.replace("src/new.rs", "src/other.rs"))]})),
-            call("5", "str_replace_editor", serde_json::json!({"command": "view", "path": "/repo/m.py"})),
+            call(
+                "4",
+                "shell",
+                serde_json::json!({"command": ["bash", "-lc", format!("apply_patch <<'EOF'\n{}\nEOF", patch.replace("src/new.rs", "src/other.rs"))]}),
+            ),
+            call(
+                "5",
+                "str_replace_editor",
+                serde_json::json!({"command": "view", "path": "/repo/m.py"}),
+            ),
             call("6", "Read", serde_json::json!({"file_path": "failed.rs"})),
             Arc::new(Message::tool_result("6", "no such file", true)),
         ];
         let ops = collect_file_ops(&messages);
-        let listed: Vec<(&str, &str)> = ops.paths.iter().map(|(p, a)| (p.as_str(), a.mark())).collect();
+        let listed: Vec<(&str, &str)> = ops
+            .paths
+            .iter()
+            .map(|(p, a)| (p.as_str(), a.mark()))
+            .collect();
         assert_eq!(
             listed,
             vec![
@@ -312,12 +361,24 @@ mod tests {
     fn tree_is_capped_with_an_elision_line() {
         let mut ops = FileOps::default();
         for i in 0..25 {
-            ops.record(format!("src/f{i:02}.rs"), if i < 3 { FileAccess::Write } else { FileAccess::Read });
+            ops.record(
+                format!("src/f{i:02}.rs"),
+                if i < 3 {
+                    FileAccess::Write
+                } else {
+                    FileAccess::Read
+                },
+            );
         }
         ops.record("README.md", FileAccess::ReadWrite);
         let text = render_files(&ops);
         assert!(text.starts_with("<files>\nREADME.md (read-write)\nsrc/\n  f00.rs (write)\n"));
         assert!(text.ends_with("(+6 more files not listed)\n</files>"));
-        assert_eq!(text.lines().filter(|l| l.contains(".rs") || l.contains(".md")).count(), 20);
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.contains(".rs") || l.contains(".md"))
+                .count(),
+            20
+        );
     }
 }

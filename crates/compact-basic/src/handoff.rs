@@ -124,7 +124,12 @@ fn instruction(plan: &Plan) -> String {
 /// planned (head, span, kept part), then the instruction; tools listed,
 /// calls forbidden. Falls back to a transcript when the surface cannot be
 /// replayed as it is (see the module docs).
-pub fn build_handoff_request(model: &str, prefix: &ConversationPrefix, plan: &Plan, max_tokens: u32) -> Request {
+pub fn build_handoff_request(
+    model: &str,
+    prefix: &ConversationPrefix,
+    plan: &Plan,
+    max_tokens: u32,
+) -> Request {
     let mut conversation: Vec<SharedMessage> = plan.head.clone();
     conversation.extend(plan.messages.iter().cloned());
     conversation.extend(plan.kept.iter().cloned());
@@ -140,7 +145,9 @@ pub fn build_handoff_request(model: &str, prefix: &ConversationPrefix, plan: &Pl
         messages.extend(conversation);
         instruction(plan)
     } else {
-        tracing::debug!("conversation has unpaired tool calls; sending the handoff request as a transcript");
+        tracing::debug!(
+            "conversation has unpaired tool calls; sending the handoff request as a transcript"
+        );
         messages.extend(plan.head.iter().cloned());
         let mut rest = plan.messages.clone();
         rest.extend(plan.kept.iter().cloned());
@@ -199,23 +206,35 @@ impl HandoffMethod {
         let clients = self.candidates.clients(log);
         let request = build_handoff_request("", &self.config.prefix, plan, self.config.max_tokens);
         let (text, response) =
-            complete_with_candidates(HANDOFF, &clients, log, &request, self.config.max_tokens).await?;
+            complete_with_candidates(HANDOFF, &clients, log, &request, self.config.max_tokens)
+                .await?;
         let mut details = serde_json::json!({});
         if let Some(path) = &self.config.save_to {
             match save(path, text.trim()) {
-                Ok(()) => set_detail(&mut details, "saved_to", Ok(serde_json::json!(path.display().to_string()))),
+                Ok(()) => set_detail(
+                    &mut details,
+                    "saved_to",
+                    Ok(serde_json::json!(path.display().to_string())),
+                ),
                 Err(error) => {
                     tracing::warn!(path = %path.display(), %error, "could not save the handoff document");
                     set_detail(
                         &mut details,
                         "save_error",
-                        Ok(serde_json::json!(format!("could not write {}: {error}", path.display()))),
+                        Ok(serde_json::json!(format!(
+                            "could not write {}: {error}",
+                            path.display()
+                        ))),
                     );
                 }
             }
         }
         let (body, short) = split_short(&text);
-        let mut files = plan.previous.as_ref().map(|p| p.files.clone()).unwrap_or_default();
+        let mut files = plan
+            .previous
+            .as_ref()
+            .map(|p| p.files.clone())
+            .unwrap_or_default();
         files.merge(&collect_file_ops(&plan.messages));
         let tree = render_files(&files);
         let content = if tree.is_empty() {
@@ -262,8 +281,14 @@ impl CompactionMethod for HandoffMethod {
 /// `config.fallbacks`), each under `config.retry`, replaying
 /// `config.prefix`; the document is also saved to `config.save_to` when
 /// set. Needs a tokio runtime with timers.
-pub fn handoff_method(client: Arc<dyn LlmClient>, model: impl Into<String>, config: HandoffConfig) -> Arc<dyn CompactionMethod> {
+pub fn handoff_method(
+    client: Arc<dyn LlmClient>,
+    model: impl Into<String>,
+    config: HandoffConfig,
+) -> Arc<dyn CompactionMethod> {
     let mut candidates = SummarizerCandidates::new(client, model).with_retry(config.retry.clone());
-    candidates.candidates.extend(config.fallbacks.iter().cloned());
+    candidates
+        .candidates
+        .extend(config.fallbacks.iter().cloned());
     Arc::new(HandoffMethod::new(candidates, config))
 }

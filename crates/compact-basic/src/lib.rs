@@ -73,8 +73,10 @@ pub use handoff::build_handoff_request;
 pub use handoff::handoff_method;
 #[cfg(feature = "remote")]
 pub use remote::{
+    ANTHROPIC_COMPACTION_BETA, ANTHROPIC_COMPACTION_EDIT, ANTHROPIC_MIN_TRIGGER, AnthropicCompact,
     COMPACTION_ITEM, NativeCompaction, REMOTE, RESPONSES_COMPACT_PATH, RemoteConfig, RemoteKind,
-    RemoteMethod, ResponsesCompact, SUMMARY_ENDPOINT, SummaryEndpoint, native_replay, remote_method,
+    RemoteMethod, ResponsesCompact, SUMMARY_ENDPOINT, SummaryEndpoint, endpoint_summarizer, native_replay,
+    remote_method,
 };
 pub use budget::DEFAULT_RESERVE_PERCENT;
 pub use budget::MIN_DEFAULT_RESERVE;

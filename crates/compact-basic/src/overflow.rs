@@ -75,7 +75,11 @@ pub async fn compact_under_pressure(
         if tokens <= threshold {
             break;
         }
-        let trigger = if round == 0 { Trigger::Threshold } else { Trigger::Overflow };
+        let trigger = if round == 0 {
+            Trigger::Threshold
+        } else {
+            Trigger::Overflow
+        };
         match compact_session(session, methods, policy, trigger).await {
             Ok(outcome) => {
                 let progressed = outcome.tokens_after < outcome.tokens_before;

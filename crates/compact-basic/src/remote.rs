@@ -45,8 +45,8 @@ use abridge_llm::OpenAiResponsesClient;
 use abridge_llm::ProviderConfig;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
-use abridge_llm::ResponsesOptions;
 use abridge_llm::Response;
+use abridge_llm::ResponsesOptions;
 use abridge_llm::Role;
 use abridge_llm::StopReason;
 use abridge_llm::Usage;
@@ -68,8 +68,16 @@ pub const REMOTE: &str = "remote";
 pub const SUMMARY_ENDPOINT: &str = "summary-endpoint";
 /// Path OpenAI's native compaction is posted to, after the base URL.
 pub const RESPONSES_COMPACT_PATH: &str = "/responses/compact";
-/// Output item type of OpenAI's opaque compaction.
+/// Output item type of OpenAI's opaque compaction, and content block type
+/// of Anthropic's compaction.
 pub const COMPACTION_ITEM: &str = "compaction";
+/// Beta header value that enables Anthropic's server-side compaction.
+pub const ANTHROPIC_COMPACTION_BETA: &str = "compact-2026-01-12";
+/// Anthropic's compaction strategy, as named in `context_management.edits`.
+pub const ANTHROPIC_COMPACTION_EDIT: &str = "compact_20260112";
+/// The smallest trigger Anthropic accepts, in input tokens: a span
+/// smaller than this is never sent there (the local summary is used).
+pub const ANTHROPIC_MIN_TRIGGER: u64 = 50_000;
 
 /// Which remote writes the checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -80,9 +88,13 @@ pub enum RemoteKind {
     /// An OpenAI-compatible server; the URL is its base (`.../v1`) or the
     /// full `.../chat/completions` address.
     ChatCompletions,
-    /// OpenAI's `/responses/compact`; the URL is the base (`None`-like
-    /// empty string: OpenAI's public API) or the full address.
+    /// OpenAI's `/responses/compact`; the URL is the base (empty: OpenAI's
+    /// public API) or the full address.
     ResponsesCompact,
+    /// Anthropic's server-side compaction (beta
+    /// [`ANTHROPIC_COMPACTION_BETA`]) on `POST {base}/v1/messages`; the URL
+    /// is the base (empty: Anthropic's public API).
+    AnthropicCompaction,
 }
 
 /// Plain configuration of [`remote_method`].
@@ -152,23 +164,46 @@ fn invalid(provider: &str, message: impl Into<String>) -> LlmError {
     }
 }
 
-/// Headers with the key and extras, values marked sensitive.
-fn header_map(provider: &str, key: Option<&ApiKey>, extra: &[(String, String)]) -> Result<reqwest::header::HeaderMap, LlmError> {
+/// Headers with the key (`Authorization: Bearer`, or `x-api-key` when
+/// `x_api_key`) and extras, values marked sensitive.
+fn header_map(
+    provider: &str,
+    key: Option<&ApiKey>,
+    x_api_key: bool,
+    extra: &[(String, String)],
+) -> Result<reqwest::header::HeaderMap, LlmError> {
     use reqwest::header::HeaderName;
     use reqwest::header::HeaderValue;
     let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert(reqwest::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+        reqwest::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     if let Some(key) = key {
-        let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+        let text = if x_api_key {
+            key.expose().to_string()
+        } else {
+            format!("Bearer {}", key.expose())
+        };
+        let mut value = HeaderValue::from_str(&text)
             .map_err(|_| invalid(provider, "the api key is not a valid header value"))?;
         value.set_sensitive(true);
-        headers.insert(reqwest::header::AUTHORIZATION, value);
+        let name = if x_api_key {
+            HeaderName::from_static("x-api-key")
+        } else {
+            reqwest::header::AUTHORIZATION
+        };
+        headers.insert(name, value);
     }
     for (name, value) in extra {
         let header = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| invalid(provider, format!("header name {name:?} is not valid")))?;
-        let mut value = HeaderValue::from_str(value)
-            .map_err(|_| invalid(provider, format!("the value of header {name:?} is not valid")))?;
+        let mut value = HeaderValue::from_str(value).map_err(|_| {
+            invalid(
+                provider,
+                format!("the value of header {name:?} is not valid"),
+            )
+        })?;
         value.set_sensitive(true);
         headers.insert(header, value);
     }
@@ -234,7 +269,8 @@ async fn post_json(
         provider: provider.to_string(),
         message: scrub(&message, key),
     };
-    let bytes = serde_json::to_vec(body).map_err(|e| transport(format!("could not encode the request: {e}")))?;
+    let bytes = serde_json::to_vec(body)
+        .map_err(|e| transport(format!("could not encode the request: {e}")))?;
     let response = http
         .post(url)
         .headers(headers.clone())
@@ -282,12 +318,16 @@ impl SummaryEndpoint {
     ///
     /// # Errors
     /// `InvalidConfig` for a URL that is not http(s) or a bad header.
-    pub fn new(url: impl Into<String>, key: Option<ApiKey>, headers: &[(String, String)]) -> Result<Self, LlmError> {
+    pub fn new(
+        url: impl Into<String>,
+        key: Option<ApiKey>,
+        headers: &[(String, String)],
+    ) -> Result<Self, LlmError> {
         let url = url.into();
         check_url(SUMMARY_ENDPOINT, &url)?;
         Ok(SummaryEndpoint {
             http: reqwest::Client::new(),
-            headers: header_map(SUMMARY_ENDPOINT, key.as_ref(), headers)?,
+            headers: header_map(SUMMARY_ENDPOINT, key.as_ref(), false, headers)?,
             url,
             key,
         })
@@ -360,9 +400,29 @@ impl LlmClient for SummaryEndpoint {
     }
 }
 
-/// What `/responses/compact` returned.
+/// A [`Summarizer`](abridge_compact::Summarizer) over the summary service
+/// at `url` (see [`SummaryEndpoint`]), for callers that want summaries
+/// without a compaction method (branch summaries, a custom method). No
+/// retries: wrap the endpoint in a `RetryingClient` yourself for those.
+///
+/// # Errors
+/// `InvalidConfig` for a URL that is not http(s) or a bad header.
+pub fn endpoint_summarizer(
+    url: impl Into<String>,
+    key: Option<ApiKey>,
+) -> Result<crate::llm::LlmSummarizer, LlmError> {
+    Ok(crate::llm::LlmSummarizer::new(
+        Arc::new(SummaryEndpoint::new(url, key, &[])?),
+        "",
+    ))
+}
+
+/// What a provider's native compaction returned.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NativeCompaction {
+    /// A readable summary, when the provider writes one (Anthropic does;
+    /// OpenAI's output is opaque).
+    pub text: Option<String>,
     /// The answer's `output` items, in order, verbatim.
     pub output: Vec<Value>,
     /// What the call cost.
@@ -401,7 +461,12 @@ impl ResponsesCompact {
     ///
     /// # Errors
     /// `InvalidConfig` for a URL that is not http(s) or a bad header.
-    pub fn new(base: &str, model: impl Into<String>, key: Option<ApiKey>, headers: &[(String, String)]) -> Result<Self, LlmError> {
+    pub fn new(
+        base: &str,
+        model: impl Into<String>,
+        key: Option<ApiKey>,
+        headers: &[(String, String)],
+    ) -> Result<Self, LlmError> {
         let base = if base.is_empty() {
             abridge_llm::OPENAI_BASE_URL
         } else {
@@ -414,10 +479,11 @@ impl ResponsesCompact {
             format!("{trimmed}{RESPONSES_COMPACT_PATH}")
         };
         check_url(Self::NAME, &url)?;
-        let encoder = OpenAiResponsesClient::new(ProviderConfig::new(trimmed), ResponsesOptions::default())?;
+        let encoder =
+            OpenAiResponsesClient::new(ProviderConfig::new(trimmed), ResponsesOptions::default())?;
         Ok(ResponsesCompact {
             http: reqwest::Client::new(),
-            headers: header_map(Self::NAME, key.as_ref(), headers)?,
+            headers: header_map(Self::NAME, key.as_ref(), false, headers)?,
             url,
             model: model.into(),
             key,
@@ -432,7 +498,11 @@ impl ResponsesCompact {
     ///
     /// # Errors
     /// `InvalidConfig` when no model is named.
-    pub fn body(&self, prefix: Option<&ConversationPrefix>, plan: &Plan) -> Result<Value, LlmError> {
+    pub fn body(
+        &self,
+        prefix: Option<&ConversationPrefix>,
+        plan: &Plan,
+    ) -> Result<Value, LlmError> {
         let mut messages: Vec<Message> = prefix.map(|p| p.system.clone()).unwrap_or_default();
         messages.extend(plan.head.iter().map(|m| (**m).clone()));
         messages.extend(plan.messages.iter().map(|m| (**m).clone()));
@@ -449,13 +519,25 @@ impl ResponsesCompact {
     /// # Errors
     /// A classified [`LlmError`]; `Transport` when the answer holds no
     /// compaction item.
-    pub async fn compact(&self, prefix: Option<&ConversationPrefix>, plan: &Plan) -> Result<NativeCompaction, LlmError> {
+    pub async fn compact(
+        &self,
+        prefix: Option<&ConversationPrefix>,
+        plan: &Plan,
+    ) -> Result<NativeCompaction, LlmError> {
         self.post(&self.body(prefix, plan)?).await
     }
 
     /// Posts a prepared body and reads the answer.
     async fn post(&self, body: &Value) -> Result<NativeCompaction, LlmError> {
-        let answer = post_json(&self.http, &self.name, &self.url, &self.headers, self.key.as_ref(), body).await?;
+        let answer = post_json(
+            &self.http,
+            &self.name,
+            &self.url,
+            &self.headers,
+            self.key.as_ref(),
+            body,
+        )
+        .await?;
         let output = answer
             .get("output")
             .and_then(Value::as_array)
@@ -479,6 +561,7 @@ impl ResponsesCompact {
         };
         let cached = count(&["input_tokens_details", "cached_tokens"]);
         Ok(NativeCompaction {
+            text: None,
             output,
             usage: Usage {
                 input: count(&["input_tokens"]).saturating_sub(cached),
@@ -502,13 +585,54 @@ impl ResponsesCompact {
 pub fn native_replay<'a>(details: &'a Value, provider: &str) -> Option<&'a [Value]> {
     let native = details.get("native")?;
     (native.get("provider").and_then(Value::as_str) == Some(provider))
-        .then(|| native.get("output").and_then(Value::as_array).map(Vec::as_slice))
+        .then(|| {
+            native
+                .get("output")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+        })
         .flatten()
+}
+
+/// A provider-native compaction target: posts a prepared body and reads
+/// the answer into a [`NativeCompaction`].
+#[async_trait]
+trait NativeTarget: Send + Sync + fmt::Debug {
+    fn name(&self) -> &str;
+    fn url(&self) -> &str;
+    async fn post(&self, body: &Value) -> Result<NativeCompaction, LlmError>;
+}
+
+#[async_trait]
+impl NativeTarget for ResponsesCompact {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn url(&self) -> &str {
+        &self.url
+    }
+    async fn post(&self, body: &Value) -> Result<NativeCompaction, LlmError> {
+        ResponsesCompact::post(self, body).await
+    }
+}
+
+#[async_trait]
+impl NativeTarget for AnthropicCompact {
+    fn name(&self) -> &str {
+        AnthropicCompact::NAME
+    }
+    fn url(&self) -> &str {
+        &self.url
+    }
+    async fn post(&self, body: &Value) -> Result<NativeCompaction, LlmError> {
+        AnthropicCompact::post(self, body).await
+    }
 }
 
 enum Writer {
     Soft(CandidateSoftMethod),
-    Native(Arc<ResponsesCompact>),
+    OpenAi(Arc<ResponsesCompact>),
+    Anthropic(Arc<AnthropicCompact>),
 }
 
 /// The remote compaction method.
@@ -517,6 +641,7 @@ pub struct RemoteMethod {
     writer: Writer,
     retry: abridge_llm::RetryPolicy,
     prefix: Option<ConversationPrefix>,
+    max_tokens: u32,
     local: Arc<dyn CompactionMethod>,
 }
 
@@ -534,13 +659,18 @@ fn kind_name(kind: RemoteKind) -> &'static str {
         RemoteKind::Endpoint => "endpoint",
         RemoteKind::ChatCompletions => "chat_completions",
         RemoteKind::ResponsesCompact => "responses_compact",
+        RemoteKind::AnthropicCompaction => "anthropic_compaction",
     }
 }
 
 impl RemoteMethod {
     /// Runs the local method after the remote failed with `error`,
     /// recording both in the details.
-    async fn fall_back(&self, plan: &Plan, error: CompactError) -> Result<MethodOutput, CompactError> {
+    async fn fall_back(
+        &self,
+        plan: &Plan,
+        error: CompactError,
+    ) -> Result<MethodOutput, CompactError> {
         tracing::warn!(kind = kind_name(self.kind), %error, local = self.local.name(), "remote compaction failed; using the local summary");
         if error.stops_fallthrough() {
             return Err(error);
@@ -553,38 +683,71 @@ impl RemoteMethod {
                     usage.add(&spent);
                     checkpoint.usage = Some(usage);
                 }
-                set_detail(&mut checkpoint.details, "remote", Ok(json!(kind_name(self.kind))));
-                set_detail(&mut checkpoint.details, "remote_error", Ok(json!(error.to_string())));
-                set_detail(&mut checkpoint.details, "written_by", Ok(json!(self.local.name())));
+                set_detail(
+                    &mut checkpoint.details,
+                    "remote",
+                    Ok(json!(kind_name(self.kind))),
+                );
+                set_detail(
+                    &mut checkpoint.details,
+                    "remote_error",
+                    Ok(json!(error.to_string())),
+                );
+                set_detail(
+                    &mut checkpoint.details,
+                    "written_by",
+                    Ok(json!(self.local.name())),
+                );
                 Ok(MethodOutput::Checkpoint(checkpoint))
             }
             Ok(other) => Ok(other),
             Err(local) => Err(CompactError::Summary {
                 method: REMOTE.to_string(),
-                reason: format!("remote failed ({error}) and the local {} failed too ({local})", self.local.name()),
+                reason: format!(
+                    "remote failed ({error}) and the local {} failed too ({local})",
+                    self.local.name()
+                ),
             }
             .with_usage(spent.unwrap_or_default())),
         }
     }
 
-    async fn native(&self, compact: &Arc<ResponsesCompact>, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    /// One native call under the retry policy, recorded.
+    async fn call_native(
+        &self,
+        target: Arc<dyn NativeTarget>,
+        body: Value,
+        log: &AttemptLog,
+    ) -> Result<Response, LlmError> {
+        let name = target.name().to_string();
+        let once: Arc<dyn LlmClient> = Arc::new(NativeOnce { target, body });
+        let candidates = SummarizerCandidates::new(once, name).with_retry(self.retry.clone());
+        let clients = candidates.clients(log);
+        let request = Request::new("", Vec::new(), Purpose::Compaction);
+        match clients.first() {
+            Some((client, _)) => client.complete(&request).await,
+            None => Err(invalid(REMOTE, "no native target")),
+        }
+    }
+
+    /// OpenAI: the opaque output goes to `details.native`; the text is the
+    /// local method's.
+    async fn openai(
+        &self,
+        compact: &Arc<ResponsesCompact>,
+        plan: &Plan,
+    ) -> Result<MethodOutput, CompactError> {
         let body = match compact.body(self.prefix.as_ref(), plan) {
             Ok(body) => body,
-            Err(error) => return self.fall_back(plan, CompactError::from_llm(REMOTE, error)).await,
+            Err(error) => {
+                return self
+                    .fall_back(plan, CompactError::from_llm(REMOTE, error))
+                    .await;
+            }
         };
-        let once: Arc<dyn LlmClient> = Arc::new(NativeOnce {
-            compact: Arc::clone(compact),
-            body,
-        });
         let log = AttemptLog::default();
-        let candidates = SummarizerCandidates::new(once, compact.model.clone()).with_retry(self.retry.clone());
-        let clients = candidates.clients(&log);
-        let request = Request::new(compact.model.clone(), Vec::new(), Purpose::Compaction);
-        let answer = match clients.first() {
-            Some((client, _)) => client.complete(&request).await,
-            None => return self.local.run(plan).await,
-        };
-        let native = match answer {
+        let target: Arc<dyn NativeTarget> = Arc::clone(compact) as Arc<dyn NativeTarget>;
+        let native = match self.call_native(target, body, &log).await {
             Ok(response) => response,
             Err(error) => {
                 let error = CompactError::from_llm(REMOTE, error).with_usage(log.usage());
@@ -601,9 +764,21 @@ impl RemoteMethod {
         let mut usage = checkpoint.usage.unwrap_or_default();
         usage.add(&log.usage());
         checkpoint.usage = (!usage.is_zero()).then_some(usage);
-        set_detail(&mut checkpoint.details, "remote", Ok(json!(kind_name(self.kind))));
-        set_detail(&mut checkpoint.details, "written_by", Ok(json!(self.local.name())));
-        set_detail(&mut checkpoint.details, "attempts", serde_json::to_value(log.attempts()));
+        set_detail(
+            &mut checkpoint.details,
+            "remote",
+            Ok(json!(kind_name(self.kind))),
+        );
+        set_detail(
+            &mut checkpoint.details,
+            "written_by",
+            Ok(json!(self.local.name())),
+        );
+        set_detail(
+            &mut checkpoint.details,
+            "attempts",
+            serde_json::to_value(log.attempts()),
+        );
         set_detail(
             &mut checkpoint.details,
             "native",
@@ -616,36 +791,283 @@ impl RemoteMethod {
         );
         Ok(MethodOutput::Checkpoint(checkpoint))
     }
+
+    /// Anthropic: the compaction block's text is the checkpoint; the block
+    /// itself goes to `details.native`.
+    async fn anthropic(
+        &self,
+        compact: &Arc<AnthropicCompact>,
+        plan: &Plan,
+    ) -> Result<MethodOutput, CompactError> {
+        let input = plan.tokens.head + plan.tokens.hidden;
+        if input < ANTHROPIC_MIN_TRIGGER {
+            let error = CompactError::Unavailable {
+                method: REMOTE.to_string(),
+                reason: format!(
+                    "the span of about {input} tokens is below Anthropic's smallest compaction trigger of {ANTHROPIC_MIN_TRIGGER}"
+                ),
+            };
+            return self.fall_back(plan, error).await;
+        }
+        let body = match compact.body(self.prefix.as_ref(), plan, self.max_tokens) {
+            Ok(body) => body,
+            Err(error) => {
+                return self
+                    .fall_back(plan, CompactError::from_llm(REMOTE, error))
+                    .await;
+            }
+        };
+        let log = AttemptLog::default();
+        let target: Arc<dyn NativeTarget> = Arc::clone(compact) as Arc<dyn NativeTarget>;
+        let native = match self.call_native(target, body, &log).await {
+            Ok(response) => response,
+            Err(error) => {
+                let error = CompactError::from_llm(REMOTE, error).with_usage(log.usage());
+                return self.fall_back(plan, error).await;
+            }
+        };
+        let text = native.message.plain_text();
+        let mut files = plan
+            .previous
+            .as_ref()
+            .map(|p| p.files.clone())
+            .unwrap_or_default();
+        files.merge(&crate::files::collect_file_ops(&plan.messages));
+        let tree = crate::files::render_files(&files);
+        let content = if tree.is_empty() {
+            text.clone()
+        } else {
+            format!("{text}\n\n{tree}")
+        };
+        let usage = log.usage();
+        let mut details = json!({});
+        set_detail(&mut details, "remote", Ok(json!(kind_name(self.kind))));
+        set_detail(
+            &mut details,
+            "attempts",
+            serde_json::to_value(log.attempts()),
+        );
+        set_detail(
+            &mut details,
+            "native",
+            Ok(json!({
+                "provider": AnthropicCompact::NAME,
+                "endpoint": compact.url,
+                "model": native.model,
+                "output": native.native.unwrap_or(Value::Null),
+            })),
+        );
+        Ok(MethodOutput::Checkpoint(abridge_compact::Checkpoint {
+            content: vec![abridge_llm::Block::text(content)],
+            short_summary: crate::transcript::clip(&text.replace('\n', " "), 300),
+            summary: text,
+            files,
+            usage: (!usage.is_zero()).then_some(usage),
+            model: Some(native.model),
+            details,
+        }))
+    }
 }
 
 /// One native compaction call shaped as a model call, so the retry
 /// wrapper and the attempt log apply. The output items ride in
-/// `Response.native` as an array.
+/// `Response.native` as an array; a readable summary, when the provider
+/// writes one, is the message's text.
 struct NativeOnce {
-    compact: Arc<ResponsesCompact>,
+    target: Arc<dyn NativeTarget>,
     body: Value,
 }
 
 impl fmt::Debug for NativeOnce {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NativeOnce").field("compact", &self.compact).finish_non_exhaustive()
+        f.debug_struct("NativeOnce")
+            .field("url", &self.target.url())
+            .finish_non_exhaustive()
     }
 }
 
 #[async_trait]
 impl LlmClient for NativeOnce {
     fn provider(&self) -> &str {
-        ResponsesCompact::NAME
+        self.target.name()
     }
 
     async fn complete(&self, _request: &Request) -> Result<Response, LlmError> {
-        let native = self.compact.post(&self.body).await?;
+        let native = self.target.post(&self.body).await?;
         Ok(Response {
-            message: Message::assistant(""),
+            message: Message::assistant(native.text.unwrap_or_default()),
             usage: native.usage,
             stop_reason: StopReason::EndTurn,
             model: native.model,
             native: Some(Value::Array(native.output)),
+        })
+    }
+}
+
+/// Anthropic's server-side compaction, asked for explicitly: the
+/// conversation is sent with a `compact_20260112` edit whose trigger is
+/// the smallest allowed and `pause_after_compaction`, so the answer is
+/// the compaction block alone (`stop_reason: "compaction"`).
+pub struct AnthropicCompact {
+    http: reqwest::Client,
+    url: String,
+    model: String,
+    headers: reqwest::header::HeaderMap,
+    key: Option<ApiKey>,
+    encoder: abridge_llm::AnthropicClient,
+}
+
+impl fmt::Debug for AnthropicCompact {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicCompact")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnthropicCompact {
+    /// Provider name recorded with the native block.
+    pub const NAME: &'static str = abridge_llm::AnthropicClient::NAME;
+
+    /// The Messages endpoint under `base` (empty: Anthropic's public API).
+    ///
+    /// # Errors
+    /// `InvalidConfig` for a URL that is not http(s) or a bad header.
+    pub fn new(
+        base: &str,
+        model: impl Into<String>,
+        key: Option<ApiKey>,
+        headers: &[(String, String)],
+    ) -> Result<Self, LlmError> {
+        let base = if base.is_empty() {
+            abridge_llm::ANTHROPIC_BASE_URL
+        } else {
+            base
+        };
+        let trimmed = base.trim_end_matches('/').trim_end_matches("/v1");
+        let url = format!("{trimmed}/v1/messages");
+        check_url(Self::NAME, &url)?;
+        let mut extra = headers.to_vec();
+        extra.push((
+            "anthropic-version".to_string(),
+            abridge_llm::ANTHROPIC_VERSION.to_string(),
+        ));
+        extra.push((
+            "anthropic-beta".to_string(),
+            ANTHROPIC_COMPACTION_BETA.to_string(),
+        ));
+        let encoder = abridge_llm::AnthropicClient::new(
+            ProviderConfig::new(trimmed),
+            abridge_llm::AnthropicOptions::default(),
+        )?;
+        Ok(AnthropicCompact {
+            http: reqwest::Client::new(),
+            headers: header_map(Self::NAME, key.as_ref(), true, &extra)?,
+            url,
+            model: model.into(),
+            key,
+            encoder,
+        })
+    }
+
+    /// The JSON body for `plan`: the Messages encoding of `prefix`, the
+    /// session's leading system messages and the planned span, plus the
+    /// compaction edit.
+    ///
+    /// # Errors
+    /// `InvalidConfig` when no model is named.
+    pub fn body(
+        &self,
+        prefix: Option<&ConversationPrefix>,
+        plan: &Plan,
+        max_tokens: u32,
+    ) -> Result<Value, LlmError> {
+        let mut messages: Vec<Message> = prefix.map(|p| p.system.clone()).unwrap_or_default();
+        messages.extend(plan.head.iter().map(|m| (**m).clone()));
+        messages.extend(plan.messages.iter().map(|m| (**m).clone()));
+        let mut request = Request::new(self.model.clone(), messages, Purpose::Compaction);
+        request.tools = prefix.map(|p| p.tools.clone()).unwrap_or_default();
+        request.max_output_tokens = Some(max_tokens);
+        let mut body = self.encoder.build_body(&request, false)?;
+        body["context_management"] = json!({"edits": [{
+            "type": ANTHROPIC_COMPACTION_EDIT,
+            "trigger": {"type": "input_tokens", "value": ANTHROPIC_MIN_TRIGGER},
+            "pause_after_compaction": true,
+        }]});
+        Ok(body)
+    }
+
+    /// Posts a prepared body and reads the compaction block.
+    async fn post(&self, body: &Value) -> Result<NativeCompaction, LlmError> {
+        let answer = post_json(
+            &self.http,
+            Self::NAME,
+            &self.url,
+            &self.headers,
+            self.key.as_ref(),
+            body,
+        )
+        .await?;
+        let blocks = answer
+            .get("content")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let Some(block) = blocks
+            .iter()
+            .find(|b| b.get("type").and_then(Value::as_str) == Some(COMPACTION_ITEM))
+        else {
+            return Err(LlmError::Transport {
+                provider: Self::NAME.to_string(),
+                message: "the answer holds no compaction block (was the input below the trigger?)"
+                    .to_string(),
+            });
+        };
+        let Some(text) = block
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.trim().is_empty())
+        else {
+            return Err(LlmError::Transport {
+                provider: Self::NAME.to_string(),
+                message: "the compaction block is empty (the provider failed to summarize)"
+                    .to_string(),
+            });
+        };
+        let usage = answer.get("usage").cloned().unwrap_or(Value::Null);
+        let read = |value: &Value, key: &str| value.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let mut total = Usage::default();
+        match usage.get("iterations").and_then(Value::as_array) {
+            Some(iterations) if !iterations.is_empty() => {
+                for step in iterations {
+                    total.add(&Usage {
+                        input: read(step, "input_tokens"),
+                        output: read(step, "output_tokens"),
+                        cache_read: read(step, "cache_read_input_tokens"),
+                        cache_write: read(step, "cache_creation_input_tokens"),
+                    });
+                }
+            }
+            _ => {
+                total = Usage {
+                    input: read(&usage, "input_tokens"),
+                    output: read(&usage, "output_tokens"),
+                    cache_read: read(&usage, "cache_read_input_tokens"),
+                    cache_write: read(&usage, "cache_creation_input_tokens"),
+                };
+            }
+        }
+        Ok(NativeCompaction {
+            text: Some(text.to_string()),
+            output: vec![block.clone()],
+            usage: total,
+            model: answer
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or(&self.model)
+                .to_string(),
         })
     }
 }
@@ -659,7 +1081,7 @@ impl CompactionMethod for RemoteMethod {
     fn available(&self, context: &MethodContext) -> Availability {
         match &self.writer {
             Writer::Soft(soft) => soft.available(context),
-            Writer::Native(_) => Availability::Ready,
+            Writer::OpenAi(_) | Writer::Anthropic(_) => Availability::Ready,
         }
     }
 
@@ -669,14 +1091,19 @@ impl CompactionMethod for RemoteMethod {
                 let log = AttemptLog::default();
                 match soft.run_logged(plan, &log).await {
                     Ok(MethodOutput::Checkpoint(mut checkpoint)) => {
-                        set_detail(&mut checkpoint.details, "remote", Ok(json!(kind_name(self.kind))));
+                        set_detail(
+                            &mut checkpoint.details,
+                            "remote",
+                            Ok(json!(kind_name(self.kind))),
+                        );
                         Ok(MethodOutput::Checkpoint(checkpoint))
                     }
                     Ok(other) => Ok(other),
                     Err(error) => self.fall_back(plan, error).await,
                 }
             }
-            Writer::Native(compact) => self.native(compact, plan).await,
+            Writer::OpenAi(compact) => self.openai(compact, plan).await,
+            Writer::Anthropic(compact) => self.anthropic(compact, plan).await,
         }
     }
 }
@@ -695,11 +1122,16 @@ fn chat_base(url: &str) -> &str {
 /// # Errors
 /// `InvalidConfig` for a URL that is not http(s) or a bad header.
 pub fn remote_method(config: RemoteConfig) -> Result<Arc<dyn CompactionMethod>, LlmError> {
-    let local = config.local.clone().unwrap_or_else(|| Arc::new(DigestMethod));
+    let local = config
+        .local
+        .clone()
+        .unwrap_or_else(|| Arc::new(DigestMethod));
     let writer = match config.kind {
         RemoteKind::Endpoint => {
-            let endpoint = SummaryEndpoint::new(config.url.clone(), config.api_key.clone(), &config.headers)?;
-            let candidates = SummarizerCandidates::new(Arc::new(endpoint), config.model.clone()).with_retry(config.retry.clone());
+            let endpoint =
+                SummaryEndpoint::new(config.url.clone(), config.api_key.clone(), &config.headers)?;
+            let candidates = SummarizerCandidates::new(Arc::new(endpoint), config.model.clone())
+                .with_retry(config.retry.clone());
             Writer::Soft(CandidateSoftMethod::new(candidates, config.soft, None))
         }
         RemoteKind::ChatCompletions => {
@@ -709,10 +1141,21 @@ pub fn remote_method(config: RemoteConfig) -> Result<Arc<dyn CompactionMethod>, 
             provider.api_key = config.api_key.clone();
             provider.headers = config.headers.clone();
             let client = OpenAiChatClient::new(provider, ChatOptions::default())?;
-            let candidates = SummarizerCandidates::new(Arc::new(client), config.model.clone()).with_retry(config.retry.clone());
-            Writer::Soft(CandidateSoftMethod::new(candidates, config.soft, config.prefix.clone()))
+            let candidates = SummarizerCandidates::new(Arc::new(client), config.model.clone())
+                .with_retry(config.retry.clone());
+            Writer::Soft(CandidateSoftMethod::new(
+                candidates,
+                config.soft,
+                config.prefix.clone(),
+            ))
         }
-        RemoteKind::ResponsesCompact => Writer::Native(Arc::new(ResponsesCompact::new(
+        RemoteKind::ResponsesCompact => Writer::OpenAi(Arc::new(ResponsesCompact::new(
+            &config.url,
+            config.model.clone(),
+            config.api_key.clone(),
+            &config.headers,
+        )?)),
+        RemoteKind::AnthropicCompaction => Writer::Anthropic(Arc::new(AnthropicCompact::new(
             &config.url,
             config.model.clone(),
             config.api_key.clone(),
@@ -724,6 +1167,7 @@ pub fn remote_method(config: RemoteConfig) -> Result<Arc<dyn CompactionMethod>, 
         writer,
         retry: config.retry,
         prefix: config.prefix,
+        max_tokens: config.soft.max_summary_tokens,
         local,
     }))
 }

@@ -41,7 +41,11 @@ impl BasicService {
     ///
     /// # Errors
     /// When the budget has no valid threshold.
-    pub fn new(methods: Vec<Arc<dyn CompactionMethod>>, policy: Policy, budget: Budget) -> Result<Self, BudgetError> {
+    pub fn new(
+        methods: Vec<Arc<dyn CompactionMethod>>,
+        policy: Policy,
+        budget: Budget,
+    ) -> Result<Self, BudgetError> {
         let threshold = budget.threshold()?;
         let mut policy = policy;
         policy.keep_recent_tokens = budget.keep_recent_tokens;
@@ -91,7 +95,11 @@ impl BasicService {
                         method: name.clone(),
                         reason: format!(
                             "not configured (configured: {})",
-                            self.methods.iter().map(|m| m.name().to_string()).collect::<Vec<_>>().join(", ")
+                            self.methods
+                                .iter()
+                                .map(|m| m.name().to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
                         ),
                     })
             })
@@ -101,21 +109,38 @@ impl BasicService {
 
 #[async_trait]
 impl CompactService for BasicService {
-    async fn compact_if_needed(&self, session: &SharedSession, trigger: Trigger) -> Result<Option<Outcome>, CompactError> {
+    async fn compact_if_needed(
+        &self,
+        session: &SharedSession,
+        trigger: Trigger,
+    ) -> Result<Option<Outcome>, CompactError> {
         let context = self.context(session, trigger);
         let needed = match trigger {
-            Trigger::Threshold | Trigger::MidTurn | Trigger::Idle => context.tokens > self.threshold,
+            Trigger::Threshold | Trigger::MidTurn | Trigger::Idle => {
+                context.tokens > self.threshold
+            }
             Trigger::Overflow | Trigger::IncompleteOutput | Trigger::Manual => true,
         };
         if !needed {
             return Ok(None);
         }
-        compact_shared(session, &self.methods, &self.policy, trigger, self.hooks.as_ref(), &context)
-            .await
-            .map(Some)
+        compact_shared(
+            session,
+            &self.methods,
+            &self.policy,
+            trigger,
+            self.hooks.as_ref(),
+            &context,
+        )
+        .await
+        .map(Some)
     }
 
-    async fn compact_now(&self, session: &SharedSession, request: CompactRequest) -> Result<Outcome, CompactError> {
+    async fn compact_now(
+        &self,
+        session: &SharedSession,
+        request: CompactRequest,
+    ) -> Result<Outcome, CompactError> {
         let methods = self.pick(&request.methods)?;
         let mut policy = self.policy.clone();
         if let Some(keep) = request.keep_recent_tokens {
@@ -125,10 +150,22 @@ impl CompactService for BasicService {
             policy.instructions = request.instructions.clone();
         }
         let context = self.context(session, request.trigger);
-        compact_shared(session, &methods, &policy, request.trigger, self.hooks.as_ref(), &context).await
+        compact_shared(
+            session,
+            &methods,
+            &policy,
+            request.trigger,
+            self.hooks.as_ref(),
+            &context,
+        )
+        .await
     }
 
-    async fn compact_region(&self, session: &SharedSession, span: Span) -> Result<Outcome, CompactError> {
+    async fn compact_region(
+        &self,
+        session: &SharedSession,
+        span: Span,
+    ) -> Result<Outcome, CompactError> {
         let mut failures = Vec::new();
         for method in &self.methods {
             let name = method.name().to_string();
@@ -144,7 +181,9 @@ impl CompactService for BasicService {
                 let mut guard = lock_session(session);
                 match output {
                     Ok(output) => commit(&mut guard, ticket, output),
-                    Err(error) => abridge_compact::abort(&mut guard, ticket, &error).and(Err(error)),
+                    Err(error) => {
+                        abridge_compact::abort(&mut guard, ticket, &error).and(Err(error))
+                    }
                 }
             };
             match result {

@@ -83,7 +83,12 @@ impl SoftMethod {
         self
     }
 
-    fn request(&self, plan: &Plan, messages: Vec<SharedMessage>, previous: Option<String>) -> SummaryRequest {
+    fn request(
+        &self,
+        plan: &Plan,
+        messages: Vec<SharedMessage>,
+        previous: Option<String>,
+    ) -> SummaryRequest {
         let mut request = SummaryRequest::new(messages);
         request.previous = previous;
         request.instructions = plan.instructions.clone();
@@ -200,7 +205,11 @@ impl CompactionMethod for SoftMethod {
             text = if text.trim().is_empty() {
                 format!("{TURN_PREFIX_HEADING}\n{}", folded.text)
             } else {
-                format!("{}\n\n{TURN_PREFIX_HEADING}\n{}", text.trim_end(), folded.text)
+                format!(
+                    "{}\n\n{TURN_PREFIX_HEADING}\n{}",
+                    text.trim_end(),
+                    folded.text
+                )
             };
         }
         if text.trim().is_empty() {
@@ -209,7 +218,11 @@ impl CompactionMethod for SoftMethod {
                 reason: "nothing was summarized".to_string(),
             });
         }
-        let mut files = plan.previous.as_ref().map(|p| p.files.clone()).unwrap_or_default();
+        let mut files = plan
+            .previous
+            .as_ref()
+            .map(|p| p.files.clone())
+            .unwrap_or_default();
         files.merge(&collect_file_ops(&plan.messages));
         let tree = render_files(&files);
         let content = if tree.is_empty() {

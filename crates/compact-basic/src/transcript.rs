@@ -28,7 +28,10 @@ pub(crate) fn head_tail(text: &str, max: usize) -> String {
     let head: String = text.chars().take(max * 2 / 3).collect();
     let tail_len = max / 3;
     let tail: String = text.chars().skip(count - tail_len).collect();
-    format!("{head}\n[... {} characters left out ...]\n{tail}", count - head.chars().count() - tail_len)
+    format!(
+        "{head}\n[... {} characters left out ...]\n{tail}",
+        count - head.chars().count() - tail_len
+    )
 }
 
 /// `text` cut to at most `max` characters at the end, with an ellipsis.
@@ -115,7 +118,11 @@ fn render_blocks(blocks: &[Block], out: &mut String) {
         let piece = match block {
             Block::Text { text } => text.clone(),
             Block::Thinking { .. } | Block::RedactedThinking { .. } => continue,
-            Block::Image { source, width, height } => {
+            Block::Image {
+                source,
+                width,
+                height,
+            } => {
                 let size = match (width, height) {
                     (Some(w), Some(h)) => format!(" {w}x{h}"),
                     _ => String::new(),
@@ -126,7 +133,9 @@ fn render_blocks(blocks: &[Block], out: &mut String) {
                 };
                 format!("[{kind}{size}]")
             }
-            Block::ToolCall { name, arguments, .. } => {
+            Block::ToolCall {
+                name, arguments, ..
+            } => {
                 let arguments = match arguments {
                     serde_json::Value::String(s) => s.clone(),
                     other => other.to_string(),
@@ -167,9 +176,16 @@ mod tests {
         let call = Message {
             role: Role::Assistant,
             content: vec![
-                Block::Thinking { thinking: "secret".into(), signature: None },
+                Block::Thinking {
+                    thinking: "secret".into(),
+                    signature: None,
+                },
                 Block::text("Reading it."),
-                Block::ToolCall { id: "c1".into(), name: "read".into(), arguments: serde_json::json!({"path": "a.rs"}) },
+                Block::ToolCall {
+                    id: "c1".into(),
+                    name: "read".into(),
+                    arguments: serde_json::json!({"path": "a.rs"}),
+                },
             ],
             meta: Default::default(),
         };

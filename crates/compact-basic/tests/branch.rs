@@ -16,14 +16,21 @@ use abridge_session::Session;
 use async_trait::async_trait;
 
 fn run<T>(future: impl std::future::Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(future)
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(future)
 }
 
 fn session_with_branch() -> (Session, u64) {
     let mut s = Session::in_memory("b");
-    s.append_message(Message::user("Speed up the tokenizer.")).unwrap();
-    let fork = s.append_message(Message::assistant("I will profile it first.")).unwrap();
-    s.append_message(Message::user("Try a lookup table.")).unwrap();
+    s.append_message(Message::user("Speed up the tokenizer."))
+        .unwrap();
+    let fork = s
+        .append_message(Message::assistant("I will profile it first."))
+        .unwrap();
+    s.append_message(Message::user("Try a lookup table."))
+        .unwrap();
     s.append_message(Message {
         role: Role::Assistant,
         content: vec![Block::ToolCall {
@@ -34,8 +41,13 @@ fn session_with_branch() -> (Session, u64) {
         meta: Default::default(),
     })
     .unwrap();
-    s.append_message(Message::tool_result("w1", "written", false)).unwrap();
-    s.append_message(Message::assistant(format!("The table made it slower: 12% worse on the benchmark. {}", "detail ".repeat(30)))).unwrap();
+    s.append_message(Message::tool_result("w1", "written", false))
+        .unwrap();
+    s.append_message(Message::assistant(format!(
+        "The table made it slower: 12% worse on the benchmark. {}",
+        "detail ".repeat(30)
+    )))
+    .unwrap();
     (s, fork)
 }
 
@@ -49,7 +61,9 @@ impl Summarizer for Recording {
     }
     async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, CompactError> {
         self.0.lock().unwrap().push(request.clone());
-        Ok(Summary::text("- tried a lookup table in src/table.rs; 12% slower"))
+        Ok(Summary::text(
+            "- tried a lookup table in src/table.rs; 12% slower",
+        ))
     }
 }
 
@@ -73,7 +87,10 @@ fn leaving_a_branch_appends_its_summary_at_the_target() {
     assert_eq!(surface, vec![0, fork, seq]);
     let message = session.message(seq).unwrap();
     assert_eq!(message.meta.origin, Some(Origin::BranchSummary));
-    assert_eq!(message.content[0].as_text(), Some(BRANCH_OPENING.trim_end()));
+    assert_eq!(
+        message.content[0].as_text(),
+        Some(BRANCH_OPENING.trim_end())
+    );
     assert!(message.plain_text().contains("src/\n  table.rs (write)"));
     let requests = recorder.0.lock().unwrap();
     assert_eq!(requests[0].purpose, abridge_llm::Purpose::BranchSummary);
@@ -88,9 +105,21 @@ fn the_budget_keeps_the_newest_messages() {
     let picked = abandoned_messages(&session, &navigation, &counter, 10);
     // The newest message alone is over budget, and is still kept.
     assert_eq!(picked.len(), 1);
-    assert!(picked[0].plain_text().starts_with("The table made it slower"));
+    assert!(
+        picked[0]
+            .plain_text()
+            .starts_with("The table made it slower")
+    );
     // With no summarizer, a digest of the branch is used.
-    let seq = run(summarize_branch(&mut session, &navigation, None, &counter, BranchConfig::default())).unwrap().unwrap();
+    let seq = run(summarize_branch(
+        &mut session,
+        &navigation,
+        None,
+        &counter,
+        BranchConfig::default(),
+    ))
+    .unwrap()
+    .unwrap();
     let text = session.message(seq).unwrap().plain_text();
     assert!(text.contains("## Goal\nTry a lookup table."), "{text}");
 }

@@ -43,13 +43,24 @@ fn call(id: &str, name: &str, arguments: Value) -> Message {
 
 fn session() -> Session {
     let mut s = Session::in_memory("handoff");
-    s.append_message(Message::user("Make the parser accept trailing commas.")).unwrap();
-    s.append_message(call("c1", "read", json!({"path": "src/parser.rs"}))).unwrap();
-    s.append_message(Message::tool_result("c1", "let item = next(); ".repeat(150), false)).unwrap();
-    s.append_message(Message::assistant("The parser rejects a comma before `]`.")).unwrap();
-    s.append_message(Message::user("Also keep the public API unchanged.")).unwrap();
-    s.append_message(call("c2", "edit", json!({"path": "src/parser.rs"}))).unwrap();
-    s.append_message(Message::tool_result("c2", "edited ".repeat(200), false)).unwrap();
+    s.append_message(Message::user("Make the parser accept trailing commas."))
+        .unwrap();
+    s.append_message(call("c1", "read", json!({"path": "src/parser.rs"})))
+        .unwrap();
+    s.append_message(Message::tool_result(
+        "c1",
+        "let item = next(); ".repeat(150),
+        false,
+    ))
+    .unwrap();
+    s.append_message(Message::assistant("The parser rejects a comma before `]`."))
+        .unwrap();
+    s.append_message(Message::user("Also keep the public API unchanged."))
+        .unwrap();
+    s.append_message(call("c2", "edit", json!({"path": "src/parser.rs"})))
+        .unwrap();
+    s.append_message(Message::tool_result("c2", "edited ".repeat(200), false))
+        .unwrap();
     s.append_message(Message::user("Go on.")).unwrap();
     s
 }
@@ -85,8 +96,13 @@ fn answer(content: &str, finish: &str) -> ResponseTemplate {
 
 async fn server(template: ResponseTemplate) -> (MockServer, Arc<dyn LlmClient>) {
     let server = MockServer::start().await;
-    Mock::given(method("POST")).respond_with(template).mount(&server).await;
-    let client = Arc::new(abridge_llm::openai_compatible(format!("{}/v1", server.uri()), "live-1", None).unwrap());
+    Mock::given(method("POST"))
+        .respond_with(template)
+        .mount(&server)
+        .await;
+    let client = Arc::new(
+        abridge_llm::openai_compatible(format!("{}/v1", server.uri()), "live-1", None).unwrap(),
+    );
     (server, client)
 }
 
@@ -94,7 +110,11 @@ async fn server(template: ResponseTemplate) -> (MockServer, Arc<dyn LlmClient>) 
 fn render(body: &Value) -> String {
     let tools: Vec<&str> = body["tools"]
         .as_array()
-        .map(|t| t.iter().filter_map(|t| t["function"]["name"].as_str()).collect())
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["function"]["name"].as_str())
+                .collect()
+        })
         .unwrap_or_default();
     let mut out = format!(
         "handoff: the live turn replayed, then the instruction; tools listed, calls forbidden\nmodel={} tool_choice={} tools={tools:?} max_tokens={}\n",
@@ -116,7 +136,10 @@ fn render(body: &Value) -> String {
         out.push_str(&format!(
             "{i:02}:{}:{}{short}{cut}{}\n",
             message["role"].as_str().unwrap_or("?"),
-            message["tool_call_id"].as_str().map(|id| format!("[{id}] ")).unwrap_or_default(),
+            message["tool_call_id"]
+                .as_str()
+                .map(|id| format!("[{id}] "))
+                .unwrap_or_default(),
             calls.concat()
         ));
     }
@@ -146,15 +169,22 @@ async fn handoff_replays_the_live_turn_and_lands_a_checkpoint_and_a_file() {
     turn.tools = tools();
     let turn = live.build_body(&turn, false).unwrap();
 
-    let outcome = compact_session(&mut session, &[method], &policy(), Trigger::Manual).await.unwrap();
+    let outcome = compact_session(&mut session, &[method], &policy(), Trigger::Manual)
+        .await
+        .unwrap();
     assert_eq!(outcome.method, HANDOFF);
     assert_eq!(outcome.short_summary, "Parser edit done; tests next.");
 
-    let body: Value = serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
+    let body: Value =
+        serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
     let sent = body["messages"].as_array().unwrap();
     let live = turn["messages"].as_array().unwrap();
     assert_eq!(sent.len(), live.len() + 1);
-    assert_eq!(sent[..live.len()], live[..], "the live turn is replayed byte for byte");
+    assert_eq!(
+        sent[..live.len()],
+        live[..],
+        "the live turn is replayed byte for byte"
+    );
     assert_eq!(body["tools"], turn["tools"]);
     assert_eq!(body["tool_choice"], "none");
     let instruction = sent.last().unwrap();
@@ -180,20 +210,35 @@ async fn an_unwritable_file_is_recorded_and_the_checkpoint_still_lands() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("missing-dir").join("HANDOFF.md");
     let mut session = session();
-    let outcome = compact_session(&mut session, &[handoff_method(client, "live-1", config(Some(file)))], &policy(), Trigger::Manual)
-        .await
-        .unwrap();
+    let outcome = compact_session(
+        &mut session,
+        &[handoff_method(client, "live-1", config(Some(file)))],
+        &policy(),
+        Trigger::Manual,
+    )
+    .await
+    .unwrap();
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
-    assert!(summary.details["save_error"].as_str().unwrap().starts_with("could not write "));
+    assert!(
+        summary.details["save_error"]
+            .as_str()
+            .unwrap()
+            .starts_with("could not write ")
+    );
 }
 
 async fn handoff_fails_with(template: ResponseTemplate) -> Value {
     let (_server, client) = server(template).await;
     let mut session = session();
     let surface = session.surface().clone();
-    let error = compact_session(&mut session, &[handoff_method(client, "live-1", config(None))], &policy(), Trigger::Manual)
-        .await
-        .unwrap_err();
+    let error = compact_session(
+        &mut session,
+        &[handoff_method(client, "live-1", config(None))],
+        &policy(),
+        Trigger::Manual,
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(error, CompactError::AllFailed { .. }), "{error}");
     assert_eq!(session.surface(), &surface);
     let last = session.events().last().unwrap().log().unwrap();
@@ -221,22 +266,40 @@ async fn a_handoff_answered_with_a_tool_call_is_an_error_with_its_cost() {
 #[tokio::test]
 async fn a_cut_or_empty_handoff_is_an_error() {
     let end = handoff_fails_with(answer("## Goal\nhalf", "length")).await;
-    assert!(end["error"].as_str().unwrap().contains("cut at the output limit of 4096 tokens"), "{end}");
+    assert!(
+        end["error"]
+            .as_str()
+            .unwrap()
+            .contains("cut at the output limit of 4096 tokens"),
+        "{end}"
+    );
     let end = handoff_fails_with(answer("", "stop")).await;
-    assert!(end["error"].as_str().unwrap().contains("empty summary"), "{end}");
+    assert!(
+        end["error"].as_str().unwrap().contains("empty summary"),
+        "{end}"
+    );
 }
 
 #[test]
 fn a_pending_tool_call_is_left_out_of_the_replay() {
     let mut session = session();
-    session.append_message(call("c3", "bash", json!({"command": "cargo test"}))).unwrap();
+    session
+        .append_message(call("c3", "bash", json!({"command": "cargo test"})))
+        .unwrap();
     let Some(plan) = plan(&session, &policy()) else {
         panic!("the fixture must plan");
     };
     let request = build_handoff_request("m", &ConversationPrefix::default(), &plan, 1000);
-    let ids: Vec<&str> = request.messages.iter().flat_map(|m| m.tool_calls().map(|(id, _, _)| id)).collect();
+    let ids: Vec<&str> = request
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_calls().map(|(id, _, _)| id))
+        .collect();
     assert_eq!(ids, ["c1", "c2"]);
     assert_eq!(request.tool_choice, abridge_llm::ToolChoice::None);
     assert_eq!(request.purpose, Purpose::Handoff);
-    assert_eq!(request.messages.last().unwrap().plain_text(), HANDOFF_PROMPT.trim());
+    assert_eq!(
+        request.messages.last().unwrap().plain_text(),
+        HANDOFF_PROMPT.trim()
+    );
 }

@@ -28,7 +28,10 @@ fn samples() -> Vec<PathBuf> {
 
 fn imported(path: &std::path::Path) -> (Session, MemoryStore) {
     let store = MemoryStore::new();
-    let (mut session, _) = import::read(path, None).unwrap().into_session(Box::new(store.clone())).unwrap();
+    let (mut session, _) = import::read(path, None)
+        .unwrap()
+        .into_session(Box::new(store.clone()))
+        .unwrap();
     repair_dangling_tool_calls(&mut session).unwrap();
     (session, store)
 }
@@ -41,30 +44,99 @@ fn digest_lands_under_a_60_percent_budget_on_every_sample() {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let (mut session, store) = imported(&path);
         let before_report = check_invariants(&session);
-        assert!(before_report.is_ok(), "{name}: imported session already broken: {:?}", before_report.violations);
+        assert!(
+            before_report.is_ok(),
+            "{name}: imported session already broken: {:?}",
+            before_report.violations
+        );
         let counter = Arc::new(EstimateCounter::new());
         let tokens = counter.context_tokens(&session);
         let threshold = tokens * 6 / 10;
-        let policy = Policy::new(counter.clone()).with_keep_recent_tokens((threshold / 3).min(DEFAULT_KEEP_RECENT_TOKENS));
+        let policy = Policy::new(counter.clone())
+            .with_keep_recent_tokens((threshold / 3).min(DEFAULT_KEEP_RECENT_TOKENS));
         let methods: Vec<Arc<dyn CompactionMethod>> = vec![Arc::new(DigestMethod)];
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         let outcome = rt
-            .block_on(compact_session(&mut session, &methods, &policy, Trigger::Threshold))
+            .block_on(compact_session(
+                &mut session,
+                &methods,
+                &policy,
+                Trigger::Threshold,
+            ))
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(outcome.tokens_before, tokens, "{name}");
-        assert!(outcome.tokens_after < threshold, "{name}: {} -> {} (threshold {threshold})", tokens, outcome.tokens_after);
+        assert!(
+            outcome.tokens_after < threshold,
+            "{name}: {} -> {} (threshold {threshold})",
+            tokens,
+            outcome.tokens_after
+        );
         let report = check_invariants(&session);
         assert!(report.is_ok(), "{name}: {:?}", report.violations);
         let checkpoint = session.message(outcome.checkpoint_seq.unwrap()).unwrap();
         let text = checkpoint_body(checkpoint);
         if std::env::var_os("SHOW_DIGEST").is_some() {
-            eprintln!("===== {name}: {tokens} -> {} tokens\n{text}\n-- short: {}\n", outcome.tokens_after, outcome.short_summary);
+            eprintln!(
+                "===== {name}: {tokens} -> {} tokens\n{text}\n-- short: {}\n",
+                outcome.tokens_after, outcome.short_summary
+            );
         }
         assert!(text.starts_with("## Goal\n"), "{name}");
-        assert!(!text.starts_with("## Goal\n(no user request"), "{name}: no goal found");
-        assert!(outcome.short_summary.starts_with("Working on: ") && !outcome.short_summary.contains("unknown task"), "{name}");
+        assert!(
+            !text.starts_with("## Goal\n(no user request"),
+            "{name}: no goal found"
+        );
+        assert!(
+            outcome.short_summary.starts_with("Working on: ")
+                && !outcome.short_summary.contains("unknown task"),
+            "{name}"
+        );
         assert!(text.contains("## Progress\n"), "{name}");
         let (replayed, _) = Session::open(Box::new(store)).unwrap();
-        assert_eq!(replayed.surface_messages(), session.surface_messages(), "{name}");
+        assert_eq!(
+            replayed.surface_messages(),
+            session.surface_messages(),
+            "{name}"
+        );
     }
+}
+
+/// The same on the largest sample with the token meter (o200k) as the one
+/// counter: trigger figure, shrink check and success check all agree.
+#[test]
+fn digest_with_the_token_meter_on_the_pi_sample() {
+    let path = samples()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("pi-mono"))
+        .unwrap();
+    let (mut session, _) = imported(&path);
+    let entry = abridge_llm::Catalog::builtin()
+        .lookup("claude-sonnet-4-5")
+        .entry;
+    let counter = Arc::new(MeterCounter::for_model(&entry));
+    let tokens = counter.context_tokens(&session);
+    let threshold = tokens * 6 / 10;
+    let policy = Policy::new(counter.clone());
+    let methods: Vec<Arc<dyn CompactionMethod>> = vec![Arc::new(DigestMethod)];
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let outcome = rt
+        .block_on(compact_session(
+            &mut session,
+            &methods,
+            &policy,
+            Trigger::Threshold,
+        ))
+        .unwrap();
+    assert_eq!(outcome.tokens_before, tokens);
+    assert_eq!(outcome.tokens_after, counter.context_tokens(&session));
+    assert!(
+        outcome.tokens_after < threshold,
+        "{tokens} -> {}",
+        outcome.tokens_after
+    );
+    assert!(check_invariants(&session).is_ok());
 }

@@ -70,16 +70,27 @@ pub enum Violation {
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Violation::ResultWithoutCall { position, seq, call_id } => write!(
+            Violation::ResultWithoutCall {
+                position,
+                seq,
+                call_id,
+            } => write!(
                 f,
                 "surface position {position} (seq {seq}): result for call {call_id} has no earlier call"
             ),
-            Violation::CallWithoutResult { position, seq, call_id } => write!(
+            Violation::CallWithoutResult {
+                position,
+                seq,
+                call_id,
+            } => write!(
                 f,
                 "surface position {position} (seq {seq}): call {call_id} has no result"
             ),
             Violation::SourcesMissing { seq, missing } => {
-                write!(f, "seq {seq}: replace hides seq {missing} but does not list it in sources")
+                write!(
+                    f,
+                    "seq {seq}: replace hides seq {missing} but does not list it in sources"
+                )
             }
             Violation::SurfaceMismatch { folded, live } => write!(
                 f,
@@ -142,15 +153,21 @@ pub fn check_invariants(session: &Session) -> InvariantReport {
         // Checkpoints this crate committed list their compaction/summary
         // event in their sources; imported ones reproduce another agent's
         // text verbatim and are not ours to frame.
-        let written_by_compaction = matches!(event.message.meta.origin, Some(Origin::Checkpoint { .. }))
-            && event.sources.iter().any(|s| {
-                session
-                    .event(*s)
-                    .and_then(Event::log)
-                    .is_some_and(|l| l.kind == TYPE_COMPACTION_SUMMARY)
-            });
-        if matches!(event.op, SurfaceOp::Replace { .. }) && written_by_compaction && !is_checkpoint(&event.message) {
-            report.violations.push(Violation::UnframedCheckpoint { seq: *seq });
+        let written_by_compaction =
+            matches!(event.message.meta.origin, Some(Origin::Checkpoint { .. }))
+                && event.sources.iter().any(|s| {
+                    session
+                        .event(*s)
+                        .and_then(Event::log)
+                        .is_some_and(|l| l.kind == TYPE_COMPACTION_SUMMARY)
+                });
+        if matches!(event.op, SurfaceOp::Replace { .. })
+            && written_by_compaction
+            && !is_checkpoint(&event.message)
+        {
+            report
+                .violations
+                .push(Violation::UnframedCheckpoint { seq: *seq });
         }
     }
     report
@@ -184,18 +201,26 @@ fn check_pairing(session: &Session, out: &mut Vec<Violation>) {
     let trailing = seqs
         .iter()
         .rposition(|seq| session.message(*seq).is_some_and(|m| m.role != Role::Tool))
-        .filter(|p| session.message(seqs[*p]).is_some_and(|m| m.role == Role::Assistant));
+        .filter(|p| {
+            session
+                .message(seqs[*p])
+                .is_some_and(|m| m.role == Role::Assistant)
+        });
     let mut missing: Vec<(usize, Seq, String)> = calls
         .into_iter()
         .filter(|(id, (position, _))| !answered.contains(id) && Some(*position) != trailing)
         .map(|(id, (position, seq))| (position, seq, id))
         .collect();
     missing.sort();
-    out.extend(missing.into_iter().map(|(position, seq, call_id)| Violation::CallWithoutResult {
-        position,
-        seq,
-        call_id,
-    }));
+    out.extend(
+        missing
+            .into_iter()
+            .map(|(position, seq, call_id)| Violation::CallWithoutResult {
+                position,
+                seq,
+                call_id,
+            }),
+    );
 }
 
 fn check_fold(session: &Session, out: &mut Vec<Violation>) {

@@ -19,7 +19,9 @@ pub enum CompactError {
     /// Another compaction of this session is in flight (its
     /// `compaction/start` is unmatched and its ticket is alive). Wait for
     /// it, or drop its ticket.
-    #[error("compaction {compaction_id} (started at seq {start_seq}) is still running; wait for it to end")]
+    #[error(
+        "compaction {compaction_id} (started at seq {start_seq}) is still running; wait for it to end"
+    )]
     Busy {
         /// The running compaction.
         compaction_id: String,
@@ -69,7 +71,9 @@ pub enum CompactError {
     },
     /// The checkpoint costs as much as or more than what it would hide, so
     /// committing it would make the context larger.
-    #[error("method {method}: checkpoint costs {checkpoint_tokens} tokens but hides only {hidden_tokens}; rejected")]
+    #[error(
+        "method {method}: checkpoint costs {checkpoint_tokens} tokens but hides only {hidden_tokens}; rejected"
+    )]
     NotSmaller {
         /// The method.
         method: String,
@@ -172,9 +176,15 @@ impl CompactError {
     pub fn with_usage(self, usage: Usage) -> Self {
         match self {
             _ if usage.is_zero() => self,
-            CompactError::Spent { usage: mut spent, source } => {
+            CompactError::Spent {
+                usage: mut spent,
+                source,
+            } => {
                 spent.add(&usage);
-                CompactError::Spent { usage: spent, source }
+                CompactError::Spent {
+                    usage: spent,
+                    source,
+                }
             }
             other => CompactError::Spent {
                 usage,

@@ -129,7 +129,8 @@ pub struct UnmatchedStart {
 }
 
 fn compaction_id(data: &serde_json::Value) -> Option<&str> {
-    data.get("compaction_id").and_then(serde_json::Value::as_str)
+    data.get("compaction_id")
+        .and_then(serde_json::Value::as_str)
 }
 
 /// Every `compaction/start` in the log with no matching end, oldest first.

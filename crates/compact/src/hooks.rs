@@ -78,7 +78,11 @@ pub trait CompactionHooks: Send + Sync + Debug {
     async fn after_compaction(&self, _outcome: &Outcome) {}
 
     /// Before navigating from `from` to `target`.
-    async fn before_navigation(&self, _from: Option<Seq>, _target: Option<Seq>) -> BeforeNavigation {
+    async fn before_navigation(
+        &self,
+        _from: Option<Seq>,
+        _target: Option<Seq>,
+    ) -> BeforeNavigation {
         BeforeNavigation::Proceed
     }
 

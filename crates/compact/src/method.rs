@@ -67,7 +67,11 @@ pub enum FileAccess {
 impl FileAccess {
     /// Combines two accesses to the same path.
     pub fn merge(self, other: FileAccess) -> FileAccess {
-        if self == other { self } else { FileAccess::ReadWrite }
+        if self == other {
+            self
+        } else {
+            FileAccess::ReadWrite
+        }
     }
 
     /// The mark shown in a `<files>` list.

@@ -247,7 +247,12 @@ fn head_len(session: &Session) -> usize {
 /// Costs O(kept part) token lookups plus O(span) pointer copies; with a
 /// counter that caches by seq, planning again after one append is cheap.
 pub fn plan(session: &Session, policy: &Policy) -> Option<Plan> {
-    plan_with_keep(session, policy, policy.effective_keep(session), Trigger::Threshold)
+    plan_with_keep(
+        session,
+        policy,
+        policy.effective_keep(session),
+        Trigger::Threshold,
+    )
 }
 
 /// Plans the most reduction possible: keep only the newest unit. Used to

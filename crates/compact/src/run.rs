@@ -56,7 +56,15 @@ pub async fn compact_session(
     policy: &Policy,
     trigger: Trigger,
 ) -> Result<Outcome, CompactError> {
-    compact_session_with(session, methods, policy, trigger, &NoHooks, &MethodContext::default()).await
+    compact_session_with(
+        session,
+        methods,
+        policy,
+        trigger,
+        &NoHooks,
+        &MethodContext::default(),
+    )
+    .await
 }
 
 /// Plans once, then for each method in order: skips it when unavailable,

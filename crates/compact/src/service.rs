@@ -124,7 +124,11 @@ pub trait CompactService: Send + Sync + Debug {
 
     /// Compacts exactly `span` (which must not split a tool call from its
     /// result).
-    async fn compact_region(&self, session: &SharedSession, span: Span) -> Result<Outcome, CompactError>;
+    async fn compact_region(
+        &self,
+        session: &SharedSession,
+        span: Span,
+    ) -> Result<Outcome, CompactError>;
 }
 
 #[async_trait]
@@ -143,7 +147,11 @@ impl<T: CompactService + ?Sized> CompactService for Arc<T> {
     ) -> Result<Outcome, CompactError> {
         (**self).compact_now(session, request).await
     }
-    async fn compact_region(&self, session: &SharedSession, span: Span) -> Result<Outcome, CompactError> {
+    async fn compact_region(
+        &self,
+        session: &SharedSession,
+        span: Span,
+    ) -> Result<Outcome, CompactError> {
         (**self).compact_region(session, span).await
     }
 }
@@ -164,7 +172,11 @@ impl<T: CompactService + ?Sized> CompactService for Box<T> {
     ) -> Result<Outcome, CompactError> {
         (**self).compact_now(session, request).await
     }
-    async fn compact_region(&self, session: &SharedSession, span: Span) -> Result<Outcome, CompactError> {
+    async fn compact_region(
+        &self,
+        session: &SharedSession,
+        span: Span,
+    ) -> Result<Outcome, CompactError> {
         (**self).compact_region(session, span).await
     }
 }

@@ -39,7 +39,11 @@ pub trait TokenCounter: Send + Sync + Debug {
             .surface()
             .seqs()
             .iter()
-            .filter_map(|seq| session.message(*seq).map(|m| self.message_tokens(Some(*seq), m)))
+            .filter_map(|seq| {
+                session
+                    .message(*seq)
+                    .map(|m| self.message_tokens(Some(*seq), m))
+            })
             .sum()
     }
 
@@ -209,8 +213,12 @@ mod tests {
         let entry = abridge_llm::Catalog::builtin().lookup("gpt-5").entry;
         let counter = MeterCounter::for_model(&entry);
         let mut session = Session::in_memory("m");
-        session.append_message(Message::user("fix the failing test in parser.rs")).unwrap();
-        session.append_message(Message::assistant("Looking at it now.")).unwrap();
+        session
+            .append_message(Message::user("fix the failing test in parser.rs"))
+            .unwrap();
+        session
+            .append_message(Message::assistant("Looking at it now."))
+            .unwrap();
         let sum: u64 = session
             .surface()
             .seqs()

@@ -22,8 +22,8 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 
-use abridge_session::Draft;
 use abridge_llm::Role;
+use abridge_session::Draft;
 use abridge_session::Seq;
 use abridge_session::Session;
 
@@ -48,7 +48,8 @@ static LIVE: Mutex<Vec<String>> = Mutex::new(Vec::new());
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 fn live() -> std::sync::MutexGuard<'static, Vec<String>> {
-    LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    LIVE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 pub(crate) fn is_live(id: &str) -> bool {
@@ -162,7 +163,11 @@ fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
 /// # Errors
 /// [`CompactError::Persistence`] when the end cannot be written (the start
 /// then stays unmatched and becomes stale once the ticket is gone).
-pub fn abort(session: &mut Session, ticket: Ticket, error: &CompactError) -> Result<Seq, CompactError> {
+pub fn abort(
+    session: &mut Session,
+    ticket: Ticket,
+    error: &CompactError,
+) -> Result<Seq, CompactError> {
     let data = EndData {
         compaction_id: ticket.compaction_id.clone(),
         status: EndStatus::Error,
@@ -193,7 +198,10 @@ pub fn close_stale(session: &mut Session) -> Result<Vec<Seq>, CompactError> {
                     compaction_id: u.compaction_id,
                     status: EndStatus::Stale,
                     kind: None,
-                    error: Some(format!("start at seq {} was never ended (crash or dropped ticket)", u.seq)),
+                    error: Some(format!(
+                        "start at seq {} was never ended (crash or dropped ticket)",
+                        u.seq
+                    )),
                     checkpoint: None,
                     usage: None,
                 }),
@@ -213,11 +221,17 @@ pub fn close_stale(session: &mut Session) -> Result<Vec<Seq>, CompactError> {
 /// [`CompactError::Changed`] when the span moved; [`CompactError::NotSmaller`]
 /// when the checkpoint does not shrink the context; [`CompactError::Commit`]
 /// for malformed output; [`CompactError::Persistence`] when the write fails.
-pub fn commit(session: &mut Session, ticket: Ticket, output: MethodOutput) -> Result<Outcome, CompactError> {
+pub fn commit(
+    session: &mut Session,
+    ticket: Ticket,
+    output: MethodOutput,
+) -> Result<Outcome, CompactError> {
     let is_checkpoint = matches!(output, MethodOutput::Checkpoint(_));
     let prepared = match output {
         MethodOutput::Checkpoint(checkpoint) => prepare_checkpoint(session, &ticket, checkpoint),
-        MethodOutput::Rewrites { rewrites, details } => prepare_rewrites(session, &ticket, rewrites, details),
+        MethodOutput::Rewrites { rewrites, details } => {
+            prepare_rewrites(session, &ticket, rewrites, details)
+        }
     };
     let prepared = match prepared {
         Ok(p) => p,
@@ -256,7 +270,11 @@ pub fn commit(session: &mut Session, ticket: Ticket, output: MethodOutput) -> Re
     })
 }
 
-fn fail(session: &mut Session, ticket: Ticket, error: CompactError) -> Result<Outcome, CompactError> {
+fn fail(
+    session: &mut Session,
+    ticket: Ticket,
+    error: CompactError,
+) -> Result<Outcome, CompactError> {
     if let Err(end_error) = abort(session, ticket, &error) {
         tracing::error!(%end_error, "could not record the failed compaction's end");
     }
@@ -295,7 +313,11 @@ pub(crate) fn check_span(session: &Session, plan: &Plan) -> Result<(), CompactEr
     Ok(())
 }
 
-fn prepare_checkpoint(session: &Session, ticket: &Ticket, checkpoint: Checkpoint) -> Result<Prepared, CompactError> {
+fn prepare_checkpoint(
+    session: &Session,
+    ticket: &Ticket,
+    checkpoint: Checkpoint,
+) -> Result<Prepared, CompactError> {
     let plan = &ticket.plan;
     check_span(session, plan)?;
     if checkpoint.content.is_empty() || checkpoint.summary.trim().is_empty() {
@@ -303,7 +325,12 @@ fn prepare_checkpoint(session: &Session, ticket: &Ticket, checkpoint: Checkpoint
             reason: format!("method {} returned an empty checkpoint", ticket.method),
         });
     }
-    let framed = frame_checkpoint(&ticket.compaction_id, &ticket.method, checkpoint.content, &plan.preserve);
+    let framed = frame_checkpoint(
+        &ticket.compaction_id,
+        &ticket.method,
+        checkpoint.content,
+        &plan.preserve,
+    );
     let new_tokens = plan.counter.message_tokens(None, &framed);
     let hidden_tokens = plan.tokens.hidden;
     if new_tokens >= hidden_tokens {
@@ -386,7 +413,10 @@ fn prepare_rewrites(
         let new_id = rewrite.message.tool_result_block().map(|b| b.0);
         if old.role != Role::Tool || rewrite.message.role != Role::Tool || old_id != new_id {
             return Err(CompactError::Commit {
-                reason: format!("rewrite of seq {target} must be a tool result keeping call id {:?}", old_id.unwrap_or("")),
+                reason: format!(
+                    "rewrite of seq {target} must be a tool result keeping call id {:?}",
+                    old_id.unwrap_or("")
+                ),
             });
         }
         hidden_tokens += counter.message_tokens(Some(target), old);
@@ -413,7 +443,11 @@ fn prepare_rewrites(
         details,
     };
     let mut drafts = vec![Draft::log(TYPE_COMPACTION_SUMMARY, to_json(&data))];
-    drafts.extend(rewrites.into_iter().map(|r| Draft::rewrite(r.message, r.target)));
+    drafts.extend(
+        rewrites
+            .into_iter()
+            .map(|r| Draft::rewrite(r.message, r.target)),
+    );
     drafts.push(Draft::log(
         TYPE_COMPACTION_END,
         to_json(&EndData {

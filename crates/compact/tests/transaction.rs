@@ -40,12 +40,22 @@ fn call(id: &str, path: &str) -> Message {
 fn session_in(store: &MemoryStore, turns: usize) -> Session {
     let mut session = Session::create(Box::new(store.clone()), Header::new("t")).unwrap();
     for i in 0..turns {
-        session.append_message(Message::user(format!("request {i}"))).unwrap();
-        session.append_message(call(&format!("c{i}"), &format!("src/f{i}.rs"))).unwrap();
         session
-            .append_message(Message::tool_result(format!("c{i}"), "x".repeat(800), false))
+            .append_message(Message::user(format!("request {i}")))
             .unwrap();
-        session.append_message(Message::assistant(format!("done {i}"))).unwrap();
+        session
+            .append_message(call(&format!("c{i}"), &format!("src/f{i}.rs")))
+            .unwrap();
+        session
+            .append_message(Message::tool_result(
+                format!("c{i}"),
+                "x".repeat(800),
+                false,
+            ))
+            .unwrap();
+        session
+            .append_message(Message::assistant(format!("done {i}")))
+            .unwrap();
     }
     session
 }
@@ -107,9 +117,18 @@ impl CompactionMethod for Scripted {
                     .copied()
                     .find(|s| session.message(*s).is_some_and(|m| m.role == Role::Tool))
                     .unwrap();
-                let id = session.message(target).unwrap().tool_result_block().unwrap().0.to_string();
+                let id = session
+                    .message(target)
+                    .unwrap()
+                    .tool_result_block()
+                    .unwrap()
+                    .0
+                    .to_string();
                 session
-                    .append(Draft::rewrite(Message::tool_result(id, "[pruned]", false), target))
+                    .append(Draft::rewrite(
+                        Message::tool_result(id, "[pruned]", false),
+                        target,
+                    ))
                     .unwrap();
                 Ok(checkpoint("## Goal\nread files"))
             }
@@ -132,7 +151,10 @@ fn ends(session: &Session) -> Vec<EndData> {
 }
 
 fn run<T>(future: impl std::future::Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(future)
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(future)
 }
 
 #[test]
@@ -140,11 +162,28 @@ fn a_landed_compaction_writes_start_summary_checkpoint_end() {
     let store = MemoryStore::new();
     let mut session = session_in(&store, 6);
     let before = session.surface().len();
-    let outcome = run(compact_session(&mut session, &[method("ok", Behaviour::Land)], &policy(), Trigger::Manual)).unwrap();
+    let outcome = run(compact_session(
+        &mut session,
+        &[method("ok", Behaviour::Land)],
+        &policy(),
+        Trigger::Manual,
+    ))
+    .unwrap();
     assert!(outcome.tokens_after < outcome.tokens_before);
     assert!(session.surface().len() < before);
-    let kinds: Vec<&str> = session.events()[session.len() - 4..].iter().map(|e| e.body.kind()).collect();
-    assert_eq!(kinds, vec![TYPE_COMPACTION_START, TYPE_COMPACTION_SUMMARY, "message", TYPE_COMPACTION_END]);
+    let kinds: Vec<&str> = session.events()[session.len() - 4..]
+        .iter()
+        .map(|e| e.body.kind())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            TYPE_COMPACTION_START,
+            TYPE_COMPACTION_SUMMARY,
+            "message",
+            TYPE_COMPACTION_END
+        ]
+    );
     let checkpoint = session.message(outcome.checkpoint_seq.unwrap()).unwrap();
     assert!(is_checkpoint(checkpoint));
     assert_eq!(session.surface().seqs()[0], outcome.checkpoint_seq.unwrap());
@@ -162,7 +201,13 @@ fn assert_fails_cleanly(behaviour: Behaviour, kind: &str) {
     let store = MemoryStore::new();
     let mut session = session_in(&store, 6);
     let surface = session.surface().clone();
-    let error = run(compact_session(&mut session, &[method("m", behaviour)], &policy(), Trigger::Manual)).unwrap_err();
+    let error = run(compact_session(
+        &mut session,
+        &[method("m", behaviour)],
+        &policy(),
+        Trigger::Manual,
+    ))
+    .unwrap_err();
     assert!(matches!(error, CompactError::AllFailed { .. }), "{error}");
     assert_eq!(session.surface(), &surface);
     let ends = ends(&session);
@@ -191,13 +236,26 @@ fn a_checkpoint_larger_than_the_span_is_refused() {
 fn fall_through_reports_each_failure_and_lands_on_the_next() {
     let store = MemoryStore::new();
     let mut session = session_in(&store, 6);
-    let methods = [method("bad", Behaviour::Fail), method("big", Behaviour::Huge), method("ok", Behaviour::Land)];
-    let outcome = run(compact_session(&mut session, &methods, &policy(), Trigger::Manual)).unwrap();
+    let methods = [
+        method("bad", Behaviour::Fail),
+        method("big", Behaviour::Huge),
+        method("ok", Behaviour::Land),
+    ];
+    let outcome = run(compact_session(
+        &mut session,
+        &methods,
+        &policy(),
+        Trigger::Manual,
+    ))
+    .unwrap();
     assert_eq!(outcome.method, "ok");
     let failed: Vec<&str> = outcome.failures.iter().map(|(m, _)| m.as_str()).collect();
     assert_eq!(failed, vec!["bad", "big"]);
     let statuses: Vec<EndStatus> = ends(&session).iter().map(|e| e.status).collect();
-    assert_eq!(statuses, vec![EndStatus::Error, EndStatus::Error, EndStatus::Ok]);
+    assert_eq!(
+        statuses,
+        vec![EndStatus::Error, EndStatus::Error, EndStatus::Ok]
+    );
     assert!(check_invariants(&session).is_ok());
 }
 
@@ -209,9 +267,16 @@ fn a_second_begin_is_busy_until_the_ticket_is_gone() {
     let ticket = begin(&mut session, plan.clone(), "first").unwrap();
     let error = begin(&mut session, plan.clone(), "second").unwrap_err();
     assert!(matches!(error, CompactError::Busy { .. }));
-    assert!(error.to_string().ends_with("is still running; wait for it to end"));
+    assert!(
+        error
+            .to_string()
+            .ends_with("is still running; wait for it to end")
+    );
     let report = check_invariants(&session);
-    assert!(matches!(report.violations[..], [Violation::OpenCompaction { .. }]));
+    assert!(matches!(
+        report.violations[..],
+        [Violation::OpenCompaction { .. }]
+    ));
     drop(ticket);
     // The dropped ticket's start is stale: inert, reported, not blocking.
     let report = check_invariants(&session);
@@ -236,7 +301,13 @@ fn a_start_left_by_a_crash_is_stale_after_reopening() {
     assert_eq!(unmatched.len(), 1);
     assert_eq!(unmatched[0].seq, start);
     assert!(!unmatched[0].live);
-    let outcome = run(compact_session(&mut session, &[method("ok", Behaviour::Land)], &policy(), Trigger::Manual)).unwrap();
+    let outcome = run(compact_session(
+        &mut session,
+        &[method("ok", Behaviour::Land)],
+        &policy(),
+        Trigger::Manual,
+    ))
+    .unwrap();
     assert_eq!(outcome.method, "ok");
     let closed = close_stale(&mut session).unwrap();
     assert_eq!(closed.len(), 1);
@@ -264,9 +335,25 @@ fn a_span_changed_while_the_method_ran_is_not_committed() {
     let store = MemoryStore::new();
     let shared: SharedSession = Arc::new(Mutex::new(session_in(&store, 6)));
     let methods = [method("racy", Behaviour::ChangeSpan(shared.clone()))];
-    let error = run(compact_shared(&shared, &methods, &policy(), Trigger::Manual, &NoHooks, &MethodContext::default())).unwrap_err();
-    let CompactError::AllFailed { failures } = error else { panic!("{error}") };
-    assert!(failures[0].1.starts_with("the session changed while compacting: position"), "{}", failures[0].1);
+    let error = run(compact_shared(
+        &shared,
+        &methods,
+        &policy(),
+        Trigger::Manual,
+        &NoHooks,
+        &MethodContext::default(),
+    ))
+    .unwrap_err();
+    let CompactError::AllFailed { failures } = error else {
+        panic!("{error}")
+    };
+    assert!(
+        failures[0]
+            .1
+            .starts_with("the session changed while compacting: position"),
+        "{}",
+        failures[0].1
+    );
     let session = lock_session(&shared);
     assert_eq!(ends(&session)[0].kind.as_deref(), Some("changed"));
     assert!(!session.surface_messages().iter().any(|m| is_checkpoint(m)));
@@ -279,7 +366,9 @@ fn appending_while_the_method_runs_does_not_stop_the_commit() {
     let shared: SharedSession = Arc::new(Mutex::new(session_in(&store, 6)));
     let plan = plan(&lock_session(&shared), &policy()).unwrap();
     let ticket = begin(&mut lock_session(&shared), plan, "m").unwrap();
-    lock_session(&shared).append_message(Message::user("one more thing")).unwrap();
+    lock_session(&shared)
+        .append_message(Message::user("one more thing"))
+        .unwrap();
     let outcome = commit(&mut lock_session(&shared), ticket, checkpoint("## Goal\nx")).unwrap();
     let session = lock_session(&shared);
     let last = session.surface_messages().last().unwrap().clone();
@@ -296,7 +385,14 @@ fn dropping_a_stalled_compaction_records_a_cancelled_end() {
     let methods = [method("slow", Behaviour::Stall)];
     let policy = policy();
     let context = MethodContext::default();
-    let future = compact_shared(&shared, &methods, &policy, Trigger::Manual, &NoHooks, &context);
+    let future = compact_shared(
+        &shared,
+        &methods,
+        &policy,
+        Trigger::Manual,
+        &NoHooks,
+        &context,
+    );
     assert!(future.now_or_never().is_none());
     let session = lock_session(&shared);
     assert_eq!(session.surface(), &surface);
@@ -328,23 +424,69 @@ fn hooks_cancel_supply_and_preserve() {
     let store = MemoryStore::new();
     let mut session = session_in(&store, 6);
     let surface = session.surface().clone();
-    let cancel = Hooks { before: Before::Cancel { reason: "user busy".into() } };
-    let error = run(compact_session_with(&mut session, &[method("ok", Behaviour::Land)], &policy(), Trigger::Manual, &cancel, &MethodContext::default())).unwrap_err();
-    assert_eq!(error.to_string(), "compaction cancelled by hook (user busy)");
+    let cancel = Hooks {
+        before: Before::Cancel {
+            reason: "user busy".into(),
+        },
+    };
+    let error = run(compact_session_with(
+        &mut session,
+        &[method("ok", Behaviour::Land)],
+        &policy(),
+        Trigger::Manual,
+        &cancel,
+        &MethodContext::default(),
+    ))
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "compaction cancelled by hook (user busy)"
+    );
     assert_eq!(session.surface(), &surface);
 
-    let supply = Hooks { before: Before::Supply(checkpoint("## Goal\nsupplied")) };
-    let outcome = run(compact_session_with(&mut session, &[method("bad", Behaviour::Fail)], &policy(), Trigger::Manual, &supply, &MethodContext::default())).unwrap();
-    let text = session.message(outcome.checkpoint_seq.unwrap()).unwrap().plain_text();
+    let supply = Hooks {
+        before: Before::Supply(checkpoint("## Goal\nsupplied")),
+    };
+    let outcome = run(compact_session_with(
+        &mut session,
+        &[method("bad", Behaviour::Fail)],
+        &policy(),
+        Trigger::Manual,
+        &supply,
+        &MethodContext::default(),
+    ))
+    .unwrap();
+    let text = session
+        .message(outcome.checkpoint_seq.unwrap())
+        .unwrap()
+        .plain_text();
     assert!(text.contains("supplied"));
 
-    let proceed = Hooks { before: Before::Proceed };
+    let proceed = Hooks {
+        before: Before::Proceed,
+    };
     for i in 0..6 {
-        session.append_message(Message::user(format!("more {i} {}", "z".repeat(400)))).unwrap();
+        session
+            .append_message(Message::user(format!("more {i} {}", "z".repeat(400))))
+            .unwrap();
     }
-    let outcome = run(compact_session_with(&mut session, &[method("ok", Behaviour::Land)], &policy(), Trigger::Manual, &proceed, &MethodContext::default())).unwrap();
-    let text = session.message(outcome.checkpoint_seq.unwrap()).unwrap().plain_text();
-    assert!(text.contains("<preserved>\nTODO: step 3\n</preserved>"), "{text}");
+    let outcome = run(compact_session_with(
+        &mut session,
+        &[method("ok", Behaviour::Land)],
+        &policy(),
+        Trigger::Manual,
+        &proceed,
+        &MethodContext::default(),
+    ))
+    .unwrap();
+    let text = session
+        .message(outcome.checkpoint_seq.unwrap())
+        .unwrap()
+        .plain_text();
+    assert!(
+        text.contains("<preserved>\nTODO: step 3\n</preserved>"),
+        "{text}"
+    );
     assert!(check_invariants(&session).is_ok());
 }
 
@@ -352,11 +494,27 @@ fn hooks_cancel_supply_and_preserve() {
 fn the_previous_checkpoint_is_folded_into_the_next() {
     let store = MemoryStore::new();
     let mut session = session_in(&store, 6);
-    let first = run(compact_session(&mut session, &[method("ok", Behaviour::Land)], &policy(), Trigger::Manual)).unwrap();
+    let first = run(compact_session(
+        &mut session,
+        &[method("ok", Behaviour::Land)],
+        &policy(),
+        Trigger::Manual,
+    ))
+    .unwrap();
     for i in 6..12 {
-        session.append_message(Message::user(format!("request {i}"))).unwrap();
-        session.append_message(call(&format!("c{i}"), "b.rs")).unwrap();
-        session.append_message(Message::tool_result(format!("c{i}"), "x".repeat(800), false)).unwrap();
+        session
+            .append_message(Message::user(format!("request {i}")))
+            .unwrap();
+        session
+            .append_message(call(&format!("c{i}"), "b.rs"))
+            .unwrap();
+        session
+            .append_message(Message::tool_result(
+                format!("c{i}"),
+                "x".repeat(800),
+                false,
+            ))
+            .unwrap();
     }
     let plan = plan(&session, &policy()).unwrap();
     let previous = plan.previous.as_ref().unwrap();
@@ -365,7 +523,11 @@ fn the_previous_checkpoint_is_folded_into_the_next() {
     assert_eq!(plan.seqs[0], previous.seq);
     let ticket = begin(&mut session, plan, "ok").unwrap();
     commit(&mut session, ticket, checkpoint("## Goal\nread more files")).unwrap();
-    let checkpoints = session.surface_messages().iter().filter(|m| is_checkpoint(m)).count();
+    let checkpoints = session
+        .surface_messages()
+        .iter()
+        .filter(|m| is_checkpoint(m))
+        .count();
     assert_eq!(checkpoints, 1);
     assert!(check_invariants(&session).is_ok());
 }
@@ -376,12 +538,28 @@ fn an_unframed_checkpoint_is_a_violation() {
     session.append_message(Message::user("a")).unwrap();
     session.append_message(Message::assistant("b")).unwrap();
     let mut fake = Message::user("summary");
-    fake.meta.origin = Some(abridge_llm::Origin::Checkpoint { compaction_id: "x".into(), method: "m".into() });
-    let summary = session.append(Draft::log(TYPE_COMPACTION_SUMMARY, serde_json::json!({"compaction_id": "x"}))).unwrap();
-    let seq = session.append(Draft::replace(fake, 0, 1, vec![0, 1, summary])).unwrap();
+    fake.meta.origin = Some(abridge_llm::Origin::Checkpoint {
+        compaction_id: "x".into(),
+        method: "m".into(),
+    });
+    let summary = session
+        .append(Draft::log(
+            TYPE_COMPACTION_SUMMARY,
+            serde_json::json!({"compaction_id": "x"}),
+        ))
+        .unwrap();
+    let seq = session
+        .append(Draft::replace(fake, 0, 1, vec![0, 1, summary]))
+        .unwrap();
     let report = check_invariants(&session);
-    assert_eq!(report.violations, vec![Violation::UnframedCheckpoint { seq }]);
-    assert_eq!(report.violations[0].to_string(), format!("seq {seq}: checkpoint lacks the checkpoint framing"));
+    assert_eq!(
+        report.violations,
+        vec![Violation::UnframedCheckpoint { seq }]
+    );
+    assert_eq!(
+        report.violations[0].to_string(),
+        format!("seq {seq}: checkpoint lacks the checkpoint framing")
+    );
 }
 
 #[test]
@@ -391,7 +569,10 @@ fn rewrites_commit_as_one_batch() {
     let plan = plan(&session, &Policy::default().with_keep_recent_tokens(0)).unwrap();
     let ticket = begin(&mut session, plan, "prune").unwrap();
     let output = MethodOutput::Rewrites {
-        rewrites: vec![Rewrite { target: 2, message: Message::tool_result("c0", "[pruned]", false) }],
+        rewrites: vec![Rewrite {
+            target: 2,
+            message: Message::tool_result("c0", "[pruned]", false),
+        }],
         details: serde_json::Value::Null,
     };
     let outcome = commit(&mut session, ticket, output).unwrap();

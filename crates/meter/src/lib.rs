@@ -16,7 +16,8 @@
 //!   so measuring after an append is O(1). [`Measure`] holds our estimate,
 //!   the figure anchored on the provider's last reported usage, and
 //!   `tokens = max(anchored, estimate)`.
-//! - [`token_stats`]: where the tokens go, by role, by tool, largest items.
+//! - [`token_stats`] / [`model_token_stats`]: where the tokens go, by role,
+//!   by tool, largest items, for a chosen model.
 //!
 //! # Why one figure
 //!
@@ -73,6 +74,7 @@ pub use stats::PREVIEW_CHARS;
 pub use stats::TokenStats;
 pub use stats::ToolTokens;
 pub use stats::UNKNOWN_TOOL;
+pub use stats::model_token_stats;
 pub use stats::token_stats;
 pub use tokenizer::ESTIMATE_BYTES_PER_TOKEN;
 pub use tokenizer::Encoding;

@@ -113,6 +113,11 @@ pub struct TokenMeter {
 #[derive(Debug, Clone)]
 struct Synced {
     cursor: SurfaceCursor,
+    /// Events in the session when synced: fewer later means another log.
+    events: usize,
+    /// Messages on the surface by our own bookkeeping, checked against the
+    /// session's after every sync.
+    visible: usize,
     total: u64,
     anchor: Option<Anchor>,
 }
@@ -208,12 +213,16 @@ impl TokenMeter {
         let Some(mut state) = self.state.take() else {
             return self.full_sync(session);
         };
+        if session.len() < state.events {
+            return self.full_sync(session);
+        }
         let Some(changes) = session.surface_changes_since(state.cursor) else {
             return self.full_sync(session);
         };
         for change in changes {
             let added = self.cached(session, change.seq);
             state.total = state.total.saturating_add(added);
+            state.visible = (state.visible + 1).saturating_sub(change.removed.len());
             if change.removed.is_empty() {
                 if let Some(reported) = anchor_report(session, change.seq) {
                     state.anchor = Some(Anchor {
@@ -232,7 +241,15 @@ impl TokenMeter {
                 state.anchor = None;
             }
         }
+        // The journal cannot prove it belongs to this `Session` value (a
+        // log reopened under the same id restarts its journal); a surface
+        // of another length means it did not.
+        if state.visible != session.surface().len() {
+            tracing::debug!("surface length disagrees with the journal; recounting");
+            return self.full_sync(session);
+        }
         state.cursor = session.surface_cursor();
+        state.events = session.len();
         self.state = Some(state.clone());
         state
     }
@@ -241,6 +258,8 @@ impl TokenMeter {
         let (total, anchor) = self.recount(session);
         let state = Synced {
             cursor: session.surface_cursor(),
+            events: session.len(),
+            visible: session.surface().len(),
             total,
             anchor,
         };

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::collections::HashMap;
 
 use abridge_llm::Block;
+use abridge_llm::Catalog;
+use abridge_llm::Lookup;
 use abridge_llm::Origin;
 use abridge_llm::Role;
 use abridge_session::Seq;
@@ -51,6 +53,8 @@ pub struct Item {
 /// The token breakdown of a surface.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TokenStats {
+    /// The tokenizer that counted (`o200k`, `cl100k`, `bytes/4`).
+    pub tokenizer: String,
     /// Messages on the surface.
     pub messages: u64,
     /// The meter's measure (estimate, anchored, figure to act on).
@@ -134,6 +138,7 @@ pub fn token_stats(meter: &mut TokenMeter, session: &Session, top: usize) -> Tok
     items.sort_by(|a, b| b.tokens.cmp(&a.tokens).then(a.position.cmp(&b.position)));
     items.truncate(top);
     TokenStats {
+        tokenizer: cost.tokenizer().name().to_string(),
         messages: seqs.len() as u64,
         measure,
         by_role,
@@ -142,6 +147,22 @@ pub fn token_stats(meter: &mut TokenMeter, session: &Session, top: usize) -> Tok
         images,
         largest: items,
     }
+}
+
+/// A surface's breakdown for the model named `model_id`, as `abridge stats
+/// --model` shows it: the catalog lookup (so a caller can warn when the
+/// figures are the conservative default) and the stats counted with that
+/// model's tokenizer and image billing.
+pub fn model_token_stats(
+    catalog: &Catalog,
+    model_id: &str,
+    session: &Session,
+    top: usize,
+) -> (Lookup, TokenStats) {
+    let lookup = catalog.lookup(model_id);
+    let mut meter = TokenMeter::for_model(&lookup.entry);
+    let stats = token_stats(&mut meter, session, top);
+    (lookup, stats)
 }
 
 fn for_each_image(block: &Block, f: &mut impl FnMut(&Block)) {
@@ -214,5 +235,19 @@ mod tests {
         assert_eq!(stats.largest[0].seq, r);
         assert_eq!(stats.largest[0].tool.as_deref(), Some("read"));
         assert!(stats.largest[0].preview.ends_with('…'));
+        assert_eq!(stats.tokenizer, "bytes/4");
+    }
+
+    #[test]
+    fn model_stats_use_the_model_and_say_how_it_was_found() {
+        let mut s = Session::in_memory("t");
+        s.append_message(Message::user("模型的上下文窗口是有限的"))
+            .unwrap();
+        let catalog = abridge_llm::Catalog::builtin();
+        let (lookup, stats) = model_token_stats(&catalog, "gpt-4-0613", &s, 5);
+        assert_eq!(lookup.entry.id, "gpt-4");
+        assert_eq!(stats.tokenizer, "cl100k");
+        let (unknown, _) = model_token_stats(&catalog, "who-knows", &s, 5);
+        assert!(unknown.is_default());
     }
 }

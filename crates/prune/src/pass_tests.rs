@@ -762,3 +762,111 @@ fn what_the_model_sees_after_prune_then_shake() {
     b.session.append_batch(shaken.drafts()).unwrap();
     insta::assert_snapshot!(render_surface(&b.session));
 }
+
+#[test]
+fn shake_thresholds_at_below_and_above() {
+    let mut b = Builder::new();
+    let text = text_for("c0", 600);
+    let seq = b.call("bash", json!({}), &text);
+    let after = b.say("a later message");
+    let after_tokens = EstimateCounter::estimate(b.session.message(after).unwrap());
+    let counter = EstimateCounter::new();
+    let run = |keep: u64, whole: u64| {
+        let config = ShakeConfig {
+            keep_recent_tokens: keep,
+            min_result_tokens: whole,
+            min_block_tokens: 1,
+            ..ShakeConfig::preset(ShakePreset::Manual)
+        };
+        let store = MemoryArtifactStore::new();
+        let snapshot = Snapshot::of_session(&b.session);
+        targets(
+            &shake(
+                &snapshot,
+                &config,
+                &PassContext::compaction(),
+                &counter,
+                &store,
+            )
+            .unwrap(),
+            Rule::Shaken,
+        )
+    };
+    // Keep recent: the result is older when at least that many tokens follow.
+    assert_eq!(run(after_tokens - 1, 600), BTreeSet::from([seq]));
+    assert_eq!(run(after_tokens, 600), BTreeSet::from([seq]));
+    assert_eq!(run(after_tokens + 1, 600), BTreeSet::new());
+    // Whole-result size: 600 tokens moves at 599 and 600, not at 601 (and
+    // the text has no blocks to move instead).
+    assert_eq!(run(0, 599), BTreeSet::from([seq]));
+    assert_eq!(run(0, 600), BTreeSet::from([seq]));
+    assert_eq!(run(0, 601), BTreeSet::new());
+
+    // Block size: a fence of exactly `fence_tokens` moves at that minimum.
+    let mut b = Builder::new();
+    let fence = format!("```\n{}```", "0123456789abcdef\n".repeat(40));
+    let fence_tokens = (fence.len() as u64).div_ceil(4);
+    let seq = b.call("bash", json!({}), &format!("intro\n{fence}\noutro"));
+    b.say("a later message");
+    let run = |min_block: u64| {
+        let config = ShakeConfig {
+            keep_recent_tokens: 1,
+            min_result_tokens: 100_000,
+            min_block_tokens: min_block,
+            ..ShakeConfig::preset(ShakePreset::Manual)
+        };
+        let store = MemoryArtifactStore::new();
+        let snapshot = Snapshot::of_session(&b.session);
+        targets(
+            &shake(
+                &snapshot,
+                &config,
+                &PassContext::compaction(),
+                &counter,
+                &store,
+            )
+            .unwrap(),
+            Rule::Shaken,
+        )
+    };
+    assert_eq!(run(fence_tokens - 1), BTreeSet::from([seq]));
+    assert_eq!(run(fence_tokens), BTreeSet::from([seq]));
+    assert_eq!(run(fence_tokens + 1), BTreeSet::new());
+}
+
+#[test]
+fn per_turn_shake_respects_the_cache_guard() {
+    let mut b = Builder::new();
+    b.call("bash", json!({}), &"log\n".repeat(2_000));
+    b.say(&"words ".repeat(400));
+    let config = ShakeConfig {
+        keep_recent_tokens: 10,
+        cache_tail_tokens: 100,
+        ..ShakeConfig::preset(ShakePreset::Rescue)
+    };
+    let store = MemoryArtifactStore::new();
+    let snapshot = Snapshot::of_session(&b.session);
+    let counter = EstimateCounter::new();
+    let warm = shake(
+        &snapshot,
+        &config,
+        &PassContext::per_turn(None, None),
+        &counter,
+        &store,
+    )
+    .unwrap();
+    assert!(warm.is_empty());
+    assert_eq!(warm.report.held_for_cache, 1);
+    assert!(store.is_empty());
+    let cold = PassContext::per_turn(
+        Some(Duration::from_secs(3600)),
+        Some(Duration::from_secs(300)),
+    );
+    assert_eq!(
+        shake(&snapshot, &config, &cold, &counter, &store)
+            .unwrap()
+            .rewrites
+            .len(),
+        1
+    );
+}

@@ -161,14 +161,3 @@ fn every_sample_reclaims_and_stays_well_formed() {
         );
     }
 }
-
-#[test]
-#[ignore = "diagnostic"]
-fn codex_costs() {
-    let path = samples().unwrap().into_iter().find(|p| p.to_string_lossy().contains("codex")).unwrap();
-    let session = import(&path).unwrap();
-    let cost = abridge_meter::CostModel::new(Arc::new(abridge_meter::Tiktoken::o200k()), abridge_llm::ImageBilling::Anthropic);
-    let mut rows: Vec<(u64, u64, String)> = session.surface_messages().iter().map(|m| (cost.message(m), abridge_compact::EstimateCounter::estimate(m), format!("{:?}", m).chars().take(300).collect())).collect();
-    rows.sort_by_key(|r| std::cmp::Reverse(r.0));
-    for r in rows.iter().take(5) { println!("{} {} {}", r.0, r.1, r.2); }
-}

@@ -81,10 +81,11 @@ impl Session {
     /// A new session in a fresh [`MemoryStore`].
     pub fn in_memory(session_id: &str) -> Self {
         let mut store = MemoryStore::new();
+        let header = Header::new(session_id);
         // A fresh memory store always accepts a header.
-        let _ = store.create(&Header::new(session_id));
+        let _ = store.create(&header);
         Session {
-            header: Header::new(session_id),
+            header,
             events: Vec::new(),
             surface: Surface::default(),
             journal: Vec::new(),

@@ -16,43 +16,10 @@ pub const DEFAULT_BYTE_BUDGET: u64 = 3_000_000;
 
 /// Tokens one image of `width` x `height` costs under `billing`.
 ///
-/// This is the crate's single billing call. It follows the formulas the
-/// catalog documents for each [`ImageBilling`] until abridge-meter exposes
-/// `image_tokens`; then it forwards to the meter.
+/// The crate's single billing call: it forwards to abridge-meter, so frames
+/// are planned with the same figures the meter counts them at.
 pub fn frame_tokens(billing: &ImageBilling, width: u32, height: u32) -> u64 {
-    let (w, h) = (u64::from(width.max(1)), u64::from(height.max(1)));
-    let patches = |edge: u64| w.div_ceil(edge) * h.div_ceil(edge);
-    match *billing {
-        // 28 px patches, at most 4784 (larger images are scaled down to
-        // fit), times 1.05.
-        ImageBilling::Anthropic => (patches(28).min(4784) * 105).div_ceil(100),
-        // 32 px patches, at most 10000, times 1.2.
-        ImageBilling::OpenAi => (patches(32).min(10_000) * 12).div_ceil(10),
-        ImageBilling::OpenAiTile { base, tile } => {
-            // Fit in 2048x2048, then the shortest side to 768, then 512 px tiles.
-            let (mut fw, mut fh) = (w as f64, h as f64);
-            let fit = (2048.0 / fw.max(fh)).min(1.0);
-            fw *= fit;
-            fh *= fit;
-            let short = (768.0 / fw.min(fh)).min(1.0);
-            fw *= short;
-            fh *= short;
-            let tiles = ((fw / 512.0).ceil() * (fh / 512.0).ceil()) as u64;
-            u64::from(base) + u64::from(tile) * tiles
-        }
-        ImageBilling::Google => 1120,
-        ImageBilling::GeminiTile => {
-            if w <= 384 && h <= 384 {
-                258
-            } else {
-                258 * patches(768)
-            }
-        }
-        ImageBilling::Patch { patch, max_patches } => {
-            patches(u64::from(patch.max(1))).min(u64::from(max_patches))
-        }
-        ImageBilling::Flat { tokens } => u64::from(tokens),
-    }
+    abridge_meter::image_tokens(*billing, width, height)
 }
 
 /// Base64 length of `bytes` bytes of PNG.

@@ -58,6 +58,9 @@ impl Default for SnapcompactConfig {
 
 /// History printed onto frames for a vision model.
 ///
+/// Built for one model (frames are shaped and billed for it); build a new
+/// one when the harness switches models.
+///
 /// Available only when the model reads images. `run` refuses with
 /// [`CompactError::NotSmaller`] when the frames, guide and text edges would
 /// not cost fewer tokens than the span they replace, so a chain of methods
@@ -261,23 +264,13 @@ impl CompactionMethod for Snapcompact {
         METHOD_NAME
     }
 
-    fn available(&self, context: &MethodContext) -> Availability {
+    fn available(&self, _context: &MethodContext) -> Availability {
         if !self.entry.vision {
             return Availability::Unavailable {
                 reason: Error::NoVision {
                     model: self.model.clone(),
                 }
                 .to_string(),
-            };
-        }
-        if let Some(model) = &context.model
-            && model != &self.model
-        {
-            return Availability::Unavailable {
-                reason: format!(
-                    "frames are shaped for {:?}, but the next turn uses {model:?}",
-                    self.model
-                ),
             };
         }
         Availability::Ready

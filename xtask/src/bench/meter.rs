@@ -133,7 +133,7 @@ const PYTHON_SCRIPT: &str = r#"
 import json, sys, time
 import tiktoken
 enc = tiktoken.get_encoding("o200k_base")
-text = open(sys.argv[1], encoding="utf-8").read()
+text = open(sys.argv[1], encoding="utf-8", newline="").read()
 enc.encode_ordinary(text[:1000])
 times = []
 for _ in range(int(sys.argv[2])):

@@ -119,7 +119,11 @@ fn prune_pass(session: &Session, counter: &dyn TokenCounter) -> Reclaim {
     )
 }
 
-fn shake_pass(session: &Session, counter: &dyn TokenCounter, store: &MemoryArtifactStore) -> anyhow::Result<Reclaim> {
+fn shake_pass(
+    session: &Session,
+    counter: &dyn TokenCounter,
+    store: &MemoryArtifactStore,
+) -> anyhow::Result<Reclaim> {
     Ok(abridge_prune::shake(
         &Snapshot::of_session(session),
         &ShakeConfig::preset(ShakePreset::Automatic),
@@ -162,23 +166,39 @@ fn speed(samples: &[Sample]) -> anyhow::Result<Section> {
             largest.name,
             largest.session.surface().len()
         ),
-        &["pass", "mode", "median time", "rewrites", "tokens saved (bytes/4)", "vs o200k recount"],
+        &[
+            "pass",
+            "mode",
+            "median time",
+            "rewrites",
+            "tokens saved (bytes/4)",
+            "vs o200k recount",
+        ],
     );
     let min = Duration::from_secs(3);
     let cost = CostModel::new(Arc::new(Tiktoken::o200k()), ImageBilling::Anthropic);
     let messages = largest.session.surface_messages();
-    let recount = median_time(min, || messages.iter().map(|m| cost.message(m)).sum::<u64>());
+    let recount = median_time(min, || {
+        messages.iter().map(|m| cost.message(m)).sum::<u64>()
+    });
 
     // Prune.
     let cold_reclaim = prune_pass(&largest.session, &EstimateCounter::new());
-    let prune_cold = median_time(min, || prune_pass(&largest.session, &EstimateCounter::new()));
+    let prune_cold = median_time(min, || {
+        prune_pass(&largest.session, &EstimateCounter::new())
+    });
     let mut pruned = copy(largest)?;
     let warm = EstimateCounter::new();
     let first = prune_pass(&pruned, &warm);
     pruned.append_batch(first.drafts())?;
     let again = prune_pass(&pruned, &warm);
     let prune_incremental = median_time(min, || prune_pass(&pruned, &warm));
-    let ratio = |t: Duration| format!("{:.1}x faster", recount.as_secs_f64() / t.as_secs_f64().max(1e-12));
+    let ratio = |t: Duration| {
+        format!(
+            "{:.1}x faster",
+            recount.as_secs_f64() / t.as_secs_f64().max(1e-12)
+        )
+    };
     section.row(vec![
         "prune".into(),
         "cold".into(),
@@ -286,7 +306,10 @@ fn reclaimed(samples: &[Sample]) -> anyhow::Result<Section> {
             shaken.report.saved().to_string(),
             trimmed.report.saved().to_string(),
             after.to_string(),
-            format!("{:.1}%", 100.0 * before.saturating_sub(after) as f64 / before.max(1) as f64),
+            format!(
+                "{:.1}%",
+                100.0 * before.saturating_sub(after) as f64 / before.max(1) as f64
+            ),
         ]);
     }
     Ok(section)

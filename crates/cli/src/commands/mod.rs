@@ -1,4 +1,7 @@
 //! One module per subcommand.
 
+pub(crate) mod check;
+pub(crate) mod compact;
+pub(crate) mod context;
 pub(crate) mod import;
 pub(crate) mod stats;

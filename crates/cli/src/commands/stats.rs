@@ -21,9 +21,23 @@ pub(crate) struct Args {
     /// How many of the largest items to list.
     #[arg(long, default_value_t = 5)]
     top: usize,
+    /// Price the surface for this model (default: the model that wrote the
+    /// session's last assistant message).
+    #[arg(long)]
+    model: Option<String>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+/// `stats` and its token section together, the `--json` form.
+#[derive(Debug, Serialize)]
+struct Full<'a> {
+    #[serde(flatten)]
+    stats: &'a Stats,
+    model: String,
+    context_window: u64,
+    tokens: &'a abridge_meter::TokenStats,
 }
 
 /// Everything `stats` reports, also its `--json` form.
@@ -60,10 +74,20 @@ pub(crate) struct Item {
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (session, _) = open_session(&args.session, false)?;
     let stats = collect(&session, args.top);
+    let (model, lookup) = crate::model::resolve(&session, args.model.as_deref());
+    let mut meter = abridge_meter::TokenMeter::for_model(&lookup.entry);
+    let tokens = abridge_meter::token_stats(&mut meter, &session, args.top);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&stats)?);
+        let full = Full {
+            stats: &stats,
+            model,
+            context_window: lookup.entry.context_window,
+            tokens: &tokens,
+        };
+        println!("{}", serde_json::to_string_pretty(&full)?);
     } else {
         print!("{}", render(&args.session.display().to_string(), &stats));
+        print!("{}", render_tokens(&model, lookup.entry.context_window, &tokens));
     }
     Ok(())
 }
@@ -242,6 +266,64 @@ fn render(name: &str, stats: &Stats) -> String {
                     .map(|t| format!("[{t}] "))
                     .unwrap_or_default(),
                 item.preview
+            ));
+        }
+    }
+    out
+}
+
+fn render_tokens(model: &str, window: u64, tokens: &abridge_meter::TokenStats) -> String {
+    let measure = &tokens.measure;
+    let mut out = format!(
+        "tokens for {model} (window {window})\n  surface       {} to act on ({:.1}% of the window): estimate {}, anchored {}{}\n",
+        measure.tokens,
+        100.0 * measure.tokens as f64 / window.max(1) as f64,
+        measure.estimate,
+        measure
+            .anchored
+            .map_or_else(|| "none".to_string(), |a| a.to_string()),
+        measure
+            .ratio
+            .map(|r| format!(", reported/estimated {r:.2}"))
+            .unwrap_or_default()
+    );
+    let roles: Vec<String> = tokens
+        .by_role
+        .iter()
+        .map(|(role, count)| format!("{role} {count}"))
+        .collect();
+    out.push_str(&format!("  by role       {}\n", roles.join(", ")));
+    if tokens.images > 0 {
+        out.push_str(&format!(
+            "  images        {} ({} tokens)\n",
+            tokens.images, tokens.image_tokens
+        ));
+    }
+    let mut tools: Vec<(&String, &abridge_meter::ToolTokens)> = tokens.by_tool.iter().collect();
+    tools.sort_by(|a, b| {
+        (b.1.call_tokens + b.1.result_tokens)
+            .cmp(&(a.1.call_tokens + a.1.result_tokens))
+            .then(a.0.cmp(b.0))
+    });
+    for (name, tool) in tools.iter().take(8) {
+        out.push_str(&format!(
+            "  tool {:<9}{:>7} tokens in {} results, {} tokens in {} calls\n",
+            name, tool.result_tokens, tool.results, tool.call_tokens, tool.calls
+        ));
+    }
+    if !tokens.largest.is_empty() {
+        out.push_str("  costliest messages\n");
+        for item in &tokens.largest {
+            out.push_str(&format!(
+                "    #{:<6} {:<9} {:>7} tokens {}{}\n",
+                item.seq,
+                item.role,
+                item.tokens,
+                item.tool
+                    .as_ref()
+                    .map(|t| format!("[{t}] "))
+                    .unwrap_or_default(),
+                preview(&item.preview, 60)
             ));
         }
     }

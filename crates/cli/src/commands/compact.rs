@@ -1,0 +1,141 @@
+//! `abridge compact`: run compaction methods on a session file, appending
+//! the result; nothing already written changes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use abridge_compact::CompactError;
+use abridge_compact::MeterCounter;
+use abridge_compact::Policy;
+use abridge_compact::Trigger;
+use abridge_compact_basic::Budget;
+use serde::Serialize;
+
+use crate::methods;
+use crate::model;
+use crate::open::open_session;
+
+/// Arguments of `abridge compact`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The abridge session file; the compaction is appended to it.
+    session: PathBuf,
+    /// Methods to try in turn until one lands, comma separated
+    /// (digest, soft, handoff, remote, prune, shake, trim, snapcompact).
+    #[arg(long, value_delimiter = ',', default_value = "digest")]
+    method: Vec<String>,
+    /// The model the next turn will use (prices tokens, sets the window).
+    #[arg(long)]
+    model: Option<String>,
+    /// Context window in tokens, overriding the model's.
+    #[arg(long)]
+    window: Option<u64>,
+    /// Tokens of newest history to keep verbatim (default: scaled from the
+    /// window, at most 20000).
+    #[arg(long)]
+    keep: Option<u64>,
+    /// Extra instructions for the summarizer (what to keep, what matters).
+    #[arg(long)]
+    instructions: Option<String>,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    llm: methods::LlmArgs,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    session: String,
+    model: String,
+    window: u64,
+    threshold: u64,
+    keep: u64,
+    method: String,
+    tokens_before: u64,
+    tokens_after: u64,
+    hidden: usize,
+    under_threshold: bool,
+    short_summary: String,
+    failures: Vec<(String, String)>,
+}
+
+pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    let (mut session, _) = open_session(&args.session, true)?;
+    let (model_id, lookup) = model::resolve(&session, args.model.as_deref());
+    let window = args.window.unwrap_or(lookup.entry.context_window);
+    let budget = Budget::new(window);
+    let threshold = budget.threshold()?;
+    let counter = Arc::new(MeterCounter::for_model(&lookup.entry));
+    let ratio = counter.measure(&session).ratio.unwrap_or(1.0);
+    let keep = args.keep.unwrap_or_else(|| budget.keep(ratio));
+    if keep >= threshold {
+        anyhow::bail!(
+            "--keep {keep} must be below the compaction threshold of {threshold} tokens (window {window})"
+        );
+    }
+    let mut policy = Policy::new(counter).with_keep_recent_tokens(keep);
+    if let Some(instructions) = &args.instructions {
+        policy = policy.with_instructions(instructions.clone());
+    }
+    let methods = methods::build(&args.method, &args.llm, &args.session)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(abridge_compact::compact_session(
+        &mut session,
+        &methods,
+        &policy,
+        Trigger::Manual,
+    ));
+    session.sync()?;
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(CompactError::AllFailed { failures }) => {
+            for (method, error) in &failures {
+                eprintln!("  {method}: {error}");
+            }
+            anyhow::bail!(
+                "every method failed ({}); the session is unchanged apart from the recorded attempts",
+                failures.len()
+            );
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let report = Report {
+        session: args.session.display().to_string(),
+        model: model_id,
+        window,
+        threshold,
+        keep,
+        method: outcome.method.clone(),
+        tokens_before: outcome.tokens_before,
+        tokens_after: outcome.tokens_after,
+        hidden: outcome.hidden,
+        under_threshold: outcome.tokens_after <= threshold,
+        short_summary: outcome.short_summary.clone(),
+        failures: outcome.failures.clone(),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    for (method, error) in &report.failures {
+        println!("{method} failed: {error}");
+    }
+    println!(
+        "{} landed: {} -> {} tokens ({:.1}% less), {} messages folded; threshold {} of a {} window ({})",
+        report.method,
+        report.tokens_before,
+        report.tokens_after,
+        100.0 * (1.0 - report.tokens_after as f64 / report.tokens_before.max(1) as f64),
+        report.hidden,
+        report.threshold,
+        report.window,
+        report.model
+    );
+    if !report.short_summary.is_empty() {
+        println!("{}", report.short_summary);
+    }
+    Ok(())
+}

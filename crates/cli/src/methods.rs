@@ -1,0 +1,195 @@
+//! Building compaction methods from their names and the command line's
+//! model flags.
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use abridge_compact::CompactionMethod;
+use abridge_compact_basic::DigestMethod;
+use abridge_compact_basic::HandoffConfig;
+use abridge_compact_basic::RemoteConfig;
+use abridge_compact_basic::RemoteKind;
+use abridge_compact_basic::SoftConfig;
+use abridge_compact_basic::SoftSetup;
+use abridge_llm::LlmClient;
+use abridge_llm::ProviderConfig;
+use abridge_llm::ProviderKind;
+use abridge_llm::RetryPolicy;
+use abridge_prune::DirArtifactStore;
+use abridge_prune::ReclaimConfig;
+use anyhow::Context;
+use anyhow::bail;
+
+/// Every method name `--method` accepts.
+pub(crate) const KNOWN: &[&str] = &[
+    "digest",
+    "soft",
+    "handoff",
+    "remote",
+    "prune",
+    "shake",
+    "trim",
+    "snapcompact",
+];
+
+/// How to reach a summarizing model.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct LlmArgs {
+    /// Base URL of the model endpoint (for example http://127.0.0.1:8080/v1).
+    #[arg(long, value_name = "URL")]
+    llm: Option<String>,
+    /// Model name to ask the endpoint for.
+    #[arg(long, value_name = "NAME")]
+    llm_model: Option<String>,
+    /// The endpoint's protocol: openai-chat (also llama.cpp, vLLM, Ollama),
+    /// openai-responses, or anthropic.
+    #[arg(long, default_value = "openai-chat")]
+    provider: String,
+    /// Name of the environment variable holding the API key (the key itself
+    /// is never taken on the command line).
+    #[arg(long, value_name = "VAR")]
+    api_key_env: Option<String>,
+    /// Tokens of history per summarizer call (lower it for small models).
+    #[arg(long, value_name = "TOKENS")]
+    llm_input_tokens: Option<u64>,
+    /// Cap on the summary's length in tokens.
+    #[arg(long, value_name = "TOKENS")]
+    llm_max_output: Option<u32>,
+    /// Seconds to wait for one call before it counts as failed.
+    #[arg(long, default_value_t = 300)]
+    llm_timeout: u64,
+    /// Attempts per call (transient failures are retried with backoff).
+    #[arg(long, default_value_t = 3)]
+    llm_attempts: u32,
+    /// For `--method remote`: endpoint (a {system_prompt, prompt,
+    /// max_tokens} -> {summary} service), chat, responses-compact, or
+    /// anthropic.
+    #[arg(long, default_value = "chat")]
+    remote: String,
+    /// For `--method handoff`: also write the handoff document here.
+    #[arg(long, value_name = "FILE")]
+    handoff_file: Option<PathBuf>,
+}
+
+impl LlmArgs {
+    fn key(&self) -> anyhow::Result<Option<String>> {
+        let Some(var) = &self.api_key_env else {
+            return Ok(None);
+        };
+        match std::env::var(var) {
+            Ok(key) if !key.is_empty() => Ok(Some(key)),
+            _ => bail!("--api-key-env {var}: that environment variable is not set or empty"),
+        }
+    }
+
+    fn endpoint(&self, method: &str) -> anyhow::Result<(String, String)> {
+        let Some(url) = &self.llm else {
+            bail!("--method {method} needs a model: pass --llm URL (and --llm-model NAME)");
+        };
+        let model = self.llm_model.clone().unwrap_or_default();
+        Ok((url.clone(), model))
+    }
+
+    fn retry(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: self.llm_attempts.max(1),
+            timeout: Some(Duration::from_secs(self.llm_timeout.max(1))),
+            ..RetryPolicy::default()
+        }
+    }
+
+    fn soft_config(&self) -> SoftConfig {
+        let mut soft = SoftConfig::default();
+        if let Some(tokens) = self.llm_input_tokens {
+            soft.input_window_tokens = tokens;
+        }
+        if let Some(tokens) = self.llm_max_output {
+            soft.max_summary_tokens = tokens;
+        }
+        soft
+    }
+
+    fn client(&self, method: &str) -> anyhow::Result<(Arc<dyn LlmClient>, String)> {
+        let (url, model) = self.endpoint(method)?;
+        let kind: ProviderKind = self
+            .provider
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--provider {}: {e}", self.provider))?;
+        let mut config = ProviderConfig::new(url).with_default_model(model.clone());
+        if let Some(key) = self.key()? {
+            config = config.with_api_key(key);
+        }
+        Ok((kind.client(config)?, model))
+    }
+}
+
+/// Builds the methods named in `names`, in order.
+pub(crate) fn build(
+    names: &[String],
+    llm: &LlmArgs,
+    session_path: &Path,
+) -> anyhow::Result<Vec<Arc<dyn CompactionMethod>>> {
+    let mut methods = Vec::with_capacity(names.len());
+    for name in names {
+        let method: Arc<dyn CompactionMethod> = match name.as_str() {
+            "digest" => Arc::new(DigestMethod),
+            "soft" => {
+                let (client, model) = llm.client(name)?;
+                let setup = SoftSetup {
+                    soft: llm.soft_config(),
+                    prefix: None,
+                    retry: llm.retry(),
+                    fallbacks: Vec::new(),
+                };
+                abridge_compact_basic::soft_method(client, model, setup)
+            }
+            "handoff" => {
+                let (client, model) = llm.client(name)?;
+                let config = HandoffConfig {
+                    save_to: llm.handoff_file.clone(),
+                    retry: llm.retry(),
+                    max_tokens: llm.llm_max_output.unwrap_or(HandoffConfig::default().max_tokens),
+                    ..HandoffConfig::default()
+                };
+                abridge_compact_basic::handoff_method(client, model, config)
+            }
+            "remote" => {
+                let (url, model) = llm.endpoint(name)?;
+                let kind = match llm.remote.as_str() {
+                    "endpoint" => RemoteKind::Endpoint,
+                    "chat" => RemoteKind::ChatCompletions,
+                    "responses-compact" => RemoteKind::ResponsesCompact,
+                    "anthropic" => RemoteKind::AnthropicCompaction,
+                    other => bail!(
+                        "--remote {other}: expected endpoint, chat, responses-compact or anthropic"
+                    ),
+                };
+                let mut config = RemoteConfig::new(kind, url, model);
+                config.api_key = llm.key()?.map(abridge_llm::ApiKey::new);
+                config.retry = llm.retry();
+                config.soft = llm.soft_config();
+                abridge_compact_basic::remote_method(config)?
+            }
+            "prune" | "shake" | "trim" => {
+                let store = DirArtifactStore::beside(session_path)
+                    .with_context(|| format!("cannot open the artifact store beside {}", session_path.display()))?;
+                ReclaimConfig::default()
+                    .method(name, Arc::new(store))
+                    .ok_or_else(|| anyhow::anyhow!("unknown reclaim method {name}"))??
+            }
+            "snapcompact" => snapcompact_method()?,
+            other => bail!(
+                "unknown method {other:?}; known methods: {}",
+                KNOWN.join(", ")
+            ),
+        };
+        methods.push(method);
+    }
+    Ok(methods)
+}
+
+fn snapcompact_method() -> anyhow::Result<Arc<dyn CompactionMethod>> {
+    bail!("snapcompact is not wired into the command line yet")
+}

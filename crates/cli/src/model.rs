@@ -1,0 +1,33 @@
+//! Which model a command prices and compacts for.
+
+use abridge_llm::Catalog;
+use abridge_llm::Lookup;
+use abridge_llm::Origin;
+use abridge_session::Session;
+
+/// The catalog entry for `--model`, else for the model that wrote the
+/// session's last assistant message, else the conservative default. Says
+/// on stderr when figures are guessed.
+pub(crate) fn resolve(session: &Session, requested: Option<&str>) -> (String, Lookup) {
+    let id = requested
+        .map(str::to_string)
+        .or_else(|| last_model(session))
+        .unwrap_or_else(|| "unknown".to_string());
+    let lookup = Catalog::builtin().lookup(&id);
+    if lookup.is_default() {
+        eprintln!(
+            "note: model {id:?} is not in the catalog; using conservative defaults ({} token window); pass --model to choose",
+            lookup.entry.context_window
+        );
+    }
+    (id, lookup)
+}
+
+fn last_model(session: &Session) -> Option<String> {
+    session.events().iter().rev().find_map(|event| {
+        match &event.message()?.meta.origin {
+            Some(Origin::Model { model, .. }) if !model.is_empty() => Some(model.clone()),
+            _ => None,
+        }
+    })
+}
