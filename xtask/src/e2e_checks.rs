@@ -1,8 +1,181 @@
-//! The checks `cargo xtask e2e` runs against the live server.
+//! The checks `cargo xtask e2e` runs against the live server, through the
+//! `abridge` binary a user would run.
 
 use std::path::Path;
+use std::process::Command;
 
-/// Runs every check; the first failure ends the run.
-pub(crate) fn run(_binary: &Path, _base_url: &str, _root: &Path, _work: &Path) -> anyhow::Result<()> {
-    anyhow::bail!("e2e checks are being written")
+use abridge_session::JsonlOptions;
+use abridge_session::JsonlStore;
+use abridge_session::Session;
+use anyhow::Context;
+use anyhow::bail;
+use anyhow::ensure;
+
+/// The bundled real session the checks compact: small enough for a 135M
+/// model on two cores (about 8k tokens).
+const SAMPLE: &str = "assets/sessions/swe-agent__marshmallow-1867__function_calling_replace_from_source.traj";
+
+/// Runs every check and prints the tally; fails when any check failed.
+pub(crate) fn run(binary: &Path, base_url: &str, root: &Path, work: &Path) -> anyhow::Result<()> {
+    type Check = fn(&Path, &str, &Path, &Path) -> anyhow::Result<()>;
+    let checks: [(&str, Check); 2] = [
+        ("soft compaction against the real server lands", soft_lands),
+        ("rejected model output falls through to digest, nothing lost", fall_through),
+    ];
+    let (mut passed, mut failed) = (0, 0);
+    for (name, check) in checks {
+        match check(binary, base_url, root, work) {
+            Ok(()) => {
+                passed += 1;
+                println!("e2e: ok     {name}");
+            }
+            Err(error) => {
+                failed += 1;
+                println!("e2e: FAILED {name}: {error:#}");
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    ensure!(failed == 0, "{failed} end-to-end checks failed");
+    Ok(())
+}
+
+/// Imports the sample and compacts it through `soft` on the server: a
+/// checkpoint lands, the surface shrinks, invariants hold, and the file
+/// before the compaction is an unchanged prefix of the file after.
+fn soft_lands(binary: &Path, base_url: &str, root: &Path, work: &Path) -> anyhow::Result<()> {
+    let session = work.join("soft.jsonl");
+    import(binary, root, &session)?;
+    let before_bytes = std::fs::read(&session)?;
+    let before = open(&session)?;
+    let report = compact(binary, base_url, &session, "soft", 600)?;
+    ensure!(report["method"] == "soft", "expected soft to land, got {report}");
+    let (tokens_before, tokens_after) = tokens(&report)?;
+    ensure!(tokens_after < tokens_before, "the surface did not shrink: {report}");
+    let after = open(&session)?;
+    ensure!(
+        after.surface().len() < before.surface().len(),
+        "surface went from {} to {} messages",
+        before.surface().len(),
+        after.surface().len()
+    );
+    let first = &after.surface_messages()[0];
+    let first = if abridge_compact::is_checkpoint(first) {
+        first
+    } else {
+        // A leading system prompt stays in front of the checkpoint.
+        &after.surface_messages()[1]
+    };
+    ensure!(abridge_compact::is_checkpoint(first), "no framed checkpoint on the surface");
+    let after_bytes = std::fs::read(&session)?;
+    ensure!(
+        after_bytes.starts_with(&before_bytes),
+        "the session file was changed, not only appended to"
+    );
+    invariants(binary, &session)
+}
+
+/// A summary cut by the output cap is rejected; the chain falls through to
+/// digest; every original event is still in the log.
+fn fall_through(binary: &Path, base_url: &str, root: &Path, work: &Path) -> anyhow::Result<()> {
+    let session = work.join("fallthrough.jsonl");
+    import(binary, root, &session)?;
+    let before_bytes = std::fs::read(&session)?;
+    let before = open(&session)?;
+    let report = compact(binary, base_url, &session, "soft,digest", 8)?;
+    ensure!(report["method"] == "digest", "expected digest to land, got {report}");
+    let failures = report["failures"].as_array().cloned().unwrap_or_default();
+    ensure!(
+        failures.iter().any(|f| f[0] == "soft"),
+        "soft's failure was not reported: {report}"
+    );
+    let after = open(&session)?;
+    ensure!(std::fs::read(&session)?.starts_with(&before_bytes), "the session file was rewritten");
+    for event in before.events() {
+        ensure!(
+            after.event(event.seq) == Some(event),
+            "event {} changed or vanished",
+            event.seq
+        );
+    }
+    let errors = after
+        .events()
+        .iter()
+        .filter_map(|e| e.log())
+        .filter(|log| log.kind == abridge_compact::TYPE_COMPACTION_END)
+        .filter(|log| log.data.get("error").is_some_and(|e| !e.is_null()))
+        .count();
+    ensure!(errors >= 1, "the failed soft attempt left no error end event");
+    invariants(binary, &session)
+}
+
+fn import(binary: &Path, root: &Path, out: &Path) -> anyhow::Result<()> {
+    let output = Command::new(binary)
+        .arg("import")
+        .arg(root.join(SAMPLE))
+        .arg("-o")
+        .arg(out)
+        .output()?;
+    if !output.status.success() {
+        bail!("import failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    Ok(())
+}
+
+fn compact(
+    binary: &Path,
+    base_url: &str,
+    session: &Path,
+    methods: &str,
+    max_output: u32,
+) -> anyhow::Result<serde_json::Value> {
+    let started = std::time::Instant::now();
+    let output = Command::new(binary)
+        .arg("compact")
+        .arg(session)
+        .args(["--method", methods, "--llm", base_url, "--llm-model", "smollm2"])
+        .args(["--window", "8000", "--keep", "1500", "--llm-input-tokens", "2000"])
+        .args(["--llm-max-output", &max_output.to_string(), "--llm-attempts", "2"])
+        .args(["--json"])
+        .output()?;
+    println!(
+        "e2e: compact --method {methods} took {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    if !output.status.success() {
+        bail!(
+            "compact failed:\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    serde_json::from_slice(&output.stdout).context("compact --json printed no JSON")
+}
+
+fn tokens(report: &serde_json::Value) -> anyhow::Result<(u64, u64)> {
+    match (report["tokens_before"].as_u64(), report["tokens_after"].as_u64()) {
+        (Some(b), Some(a)) => Ok((b, a)),
+        _ => bail!("no token figures in {report}"),
+    }
+}
+
+fn open(path: &Path) -> anyhow::Result<Session> {
+    let options = JsonlOptions {
+        read_only: true,
+        ..JsonlOptions::default()
+    };
+    let (session, _) = Session::open(Box::new(JsonlStore::open(path, options)?))?;
+    Ok(session)
+}
+
+fn invariants(binary: &Path, session: &Path) -> anyhow::Result<()> {
+    let output = Command::new(binary).arg("check").arg(session).output()?;
+    if !output.status.success() {
+        bail!(
+            "abridge check failed:\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
 }

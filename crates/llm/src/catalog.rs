@@ -611,6 +611,15 @@ mod tests {
     }
 
     #[test]
+    fn entries_round_trip_through_json() {
+        // Users write override lists in the same form the catalog prints.
+        let entries = Catalog::builtin().entries().to_vec();
+        let json = serde_json::to_string(&entries).unwrap();
+        let back: Vec<ModelEntry> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, entries);
+    }
+
+    #[test]
     fn every_builtin_entry_is_sane() {
         for entry in Catalog::builtin().entries() {
             assert!(entry.max_output <= entry.context_window, "{}", entry.id);

@@ -47,7 +47,11 @@ struct Sample {
 fn samples_dir() -> anyhow::Result<PathBuf> {
     for dir in ["tests/data", "../shared/samples"] {
         let path = Path::new(dir);
-        if path.is_dir() && std::fs::read_dir(path)?.flatten().any(|e| is_sample(&e.path())) {
+        if path.is_dir()
+            && std::fs::read_dir(path)?
+                .flatten()
+                .any(|e| is_sample(&e.path()))
+        {
             return Ok(path.to_path_buf());
         }
     }
@@ -55,7 +59,8 @@ fn samples_dir() -> anyhow::Result<PathBuf> {
 }
 
 fn is_sample(path: &Path) -> bool {
-    path.extension().is_some_and(|x| x == "jsonl" || x == "traj")
+    path.extension()
+        .is_some_and(|x| x == "jsonl" || x == "traj")
 }
 
 fn load_samples() -> anyhow::Result<Vec<Sample>> {
@@ -162,7 +167,11 @@ fn tiktoken_rs_assets() -> Option<PathBuf> {
             })
             .collect();
         crates.sort();
-        if let Some(found) = crates.into_iter().rev().find(|p| p.join("assets/o200k_base.tiktoken").is_file()) {
+        if let Some(found) = crates
+            .into_iter()
+            .rev()
+            .find(|p| p.join("assets/o200k_base.tiktoken").is_file())
+        {
             return Some(found.join("assets"));
         }
     }
@@ -174,10 +183,14 @@ fn tiktoken_rs_assets() -> Option<PathBuf> {
 fn python_cache_dir(scratch: &Path) -> anyhow::Result<PathBuf> {
     // sha1("https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken")
     const O200K_CACHE_NAME: &str = "fb374d419588a4632f3f557e76b4b70aebbca790";
-    let assets = tiktoken_rs_assets().context("tiktoken-rs assets not found in the cargo registry")?;
+    let assets =
+        tiktoken_rs_assets().context("tiktoken-rs assets not found in the cargo registry")?;
     let dir = scratch.join("tiktoken-cache");
     std::fs::create_dir_all(&dir)?;
-    std::fs::copy(assets.join("o200k_base.tiktoken"), dir.join(O200K_CACHE_NAME))?;
+    std::fs::copy(
+        assets.join("o200k_base.tiktoken"),
+        dir.join(O200K_CACHE_NAME),
+    )?;
     Ok(dir)
 }
 
@@ -199,7 +212,10 @@ fn python_tiktoken(text: &str, runs: usize) -> Result<PythonRun, String> {
         anyhow::ensure!(
             output.status.success(),
             "{}",
-            String::from_utf8_lossy(&output.stderr).lines().last().unwrap_or("python3 failed")
+            String::from_utf8_lossy(&output.stderr)
+                .lines()
+                .last()
+                .unwrap_or("python3 failed")
         );
         let v: serde_json::Value = serde_json::from_slice(&output.stdout)?;
         Ok(PythonRun {
@@ -220,12 +236,24 @@ fn counting(samples: &[Sample], table_build: Duration) -> anyhow::Result<Section
          tiktoken-rs, and by Python `tiktoken` (`encode_ordinary`, run as a subprocess on the same \
          text, its tables served offline from tiktoken-rs's copy). Median of repeated runs; \
          `vs Python` is abridge-meter's speed divided by Python tiktoken's.",
-        &["text", "MB", "tokens", "abridge-meter", "tiktoken-rs", "Python tiktoken", "vs Python", "same count"],
+        &[
+            "text",
+            "MB",
+            "tokens",
+            "abridge-meter",
+            "tiktoken-rs",
+            "Python tiktoken",
+            "vs Python",
+            "same count",
+        ],
     );
     let tokenizer = Tiktoken::o200k();
     let reference = tiktoken_rs::o200k_base_singleton();
     let mut all = String::new();
-    let mut rows: Vec<(String, &str)> = samples.iter().map(|s| (s.name.clone(), s.text.as_str())).collect();
+    let mut rows: Vec<(String, &str)> = samples
+        .iter()
+        .map(|s| (s.name.clone(), s.text.as_str()))
+        .collect();
     for s in samples {
         all.push_str(&s.text);
     }
@@ -235,7 +263,9 @@ fn counting(samples: &[Sample], table_build: Duration) -> anyhow::Result<Section
     for (name, text) in rows {
         let ours_tokens = tokenizer.count(text);
         let ours = median_time(Duration::from_secs(2), || tokenizer.count(text));
-        let rs = median_time(Duration::from_millis(1500), || reference.encode_ordinary(text).len());
+        let rs = median_time(Duration::from_millis(1500), || {
+            reference.encode_ordinary(text).len()
+        });
         let rs_tokens = reference.encode_ordinary(text).len();
         let (py_cell, ratio_cell, py_tokens) = match python_tiktoken(text, 5) {
             Ok(run) => {
@@ -243,7 +273,11 @@ fn counting(samples: &[Sample], table_build: Duration) -> anyhow::Result<Section
                 let py = Duration::from_secs_f64(run.seconds);
                 let ratio = py.as_secs_f64() / ours.as_secs_f64().max(1e-12);
                 ratios.push(ratio);
-                (mb_per_s(text.len(), py), format!("{ratio:.2}x"), Some(run.tokens))
+                (
+                    mb_per_s(text.len(), py),
+                    format!("{ratio:.2}x"),
+                    Some(run.tokens),
+                )
             }
             Err(why) => {
                 python_note.get_or_insert(format!("Python tiktoken not available: {why}."));
@@ -259,7 +293,11 @@ fn counting(samples: &[Sample], table_build: Duration) -> anyhow::Result<Section
             mb_per_s(text.len(), rs),
             py_cell,
             ratio_cell,
-            if same { "yes".into() } else { format!("NO (tiktoken-rs {rs_tokens}, Python {py_tokens:?})") },
+            if same {
+                "yes".into()
+            } else {
+                format!("NO (tiktoken-rs {rs_tokens}, Python {py_tokens:?})")
+            },
         ]);
     }
     if let Some(note) = python_note {
@@ -288,7 +326,12 @@ fn append_then_measure() -> anyhow::Result<Section> {
          calls and results). The meter has measured it once; then, 2000 times, one short message \
          is appended (not timed) and `measure()` is timed: it counts the new message and updates \
          the running total and anchor.",
-        &["session", "first measure (cold cache)", "measure after append (median)", "p99"],
+        &[
+            "session",
+            "first measure (cold cache)",
+            "measure after append (median)",
+            "p99",
+        ],
     );
     let mut session = Session::in_memory("bench-long");
     let mut batch = Vec::with_capacity(10_000);
@@ -347,7 +390,11 @@ fn append_then_measure() -> anyhow::Result<Section> {
     section.note(format!(
         "Target: under 10 µs. Median {}: {}.",
         fmt_duration(median),
-        if median < Duration::from_micros(10) { "met" } else { "MISSED" }
+        if median < Duration::from_micros(10) {
+            "met"
+        } else {
+            "MISSED"
+        }
     ));
     Ok(section)
 }
@@ -358,7 +405,15 @@ fn cold_measure(samples: &[Sample]) -> anyhow::Result<Section> {
         "A fresh meter (empty seq cache, tokenizer tables already built) measures the whole \
          surface of the largest imported sample: every visible message counted once. Median of \
          repeated runs, each with a new meter.",
-        &["sample", "events", "surface messages", "tokens (estimate)", "anchored", "cold measure", "warm measure"],
+        &[
+            "sample",
+            "events",
+            "surface messages",
+            "tokens (estimate)",
+            "anchored",
+            "cold measure",
+            "warm measure",
+        ],
     );
     let largest = samples
         .iter()
@@ -372,7 +427,9 @@ fn cold_measure(samples: &[Sample]) -> anyhow::Result<Section> {
     });
     let mut meter = TokenMeter::for_model(&entry);
     meter.measure(&largest.session);
-    let warm = median_time(Duration::from_millis(500), || meter.measure(&largest.session));
+    let warm = median_time(Duration::from_millis(500), || {
+        meter.measure(&largest.session)
+    });
     let measure = measure.context("no measure")?;
     section.row(vec![
         largest.name.clone(),

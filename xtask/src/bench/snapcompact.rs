@@ -143,14 +143,19 @@ fn archive_build() -> anyhow::Result<Section> {
     );
     let (messages, tokens) = session(200_000);
     let spec = FrameSpec::for_model("claude-sonnet-4-5");
-    let config = ArchiveConfig {
+    let unlimited = ArchiveConfig {
         byte_budget: u64::MAX,
         ..ArchiveConfig::default()
     };
-    for max_frames in [200usize, 60] {
+    let default = ArchiveConfig::default();
+    for (max_frames, config, label) in [
+        (200usize, &unlimited, "no byte limit"),
+        (30, &unlimited, "no byte limit"),
+        (200, &default, "3 MB base64 (default)"),
+    ] {
         let cache = FrameCache::new(1024);
         let start = Instant::now();
-        let archive = Archive::build(&messages, None, &spec, max_frames, &config, &cache)?;
+        let archive = Archive::build(&messages, None, &spec, max_frames, config, &cache)?;
         let frames = archive.frames(&cache)?;
         let cold = start.elapsed();
         let warm = median_time(Duration::from_secs(1), || archive.frames(&cache));
@@ -167,13 +172,22 @@ fn archive_build() -> anyhow::Result<Section> {
         let shapes: Vec<&str> = archive.segments.iter().map(|s| s.shape.as_str()).collect();
         section.row(vec![
             format!("{tokens} tokens, {} messages", messages.len()),
-            format!("{} of at most {max_frames} ({})", frames.len(), shapes.join(" / ")),
+            format!(
+                "{} of at most {max_frames}, {label} ({}{})",
+                frames.len(),
+                shapes.join(" / "),
+                if archive.dropped_chars > 0 {
+                    format!("; oldest {} chars dropped", archive.dropped_chars)
+                } else {
+                    String::new()
+                }
+            ),
             fmt_duration(cold),
             fmt_duration(warm),
             count_time,
             format!("{:.1}", bytes as f64 / 1e6),
         ]);
     }
-    section.note("With 60 frames the middle no longer fits sharp frames, so its centre moves to 8on16-bw (foveation).");
+    section.note("With 30 frames the middle no longer fits sharp frames, so its centre moves to 8on16-bw (foveation); under the default 3 MB byte budget the oldest part is dropped as well.");
     Ok(section)
 }
