@@ -59,9 +59,16 @@ fn ensure_server(cache: &Path) -> anyhow::Result<PathBuf> {
     if ready {
         return Ok(python);
     }
-    println!("e2e: installing llama-cpp-python[server] into {} (about 8 minutes, once)", cache.display());
+    println!(
+        "e2e: installing llama-cpp-python[server] into {} (about 8 minutes, once)",
+        cache.display()
+    );
     std::fs::create_dir_all(cache)?;
-    run_cmd(Command::new("python3").args(["-m", "venv"]).arg(cache.join("venv")))?;
+    run_cmd(
+        Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(cache.join("venv")),
+    )?;
     run_cmd(
         Command::new(cache.join("venv").join("bin").join("pip"))
             .args(["install", "--quiet", "llama-cpp-python[server]"])
@@ -130,7 +137,9 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(120);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             if Instant::now() > deadline {
-                bail!("the llama.cpp server did not listen within 120 s (see its log in the temp dir)");
+                bail!(
+                    "the llama.cpp server did not listen within 120 s (see its log in the temp dir)"
+                );
             }
             if let Some(status) = server.child.try_wait()? {
                 bail!("the llama.cpp server exited early with {status}");

@@ -13,14 +13,18 @@ use anyhow::ensure;
 
 /// The bundled real session the checks compact: small enough for a 135M
 /// model on two cores (about 8k tokens).
-const SAMPLE: &str = "assets/sessions/swe-agent__marshmallow-1867__function_calling_replace_from_source.traj";
+const SAMPLE: &str =
+    "assets/sessions/swe-agent__marshmallow-1867__function_calling_replace_from_source.traj";
 
 /// Runs every check and prints the tally; fails when any check failed.
 pub(crate) fn run(binary: &Path, base_url: &str, root: &Path, work: &Path) -> anyhow::Result<()> {
     type Check = fn(&Path, &str, &Path, &Path) -> anyhow::Result<()>;
     let checks: [(&str, Check); 2] = [
         ("soft compaction against the real server lands", soft_lands),
-        ("rejected model output falls through to digest, nothing lost", fall_through),
+        (
+            "rejected model output falls through to digest, nothing lost",
+            fall_through,
+        ),
     ];
     let (mut passed, mut failed) = (0, 0);
     for (name, check) in checks {
@@ -49,9 +53,15 @@ fn soft_lands(binary: &Path, base_url: &str, root: &Path, work: &Path) -> anyhow
     let before_bytes = std::fs::read(&session)?;
     let before = open(&session)?;
     let report = compact(binary, base_url, &session, "soft", 600)?;
-    ensure!(report["method"] == "soft", "expected soft to land, got {report}");
+    ensure!(
+        report["method"] == "soft",
+        "expected soft to land, got {report}"
+    );
     let (tokens_before, tokens_after) = tokens(&report)?;
-    ensure!(tokens_after < tokens_before, "the surface did not shrink: {report}");
+    ensure!(
+        tokens_after < tokens_before,
+        "the surface did not shrink: {report}"
+    );
     let after = open(&session)?;
     ensure!(
         after.surface().len() < before.surface().len(),
@@ -66,7 +76,10 @@ fn soft_lands(binary: &Path, base_url: &str, root: &Path, work: &Path) -> anyhow
         // A leading system prompt stays in front of the checkpoint.
         &after.surface_messages()[1]
     };
-    ensure!(abridge_compact::is_checkpoint(first), "no framed checkpoint on the surface");
+    ensure!(
+        abridge_compact::is_checkpoint(first),
+        "no framed checkpoint on the surface"
+    );
     let after_bytes = std::fs::read(&session)?;
     ensure!(
         after_bytes.starts_with(&before_bytes),
@@ -83,14 +96,20 @@ fn fall_through(binary: &Path, base_url: &str, root: &Path, work: &Path) -> anyh
     let before_bytes = std::fs::read(&session)?;
     let before = open(&session)?;
     let report = compact(binary, base_url, &session, "soft,digest", 8)?;
-    ensure!(report["method"] == "digest", "expected digest to land, got {report}");
+    ensure!(
+        report["method"] == "digest",
+        "expected digest to land, got {report}"
+    );
     let failures = report["failures"].as_array().cloned().unwrap_or_default();
     ensure!(
         failures.iter().any(|f| f[0] == "soft"),
         "soft's failure was not reported: {report}"
     );
     let after = open(&session)?;
-    ensure!(std::fs::read(&session)?.starts_with(&before_bytes), "the session file was rewritten");
+    ensure!(
+        std::fs::read(&session)?.starts_with(&before_bytes),
+        "the session file was rewritten"
+    );
     for event in before.events() {
         ensure!(
             after.event(event.seq) == Some(event),
@@ -105,7 +124,10 @@ fn fall_through(binary: &Path, base_url: &str, root: &Path, work: &Path) -> anyh
         .filter(|log| log.kind == abridge_compact::TYPE_COMPACTION_END)
         .filter(|log| log.data.get("error").is_some_and(|e| !e.is_null()))
         .count();
-    ensure!(errors >= 1, "the failed soft attempt left no error end event");
+    ensure!(
+        errors >= 1,
+        "the failed soft attempt left no error end event"
+    );
     invariants(binary, &session)
 }
 
@@ -133,9 +155,28 @@ fn compact(
     let output = Command::new(binary)
         .arg("compact")
         .arg(session)
-        .args(["--method", methods, "--llm", base_url, "--llm-model", "smollm2"])
-        .args(["--window", "8000", "--keep", "1500", "--llm-input-tokens", "2000"])
-        .args(["--llm-max-output", &max_output.to_string(), "--llm-attempts", "2"])
+        .args([
+            "--method",
+            methods,
+            "--llm",
+            base_url,
+            "--llm-model",
+            "smollm2",
+        ])
+        .args([
+            "--window",
+            "8000",
+            "--keep",
+            "1500",
+            "--llm-input-tokens",
+            "2000",
+        ])
+        .args([
+            "--llm-max-output",
+            &max_output.to_string(),
+            "--llm-attempts",
+            "2",
+        ])
         .args(["--json"])
         .output()?;
     println!(
@@ -153,7 +194,10 @@ fn compact(
 }
 
 fn tokens(report: &serde_json::Value) -> anyhow::Result<(u64, u64)> {
-    match (report["tokens_before"].as_u64(), report["tokens_after"].as_u64()) {
+    match (
+        report["tokens_before"].as_u64(),
+        report["tokens_after"].as_u64(),
+    ) {
         (Some(b), Some(a)) => Ok((b, a)),
         _ => bail!("no token figures in {report}"),
     }

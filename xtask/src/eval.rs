@@ -61,7 +61,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         self.0 >> 33
     }
 
@@ -106,7 +109,7 @@ fn nested_lists_parse() {
         json.push_str(&format!(
             r#"{{"id":{},"name":"{name}-{i}","active":{},"score":{}.{},"tags":["{}","{}"]}},"#,
             rng.next() % 100_000,
-            rng.next() % 2 == 0,
+            rng.next().is_multiple_of(2),
             rng.next() % 100,
             rng.next() % 10,
             rng.pick(&["io", "net", "fs", "cpu"]),
@@ -135,15 +138,35 @@ fn nested_lists_parse() {
     let mut identifiers = String::new();
     for i in 0..60 {
         let prefix = rng.pick(&["OBJ_", "id_", "x", "Il1_", "tok", "K0_"]);
-        let body: String = (0..8).map(|_| confusable[(rng.next() as usize) % confusable.len()]).collect();
-        identifiers.push_str(&format!("{prefix}{body}{}", if i % 6 == 5 { "\n" } else { " " }));
+        let body: String = (0..8)
+            .map(|_| confusable[(rng.next() as usize) % confusable.len()])
+            .collect();
+        identifiers.push_str(&format!(
+            "{prefix}{body}{}",
+            if i % 6 == 5 { "\n" } else { " " }
+        ));
     }
     vec![
-        Sample { kind: "prose", text: prose },
-        Sample { kind: "code", text: code },
-        Sample { kind: "json", text: json },
-        Sample { kind: "logs", text: logs },
-        Sample { kind: "identifiers", text: identifiers },
+        Sample {
+            kind: "prose",
+            text: prose,
+        },
+        Sample {
+            kind: "code",
+            text: code,
+        },
+        Sample {
+            kind: "json",
+            text: json,
+        },
+        Sample {
+            kind: "logs",
+            text: logs,
+        },
+        Sample {
+            kind: "identifiers",
+            text: identifiers,
+        },
     ]
 }
 
@@ -153,11 +176,16 @@ fn legibility() -> anyhow::Result<Section> {
         .arg("--version")
         .output()
         .context("tesseract is not installed: apt-get install -y tesseract-ocr")?;
-    let version = String::from_utf8_lossy(&version.stdout).lines().next().unwrap_or("tesseract").to_string();
+    let version = String::from_utf8_lossy(&version.stdout)
+        .lines()
+        .next()
+        .unwrap_or("tesseract")
+        .to_string();
     let samples = corpus();
     let mut columns = vec!["shape", "cell"];
     columns.extend(samples.iter().map(|s| s.kind));
     columns.push("all");
+    columns.push("0 O 1 l I kept");
     let mut section = Section::new(
         "snapcompact legibility (tesseract)",
         &format!(
@@ -170,24 +198,62 @@ fn legibility() -> anyhow::Result<Section> {
     let dir = std::env::temp_dir().join(format!("abridge-eval-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     for shape in SHAPES {
-        let mut row = vec![shape.name.to_string(), format!("{}x{}", shape.cell_w, shape.cell_h)];
-        let (mut errors, mut total) = (0usize, 0usize);
+        let mut row = vec![
+            shape.name.to_string(),
+            format!("{}x{}", shape.cell_w, shape.cell_h),
+        ];
+        let mut all = Score::default();
         for sample in &samples {
-            let (e, t) = score(shape, &sample.text, &dir)?;
-            row.push(format!("{:.1}%", 100.0 * (1.0 - e as f64 / t.max(1) as f64)));
-            errors += e;
-            total += t;
+            let score = score(shape, &sample.text, &dir)?;
+            row.push(format!("{:.1}%", score.accuracy()));
+            all.add(&score);
         }
-        row.push(format!("{:.1}%", 100.0 * (1.0 - errors as f64 / total.max(1) as f64)));
+        row.push(format!("{:.1}%", all.accuracy()));
+        row.push(format!(
+            "{:.1}% of {}",
+            100.0 * all.confusable_kept as f64 / all.confusable.max(1) as f64,
+            all.confusable
+        ));
         section.row(row);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    section.note("Identifiers mix 0/O/o, 1/l/I/|, 5/S and 8/B on purpose; every `0` carries a dot.");
+    section.note(
+        "Identifiers mix 0/O/o, 1/l/I/|, 5/S and 8/B on purpose; every `0` carries a dot. \
+         \"0 O 1 l I kept\": of those five characters in the reference, the share the OCR read as \
+         exactly that character (after aligning by edit distance). Tesseract has never seen a dotted \
+         zero and often reads it as `@`: this column is where OCR is the weakest stand-in for a model.",
+    );
     Ok(section)
 }
 
-/// Prints `text` in `shape`, OCRs it, and returns (edit distance, reference length).
-fn score(shape: &Shape, text: &str, dir: &std::path::Path) -> anyhow::Result<(usize, usize)> {
+/// What OCR got right for one text.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Score {
+    /// Edit distance between reference and OCR output.
+    errors: usize,
+    /// Reference length in characters.
+    total: usize,
+    /// Reference characters among `0 O 1 l I`.
+    confusable: usize,
+    /// Of those, read as exactly themselves.
+    confusable_kept: usize,
+}
+
+impl Score {
+    fn accuracy(&self) -> f64 {
+        100.0 * (1.0 - self.errors as f64 / self.total.max(1) as f64)
+    }
+
+    fn add(&mut self, other: &Score) {
+        self.errors += other.errors;
+        self.total += other.total;
+        self.confusable += other.confusable;
+        self.confusable_kept += other.confusable_kept;
+    }
+}
+
+/// Prints `text` in `shape`, OCRs it, and scores the reading.
+fn score(shape: &Shape, text: &str, dir: &std::path::Path) -> anyhow::Result<Score> {
     let flat = normalize(text).replace('\n', " ");
     let grid = Grid::new(*shape, EVAL_WIDTH, 4000, 0)?;
     let pages = paginate(&[Run::new(Ink::Normal, flat.clone())], &grid)?;
@@ -218,7 +284,7 @@ fn score(shape: &Shape, text: &str, dir: &std::path::Path) -> anyhow::Result<(us
     }
     let reference = reference.join("\n");
     let read = read.join("\n");
-    Ok((edit_distance(&reference, &read), reference.chars().count()))
+    Ok(align(&reference, &read))
 }
 
 fn collapse(text: &str) -> String {
@@ -235,7 +301,10 @@ fn write_upscaled(png_bytes: &[u8], path: &std::path::Path) -> anyhow::Result<()
     let info = reader.next_frame(&mut buf)?;
     let (w, h) = (info.width as usize, info.height as usize);
     let channels = info.color_type.samples();
-    let (out_w, out_h) = (w * OCR_SCALE + 2 * OCR_BORDER, h * OCR_SCALE + 2 * OCR_BORDER);
+    let (out_w, out_h) = (
+        w * OCR_SCALE + 2 * OCR_BORDER,
+        h * OCR_SCALE + 2 * OCR_BORDER,
+    );
     let mut out = vec![255u8; out_w * out_h];
     for y in 0..h {
         for x in 0..w {
@@ -261,20 +330,54 @@ fn write_upscaled(png_bytes: &[u8], path: &std::path::Path) -> anyhow::Result<()
 }
 
 /// Levenshtein distance over chars.
+#[cfg(test)]
 fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    let mut current = vec![0; b.len() + 1];
-    for (i, ca) in a.iter().enumerate() {
-        current[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitute = previous[j] + usize::from(ca != cb);
-            current[j + 1] = substitute.min(previous[j + 1] + 1).min(current[j] + 1);
-        }
-        std::mem::swap(&mut previous, &mut current);
+    align(a, b).errors
+}
+
+/// Aligns `reference` and `read` by edit distance and counts the errors and
+/// how many of the confusable characters were read exactly.
+fn align(reference: &str, read: &str) -> Score {
+    let a: Vec<char> = reference.chars().collect();
+    let b: Vec<char> = read.chars().collect();
+    let width = b.len() + 1;
+    let mut table = vec![0u32; (a.len() + 1) * width];
+    for (j, cell) in table.iter_mut().enumerate().take(width) {
+        *cell = j as u32;
     }
-    previous[b.len()]
+    for i in 1..=a.len() {
+        table[i * width] = i as u32;
+        for j in 1..=b.len() {
+            let substitute = table[(i - 1) * width + j - 1] + u32::from(a[i - 1] != b[j - 1]);
+            let delete = table[(i - 1) * width + j] + 1;
+            let insert = table[i * width + j - 1] + 1;
+            table[i * width + j] = substitute.min(delete).min(insert);
+        }
+    }
+    let confusable = |c: char| matches!(c, '0' | 'O' | '1' | 'l' | 'I');
+    let mut score = Score {
+        errors: table[a.len() * width + b.len()] as usize,
+        total: a.len(),
+        confusable: a.iter().filter(|c| confusable(**c)).count(),
+        confusable_kept: 0,
+    };
+    // Walk back along one optimal path, counting exact matches.
+    let (mut i, mut j) = (a.len(), b.len());
+    while i > 0 && j > 0 {
+        let here = table[i * width + j];
+        if here == table[(i - 1) * width + j - 1] + u32::from(a[i - 1] != b[j - 1]) {
+            if a[i - 1] == b[j - 1] && confusable(a[i - 1]) {
+                score.confusable_kept += 1;
+            }
+            i -= 1;
+            j -= 1;
+        } else if here == table[(i - 1) * width + j] + 1 {
+            i -= 1;
+        } else {
+            j -= 1;
+        }
+    }
+    score
 }
 
 /// The provider families and frame sizes density is measured at.
@@ -283,8 +386,21 @@ fn families() -> Vec<(&'static str, ImageBilling, u32, u32)> {
         ("Anthropic 1568x1568", ImageBilling::Anthropic, 1568, 1568),
         ("Anthropic 1932x1932", ImageBilling::Anthropic, 1932, 1932),
         ("OpenAI patches 2048x2048", ImageBilling::OpenAi, 2048, 2048),
-        ("OpenAI tiles 2048x768", ImageBilling::OpenAiTile { base: 85, tile: 170 }, 2048, 768),
-        ("Gemini 2.x tiles 2048x1536", ImageBilling::GeminiTile, 2048, 1536),
+        (
+            "OpenAI tiles 2048x768",
+            ImageBilling::OpenAiTile {
+                base: 85,
+                tile: 170,
+            },
+            2048,
+            768,
+        ),
+        (
+            "Gemini 2.x tiles 2048x1536",
+            ImageBilling::GeminiTile,
+            2048,
+            1536,
+        ),
         ("Gemini 3 flat 2048x2048", ImageBilling::Google, 2048, 2048),
     ]
 }
@@ -292,7 +408,11 @@ fn families() -> Vec<(&'static str, ImageBilling, u32, u32)> {
 /// Characters per billed token, frames against text.
 fn density() -> anyhow::Result<Section> {
     let samples = corpus();
-    let text: String = samples.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join("\n");
+    let text: String = samples
+        .iter()
+        .map(|s| s.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
     let bpe = tiktoken_rs::o200k_base().map_err(|e| anyhow::anyhow!("o200k: {e}"))?;
     let text_tokens = bpe.encode_ordinary(&text).len();
     let text_density = text.chars().count() as f64 / text_tokens.max(1) as f64;
@@ -331,6 +451,15 @@ mod tests {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("0O1lI", "0O1lI"), 0);
+    }
+
+    #[test]
+    fn alignment_counts_confusables_read_exactly() {
+        let score = align("id_0O1lI", "id_@O1lI");
+        assert_eq!(
+            (score.errors, score.confusable, score.confusable_kept),
+            (1, 5, 4)
+        );
     }
 
     #[test]

@@ -119,7 +119,8 @@ fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
         match run() {
             Ok(mut found) => sections.append(&mut found),
             Err(error) => {
-                let mut failed = bench::Section::new(name, "This area's benchmark failed.", &["error"]);
+                let mut failed =
+                    bench::Section::new(name, "This area's benchmark failed.", &["error"]);
                 failed.row(vec![format!("{error:#}")]);
                 sections.push(failed);
             }
@@ -136,7 +137,13 @@ fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
 
 fn run_eval(root: &Path) -> anyhow::Result<()> {
     let sections = eval::run()?;
-    write_report(root, "EVAL.md", "Frame legibility and density", "cargo xtask eval", &sections)
+    write_report(
+        root,
+        "EVAL.md",
+        "Frame legibility and density",
+        "cargo xtask eval",
+        &sections,
+    )
 }
 
 fn write_report(
@@ -179,6 +186,13 @@ fn machine() -> String {
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|kb| kb.parse::<u64>().ok())
         })
-        .map_or_else(|| "unknown".to_string(), |kb| format!("{:.0} GiB", kb as f64 / 1048576.0));
-    format!("{cpu}, {cores} cores, {memory} RAM, {} {}", std::env::consts::OS, std::env::consts::ARCH)
+        .map_or_else(
+            || "unknown".to_string(),
+            |kb| format!("{:.0} GiB", kb as f64 / 1048576.0),
+        );
+    format!(
+        "{cpu}, {cores} cores, {memory} RAM, {} {}",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
 }

@@ -38,6 +38,9 @@ enum Command {
     Context(commands::context::Args),
     /// Check a session's invariants (tool pairing, checkpoints, sources).
     Check(commands::check::Args),
+    /// Print text or a session's visible history onto PNG frames, as
+    /// snapcompact shows it to a vision model.
+    Render(commands::render::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -54,6 +57,7 @@ fn main() -> std::process::ExitCode {
         Command::Compact(args) => commands::compact::run(&args),
         Command::Context(args) => commands::context::run(&args),
         Command::Check(args) => commands::check::run(&args),
+        Command::Render(args) => commands::render::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

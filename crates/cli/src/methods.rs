@@ -130,6 +130,7 @@ pub(crate) fn build(
     names: &[String],
     llm: &LlmArgs,
     session_path: &Path,
+    model: &str,
 ) -> anyhow::Result<Vec<Arc<dyn CompactionMethod>>> {
     let mut methods = Vec::with_capacity(names.len());
     for name in names {
@@ -150,7 +151,9 @@ pub(crate) fn build(
                 let config = HandoffConfig {
                     save_to: llm.handoff_file.clone(),
                     retry: llm.retry(),
-                    max_tokens: llm.llm_max_output.unwrap_or(HandoffConfig::default().max_tokens),
+                    max_tokens: llm
+                        .llm_max_output
+                        .unwrap_or(HandoffConfig::default().max_tokens),
                     ..HandoffConfig::default()
                 };
                 abridge_compact_basic::handoff_method(client, model, config)
@@ -173,13 +176,20 @@ pub(crate) fn build(
                 abridge_compact_basic::remote_method(config)?
             }
             "prune" | "shake" | "trim" => {
-                let store = DirArtifactStore::beside(session_path)
-                    .with_context(|| format!("cannot open the artifact store beside {}", session_path.display()))?;
+                let store = DirArtifactStore::beside(session_path).with_context(|| {
+                    format!(
+                        "cannot open the artifact store beside {}",
+                        session_path.display()
+                    )
+                })?;
                 ReclaimConfig::default()
                     .method(name, Arc::new(store))
                     .ok_or_else(|| anyhow::anyhow!("unknown reclaim method {name}"))??
             }
-            "snapcompact" => snapcompact_method()?,
+            "snapcompact" => Arc::new(abridge_snapcompact::Snapcompact::new(
+                model,
+                &abridge_llm::Catalog::builtin(),
+            )),
             other => bail!(
                 "unknown method {other:?}; known methods: {}",
                 KNOWN.join(", ")
@@ -188,8 +198,4 @@ pub(crate) fn build(
         methods.push(method);
     }
     Ok(methods)
-}
-
-fn snapcompact_method() -> anyhow::Result<Arc<dyn CompactionMethod>> {
-    bail!("snapcompact is not wired into the command line yet")
 }

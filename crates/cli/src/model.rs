@@ -24,10 +24,12 @@ pub(crate) fn resolve(session: &Session, requested: Option<&str>) -> (String, Lo
 }
 
 fn last_model(session: &Session) -> Option<String> {
-    session.events().iter().rev().find_map(|event| {
-        match &event.message()?.meta.origin {
+    session
+        .events()
+        .iter()
+        .rev()
+        .find_map(|event| match &event.message()?.meta.origin {
             Some(Origin::Model { model, .. }) if !model.is_empty() => Some(model.clone()),
             _ => None,
-        }
-    })
+        })
 }

@@ -52,6 +52,8 @@ pub use branch::branch_message;
 pub use branch::navigate_with_summary;
 pub use branch::summarize_branch;
 pub use budget::Budget;
+pub use budget::DEFAULT_RESERVE_PERCENT;
+pub use budget::MIN_DEFAULT_RESERVE;
 pub use cache_aligned::AlignedPrefix;
 pub use cache_aligned::CACHE_ALIGNED_NOTICE;
 pub use cache_aligned::ConversationPrefix;
@@ -65,32 +67,17 @@ pub use candidates::CandidateSummarizer;
 pub use candidates::SoftSetup;
 pub use candidates::SummarizerCandidates;
 pub use candidates::soft_method;
-pub use handoff::HANDOFF;
-pub use handoff::HANDOFF_PROMPT;
-pub use handoff::HandoffConfig;
-pub use handoff::HandoffMethod;
-pub use handoff::build_handoff_request;
-pub use handoff::handoff_method;
-#[cfg(feature = "remote")]
-pub use remote::{
-    ANTHROPIC_COMPACTION_BETA, ANTHROPIC_COMPACTION_EDIT, ANTHROPIC_MIN_TRIGGER, AnthropicCompact,
-    COMPACTION_ITEM, NativeCompaction, REMOTE, RESPONSES_COMPACT_PATH, RemoteConfig, RemoteKind,
-    RemoteMethod, ResponsesCompact, SUMMARY_ENDPOINT, SummaryEndpoint, endpoint_summarizer, native_replay,
-    remote_method,
-};
-pub use budget::DEFAULT_RESERVE_PERCENT;
-pub use budget::MIN_DEFAULT_RESERVE;
+pub use digest::COMMANDS_LISTED;
 pub use digest::CommandRecord;
 pub use digest::DIGEST;
 pub use digest::DigestMethod;
 pub use digest::DigestState;
-pub use digest::COMMANDS_LISTED;
 pub use digest::FAILURES_LISTED;
 pub use digest::PROGRESS_CHARS;
-pub use digest::SUBSTANTIAL_CHARS;
 pub use digest::REQUEST_CHARS;
 pub use digest::REQUESTS_HEAD;
 pub use digest::REQUESTS_TAIL;
+pub use digest::SUBSTANTIAL_CHARS;
 pub use digest::output_failed;
 pub use error::BudgetError;
 pub use files::MAX_FILES_LISTED;
@@ -99,6 +86,12 @@ pub use files::collect_file_ops;
 pub use files::command_text;
 pub use files::patch_files;
 pub use files::render_files;
+pub use handoff::HANDOFF;
+pub use handoff::HANDOFF_PROMPT;
+pub use handoff::HandoffConfig;
+pub use handoff::HandoffMethod;
+pub use handoff::build_handoff_request;
+pub use handoff::handoff_method;
 pub use llm::LlmSummarizer;
 pub use llm::RequestMode;
 pub use llm::build_summary_request;
@@ -115,6 +108,13 @@ pub use prompts::SUMMARIZE_SYSTEM;
 pub use prompts::SUMMARIZE_TURN_PREFIX;
 pub use prompts::SUMMARIZE_UPDATE;
 pub use prompts::TURN_PREFIX_HEADING;
+#[cfg(feature = "remote")]
+pub use remote::{
+    ANTHROPIC_COMPACTION_BETA, ANTHROPIC_COMPACTION_EDIT, ANTHROPIC_MIN_TRIGGER, AnthropicCompact,
+    COMPACTION_ITEM, NativeCompaction, REMOTE, RESPONSES_COMPACT_PATH, RemoteConfig, RemoteKind,
+    RemoteMethod, ResponsesCompact, SUMMARY_ENDPOINT, SummaryEndpoint, endpoint_summarizer,
+    native_replay, remote_method,
+};
 pub use service::BasicService;
 pub use soft::SOFT;
 pub use soft::SoftConfig;
@@ -123,8 +123,8 @@ pub use transcript::TOOL_ARGUMENT_CHARS;
 pub use transcript::TOOL_RESULT_CHARS;
 pub use transcript::render_transcript;
 
+/// See [`CHECKPOINT_OPENING`].
+pub use abridge_compact::CHECKPOINT_CLOSING;
 /// The checkpoint framing, re-exported from the seam: every committed
 /// checkpoint opens with this.
 pub use abridge_compact::CHECKPOINT_OPENING;
-/// See [`CHECKPOINT_OPENING`].
-pub use abridge_compact::CHECKPOINT_CLOSING;

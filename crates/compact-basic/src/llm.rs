@@ -83,7 +83,10 @@ pub fn build_summary_request(model: &str, mode: RequestMode, request: &SummaryRe
     }
     let mut out = Request::new(
         model,
-        vec![Message::system(SUMMARIZE_SYSTEM.trim()), Message::user(text)],
+        vec![
+            Message::system(SUMMARIZE_SYSTEM.trim()),
+            Message::user(text),
+        ],
         request.purpose,
     );
     out.max_output_tokens = Some(request.max_output_tokens);
@@ -96,7 +99,10 @@ pub fn split_short(text: &str) -> (String, Option<String>) {
         Some(at) => {
             let short = text[at + SHORT_HEADING.len()..].trim();
             let body = text[..at].trim_end();
-            (body.to_string(), (!short.is_empty()).then(|| short.to_string()))
+            (
+                body.to_string(),
+                (!short.is_empty()).then(|| short.to_string()),
+            )
         }
         None => (text.trim().to_string(), None),
     }
@@ -146,7 +152,9 @@ impl Summarizer for LlmSummarizer {
             reason,
         };
         if response.message.tool_calls().next().is_some() {
-            return Err(fail("the model called a tool instead of writing a summary".into()));
+            return Err(fail(
+                "the model called a tool instead of writing a summary".into(),
+            ));
         }
         if response.stop_reason == StopReason::MaxTokens {
             return Err(fail(format!(
@@ -177,6 +185,9 @@ mod tests {
         let (body, short) = split_short("## Goal\nx\n\n## In short\nDoing x. Half done.");
         assert_eq!(body, "## Goal\nx");
         assert_eq!(short.as_deref(), Some("Doing x. Half done."));
-        assert_eq!(split_short("## Goal\ny\n"), ("## Goal\ny".to_string(), None));
+        assert_eq!(
+            split_short("## Goal\ny\n"),
+            ("## Goal\ny".to_string(), None)
+        );
     }
 }

@@ -617,14 +617,32 @@ fn foveate(
             d += 1;
         }
     }
-    // Even dense frames cannot hold it: keep the newest part.
+    // Even dense frames cannot hold it: keep the newest part, starting at
+    // a scope (a tag after a line break) so the first frame reads cleanly.
     let start = suffix_start(&runs, total, 0, &dense, frames)?;
+    let start = scope_start_at_or_after(middle, start, dense.cells_per_frame()).unwrap_or(start);
     let dropped_frames = paginate(&slice_runs(&runs, 0, start), &dense)?.len();
     Ok((
         vec![segment(dense_shape.name, start, total)],
         start,
         dropped_frames,
     ))
+}
+
+/// The first char index at or after `from` (and within `within` chars)
+/// where a scope begins: a `[` right after a line break.
+fn scope_start_at_or_after(middle: &str, from: usize, within: usize) -> Option<usize> {
+    let mut previous = None;
+    for (index, ch) in middle.chars().enumerate().skip(from.saturating_sub(1)) {
+        if index > from + within {
+            return None;
+        }
+        if index >= from && ch == '[' && previous == Some(NEWLINE) {
+            return Some(index);
+        }
+        previous = Some(ch);
+    }
+    None
 }
 
 /// The smallest char index `k >= floor` such that `runs[k..]` fits in
@@ -893,6 +911,11 @@ mod tests {
         assert_eq!(archive.segments.len(), 1);
         assert_eq!(archive.segments[0].end, archive.middle.chars().count());
         assert!(archive.frames(&cache).unwrap().len() <= 3);
+        let kept: String = archive.middle.chars().skip(archive.dropped_chars).collect();
+        assert!(
+            kept.starts_with('['),
+            "the kept part starts at a scope: {kept:.40}"
+        );
         let stored = archive.stored_content(&[], &cache).unwrap();
         let guide = stored[0].as_text().unwrap();
         assert!(

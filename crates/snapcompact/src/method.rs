@@ -41,8 +41,9 @@ pub struct SnapcompactConfig {
     /// Default 16,000, or the model's max output if smaller.
     pub reply_reserve: u64,
     /// Base64 bytes one full frame is assumed to take before any is drawn.
-    /// Default 120,000 (a dense two-colour 1568 px frame measures 60-90 KB
-    /// of PNG); the archive then checks the real bytes.
+    /// Default 120,000: a full 1568x1568 frame with grey tool output
+    /// measures about 90 KB of PNG, 120 KB as base64 (BENCHMARKS.md). The
+    /// archive then checks the real bytes.
     pub bytes_per_frame_estimate: u64,
 }
 

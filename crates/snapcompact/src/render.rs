@@ -362,7 +362,7 @@ fn encode_png(pixels: &[u8], width: u32, height: u32, used: [bool; 3]) -> Result
         encoder.set_color(png::ColorType::Indexed);
         encoder.set_depth(depth);
         encoder.set_palette(palette);
-        encoder.set_compression(png::Compression::Fast);
+        encoder.set_compression(png::Compression::Balanced);
         let mut writer = encoder.write_header().map_err(|e| fail(e.to_string()))?;
         writer
             .write_image_data(&packed)

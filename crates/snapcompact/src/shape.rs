@@ -159,7 +159,21 @@ pub const MODEL_LINES: &[ModelLine] = &[
         provenance: "issue 7 width 2048; OpenAI tile billing fits 2048 then scales the short side to 768, so a 2048 x 768 frame is not scaled",
     },
     ModelLine {
-        prefix: "o",
+        prefix: "o1",
+        shape: "8on22-bw",
+        width: 2048,
+        max_height: 768,
+        provenance: "OpenAI o-series bill images with tiles, like GPT-4o",
+    },
+    ModelLine {
+        prefix: "o3",
+        shape: "8on22-bw",
+        width: 2048,
+        max_height: 768,
+        provenance: "OpenAI o-series bill images with tiles, like GPT-4o",
+    },
+    ModelLine {
+        prefix: "o4",
         shape: "8on22-bw",
         width: 2048,
         max_height: 768,
@@ -295,6 +309,7 @@ mod tests {
             ("GPT-4.1-mini", "8on22-bw", 2048),
             ("gemini-2.5-pro", "8on22-bw", 2048),
             ("o3", "8on22-bw", 2048),
+            ("openchat-3.5", "11on16-bw", 1568),
             ("some-local-model", "11on16-bw", 1568),
         ];
         for (model, shape, width) in cases {

@@ -40,7 +40,10 @@ fn generate() -> anyhow::Result<Session> {
     let mut session = Session::in_memory("bench-compact");
     for turn in 0..EVENTS / 4 {
         let id = format!("call-{turn}");
-        session.append_message(Message::user(format!("turn {turn}: please look at module {turn} and fix what is wrong. {}", "detail ".repeat(20))))?;
+        session.append_message(Message::user(format!(
+            "turn {turn}: please look at module {turn} and fix what is wrong. {}",
+            "detail ".repeat(20)
+        )))?;
         session.append_message(Message {
             role: Role::Assistant,
             content: vec![Block::ToolCall {
@@ -50,8 +53,15 @@ fn generate() -> anyhow::Result<Session> {
             }],
             meta: Default::default(),
         })?;
-        session.append_message(Message::tool_result(id, "fn body() { let x = compute(); }\n".repeat(36), false))?;
-        session.append_message(Message::assistant(format!("Module {turn} is fixed. {}", "note ".repeat(30))))?;
+        session.append_message(Message::tool_result(
+            id,
+            "fn body() { let x = compute(); }\n".repeat(36),
+            false,
+        ))?;
+        session.append_message(Message::assistant(format!(
+            "Module {turn} is fixed. {}",
+            "note ".repeat(30)
+        )))?;
     }
     Ok(session)
 }
@@ -97,7 +107,10 @@ pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
         "bytes/4 estimate".into(),
         fmt_duration(cold_estimate),
         fmt_duration(warm_estimate),
-        format!("{:.0}x", cold_estimate.as_secs_f64() / warm_estimate.as_secs_f64().max(1e-12)),
+        format!(
+            "{:.0}x",
+            cold_estimate.as_secs_f64() / warm_estimate.as_secs_f64().max(1e-12)
+        ),
     ]);
 
     let entry = Catalog::builtin().lookup("gpt-5").entry;
@@ -110,7 +123,10 @@ pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
         "token meter (o200k)".into(),
         fmt_duration(cold_meter),
         fmt_duration(warm_meter),
-        format!("{:.0}x", cold_meter.as_secs_f64() / warm_meter.as_secs_f64().max(1e-12)),
+        format!(
+            "{:.0}x",
+            cold_meter.as_secs_f64() / warm_meter.as_secs_f64().max(1e-12)
+        ),
     ]);
     let target = Duration::from_millis(1);
     let met = warm_estimate < target && warm_meter < target;
@@ -125,7 +141,12 @@ pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
     let policy = Policy::new(Arc::new(EstimateCounter::new()));
     let start = Instant::now();
     let runtime = tokio::runtime::Builder::new_current_thread().build()?;
-    let outcome = runtime.block_on(compact_session(&mut copy, &methods, &policy, Trigger::Manual))?;
+    let outcome = runtime.block_on(compact_session(
+        &mut copy,
+        &methods,
+        &policy,
+        Trigger::Manual,
+    ))?;
     let whole = start.elapsed();
     section.note(format!(
         "A whole `digest` compaction of the same session (plan, begin, digest, commit, in memory): {}, {} -> {} tokens.",

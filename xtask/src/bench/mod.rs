@@ -77,7 +77,10 @@ pub(crate) fn median_time<T>(min_time: Duration, mut f: impl FnMut() -> T) -> Du
 
 /// Formats bytes per second as MB/s with one decimal.
 pub(crate) fn mb_per_s(bytes: usize, time: Duration) -> String {
-    format!("{:.1} MB/s", bytes as f64 / 1e6 / time.as_secs_f64().max(1e-12))
+    format!(
+        "{:.1} MB/s",
+        bytes as f64 / 1e6 / time.as_secs_f64().max(1e-12)
+    )
 }
 
 /// Formats a duration with a unit that keeps three significant figures.

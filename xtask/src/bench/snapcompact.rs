@@ -32,7 +32,10 @@ pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
 
 /// Text that fills frames: the eval corpus, repeated, with results dimmed.
 fn filler(chars: usize) -> Vec<Run> {
-    let corpus: Vec<String> = crate::eval::corpus().into_iter().map(|s| normalize(&s.text)).collect();
+    let corpus: Vec<String> = crate::eval::corpus()
+        .into_iter()
+        .map(|s| normalize(&s.text))
+        .collect();
     let mut runs = Vec::new();
     let mut total = 0;
     let mut i = 0;
@@ -51,13 +54,25 @@ fn frames_per_second() -> anyhow::Result<Section> {
         "snapcompact frames",
         "One full frame of mixed text (black and grey ink) laid out, drawn and PNG-encoded on one core, against the same \
          pixels encoded as 8-bit greyscale PNG (what a renderer without a narrowed palette would write).",
-        &["frame", "shape", "frames/s", "time/frame", "PNG KB", "8-bit grey PNG KB", "size ratio", "grey encode time"],
+        &[
+            "frame",
+            "shape",
+            "frames/s",
+            "time/frame",
+            "PNG KB",
+            "8-bit grey PNG KB",
+            "size ratio",
+            "grey encode time",
+        ],
     );
     for (width, height) in [(1568u32, 1568u32), (1932, 1932)] {
         let shape = Shape::by_name("11on16-bw")?;
         let grid = Grid::new(shape, width, height, 0)?;
         let runs = filler(grid.cells_per_frame() * 2);
-        let page = paginate(&runs, &grid)?.into_iter().next().ok_or_else(|| anyhow::anyhow!("no page"))?;
+        let page = paginate(&runs, &grid)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("no page"))?;
         let time = median_time(Duration::from_secs(3), || render_page(&page, &grid));
         let frame = render_page(&page, &grid)?;
         let (grey, grey_time) = grey_png(&frame.png)?;
@@ -68,7 +83,10 @@ fn frames_per_second() -> anyhow::Result<Section> {
             fmt_duration(time),
             format!("{:.1}", frame.png.len() as f64 / 1024.0),
             format!("{:.1}", grey as f64 / 1024.0),
-            format!("{:.1}x smaller", grey as f64 / frame.png.len().max(1) as f64),
+            format!(
+                "{:.1}x smaller",
+                grey as f64 / frame.png.len().max(1) as f64
+            ),
             fmt_duration(grey_time),
         ]);
     }
@@ -80,7 +98,12 @@ fn grey_png(png_bytes: &[u8]) -> anyhow::Result<(usize, Duration)> {
     let mut decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
     decoder.set_transformations(png::Transformations::EXPAND);
     let mut reader = decoder.read_info()?;
-    let mut buf = vec![0; reader.output_buffer_size().ok_or_else(|| anyhow::anyhow!("too large"))?];
+    let mut buf = vec![
+        0;
+        reader
+            .output_buffer_size()
+            .ok_or_else(|| anyhow::anyhow!("too large"))?
+    ];
     let info = reader.next_frame(&mut buf)?;
     let channels = info.color_type.samples();
     let grey: Vec<u8> = buf.chunks(channels).map(|px| px[0]).collect();
@@ -124,7 +147,10 @@ fn session(tokens: usize) -> (Vec<Message>, usize) {
         let result = Message::tool_result(format!("c{i}"), sample.text.clone(), false);
         for message in [&call, &result] {
             let text = message.plain_text();
-            counted += bpe.as_ref().map_or(text.len() / 4, |b| b.encode_ordinary(&text).len()) + 4;
+            counted += bpe
+                .as_ref()
+                .map_or(text.len() / 4, |b| b.encode_ordinary(&text).len())
+                + 4;
         }
         messages.push(call);
         messages.push(result);
@@ -139,7 +165,14 @@ fn archive_build() -> anyhow::Result<Section> {
         "A synthetic 200k-token session (o200k) planned into an archive for claude-sonnet-4-5 (11on16-bw on 1568x1568, \
          foveated to fit) and every frame drawn and encoded, on one core, from a cold frame cache; beside the time to \
          count the same history with o200k, the step every text method pays first.",
-        &["history", "frames", "plan + draw", "frames again (cached)", "o200k count of the text", "base64 MB"],
+        &[
+            "history",
+            "frames",
+            "plan + draw",
+            "frames again (cached)",
+            "o200k count of the text",
+            "base64 MB",
+        ],
     );
     let (messages, tokens) = session(200_000);
     let spec = FrameSpec::for_model("claude-sonnet-4-5");
@@ -159,8 +192,15 @@ fn archive_build() -> anyhow::Result<Section> {
         let frames = archive.frames(&cache)?;
         let cold = start.elapsed();
         let warm = median_time(Duration::from_secs(1), || archive.frames(&cache));
-        let bytes: u64 = frames.iter().map(|f| abridge_snapcompact::base64_len(f.frame.png.len())).sum();
-        let text: String = messages.iter().map(Message::plain_text).collect::<Vec<_>>().join("\n");
+        let bytes: u64 = frames
+            .iter()
+            .map(|f| abridge_snapcompact::base64_len(f.frame.png.len()))
+            .sum();
+        let text: String = messages
+            .iter()
+            .map(Message::plain_text)
+            .collect::<Vec<_>>()
+            .join("\n");
         let count_time = match tiktoken_rs::o200k_base() {
             Ok(bpe) => {
                 let t = Instant::now();

@@ -78,7 +78,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     if let Some(instructions) = &args.instructions {
         policy = policy.with_instructions(instructions.clone());
     }
-    let methods = methods::build(&args.method, &args.llm, &args.session)?;
+    let methods = methods::build(&args.method, &args.llm, &args.session, &model_id)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -108,13 +108,13 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         window,
         threshold,
         keep,
-        method: outcome.method.clone(),
+        method: outcome.method,
         tokens_before: outcome.tokens_before,
         tokens_after: outcome.tokens_after,
         hidden: outcome.hidden,
         under_threshold: outcome.tokens_after <= threshold,
-        short_summary: outcome.short_summary.clone(),
-        failures: outcome.failures.clone(),
+        short_summary: outcome.short_summary,
+        failures: outcome.failures,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

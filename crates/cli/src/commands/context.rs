@@ -22,8 +22,8 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (session, _) = open_session(&args.session, false)?;
     let messages = abridge_compact::build_context(&session);
     if args.json {
-        let plain: Vec<&Message> = messages.iter().map(|m| m.as_ref()).collect();
-        println!("{}", serde_json::to_string_pretty(&plain)?);
+        let expanded = expand_frames(&session)?;
+        println!("{}", serde_json::to_string_pretty(&expanded)?);
         return Ok(());
     }
     let mut out = String::new();
@@ -33,6 +33,31 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     }
     print!("{out}");
     Ok(())
+}
+
+/// The surface with snapcompact frame references drawn into PNG images:
+/// the wire form a provider receives. References are never sent as they
+/// are stored.
+fn expand_frames(session: &abridge_session::Session) -> anyhow::Result<Vec<Message>> {
+    let cache = abridge_snapcompact::FrameCache::default();
+    let mut out = Vec::with_capacity(session.surface().len());
+    for seq in session.surface().seqs() {
+        let Some(message) = session.message(*seq) else {
+            continue;
+        };
+        if !abridge_snapcompact::is_snapcompact_checkpoint(message) {
+            out.push(message.as_ref().clone());
+            continue;
+        }
+        let summary = abridge_compact::summary_of_checkpoint(session, *seq)
+            .ok_or_else(|| anyhow::anyhow!("checkpoint {seq} has no compaction/summary event"))?;
+        let archive = abridge_snapcompact::Archive::from_summary(&summary.summary, &summary.details)
+            .ok_or_else(|| anyhow::anyhow!("checkpoint {seq}: its snapcompact archive cannot be read back"))?;
+        let mut expanded = message.as_ref().clone();
+        expanded.content = archive.expand(&message.content, &cache)?;
+        out.push(expanded);
+    }
+    Ok(out)
 }
 
 fn render_blocks(blocks: &[Block], out: &mut String, indent: &str) {
@@ -56,7 +81,9 @@ fn render_blocks(blocks: &[Block], out: &mut String, indent: &str) {
                     ImageSource::Base64 { media_type, data } => {
                         format!("{media_type}, {} bytes of base64", data.len())
                     }
-                    ImageSource::Url { url } => format!("url {}", url.chars().take(60).collect::<String>()),
+                    ImageSource::Url { url } => {
+                        format!("url {}", url.chars().take(60).collect::<String>())
+                    }
                     ImageSource::Blob { sha256, .. } => format!("blob {sha256}"),
                 };
                 push_indented(out, indent, &format!("[image {size}, {kind}]"));

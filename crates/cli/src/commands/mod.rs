@@ -4,4 +4,5 @@ pub(crate) mod check;
 pub(crate) mod compact;
 pub(crate) mod context;
 pub(crate) mod import;
+pub(crate) mod render;
 pub(crate) mod stats;

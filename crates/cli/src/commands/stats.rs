@@ -87,7 +87,10 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&full)?);
     } else {
         print!("{}", render(&args.session.display().to_string(), &stats));
-        print!("{}", render_tokens(&model, lookup.entry.context_window, &tokens));
+        print!(
+            "{}",
+            render_tokens(&model, lookup.entry.context_window, &tokens)
+        );
     }
     Ok(())
 }
@@ -102,11 +105,11 @@ pub(crate) fn collect(session: &Session, top: usize) -> Stats {
     let mut log_message_bytes = 0;
     let mut items = Vec::new();
     for event in session.events() {
-        *events_by_type.entry(event.body.kind().to_string()).or_insert(0) += 1;
-        if let Some(parent) = event.parent {
-            if let Some(slot) = has_child.get_mut(parent as usize) {
-                *slot = true;
-            }
+        *events_by_type
+            .entry(event.body.kind().to_string())
+            .or_insert(0) += 1;
+        if let Some(slot) = event.parent.and_then(|p| has_child.get_mut(p as usize)) {
+            *slot = true;
         }
         let EventBody::Message(m) = &event.body else {
             continue;
@@ -117,7 +120,9 @@ pub(crate) fn collect(session: &Session, top: usize) -> Stats {
             SurfaceOp::Append => {}
         }
         let message = &m.message;
-        *messages_by_role.entry(message.role.to_string()).or_insert(0) += 1;
+        *messages_by_role
+            .entry(message.role.to_string())
+            .or_insert(0) += 1;
         for (id, name, _) in message.tool_calls() {
             tool_calls += 1;
             *tool_calls_by_name.entry(name.to_string()).or_insert(0) += 1;
@@ -189,7 +194,13 @@ fn tool_name(message: &Message, call_names: &HashMap<String, String>) -> Option<
     }
     let listed: Vec<String> = names
         .iter()
-        .map(|(name, count)| if *count > 1 { format!("{name}x{count}") } else { (*name).to_string() })
+        .map(|(name, count)| {
+            if *count > 1 {
+                format!("{name}x{count}")
+            } else {
+                (*name).to_string()
+            }
+        })
         .collect();
     (!listed.is_empty()).then(|| listed.join(","))
 }
@@ -250,7 +261,10 @@ fn render(name: &str, stats: &Stats) -> String {
     ));
     out.push_str(&format!(
         "  surface       {} messages, {} bytes (log holds {} bytes of messages), generation {}\n",
-        stats.surface_messages, stats.surface_bytes, stats.log_message_bytes, stats.surface_generation
+        stats.surface_messages,
+        stats.surface_bytes,
+        stats.log_message_bytes,
+        stats.surface_generation
     ));
     if !stats.largest.is_empty() {
         out.push_str("  largest items\n");
