@@ -51,8 +51,11 @@ fn expand_frames(session: &abridge_session::Session) -> anyhow::Result<Vec<Messa
         }
         let summary = abridge_compact::summary_of_checkpoint(session, *seq)
             .ok_or_else(|| anyhow::anyhow!("checkpoint {seq} has no compaction/summary event"))?;
-        let archive = abridge_snapcompact::Archive::from_summary(&summary.summary, &summary.details)
-            .ok_or_else(|| anyhow::anyhow!("checkpoint {seq}: its snapcompact archive cannot be read back"))?;
+        let archive =
+            abridge_snapcompact::Archive::from_summary(&summary.summary, &summary.details)
+                .ok_or_else(|| {
+                    anyhow::anyhow!("checkpoint {seq}: its snapcompact archive cannot be read back")
+                })?;
         let mut expanded = message.as_ref().clone();
         expanded.content = archive.expand(&message.content, &cache)?;
         out.push(expanded);

@@ -1,0 +1,335 @@
+//! The `abridge` binary as a user runs it: each command on a real bundled
+//! session, and each fed something broken, checking the error says what
+//! was wrong and where, and that nothing on disk changed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Command;
+use std::process::Output;
+
+fn abridge(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_abridge"))
+        .args(args)
+        .output()
+        .expect("run abridge")
+}
+
+fn sample(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../assets/sessions")
+        .join(name)
+}
+
+const SWE: &str = "swe-agent__marshmallow-1867__function_calling_replace_from_source.traj";
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn imported(dir: &Path) -> PathBuf {
+    let out = dir.join("swe.jsonl");
+    let output = abridge(&[
+        "import",
+        sample(SWE).to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    out
+}
+
+#[test]
+fn import_compact_context_check_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    let path = session.to_str().unwrap();
+    let before = std::fs::read(&session).unwrap();
+
+    let compacted = abridge(&[
+        "compact", path, "--method", "digest", "--window", "8000", "--keep", "1500", "--json",
+    ]);
+    assert!(compacted.status.success(), "{}", stderr(&compacted));
+    let report: serde_json::Value = serde_json::from_slice(&compacted.stdout).unwrap();
+    assert_eq!(report["method"], "digest");
+    assert!(report["tokens_after"].as_u64() < report["tokens_before"].as_u64());
+    assert_eq!(report["under_threshold"], true);
+    // Append-only: the file before is a prefix of the file after.
+    assert!(std::fs::read(&session).unwrap().starts_with(&before));
+
+    let check = abridge(&["check", path]);
+    assert!(
+        check.status.success(),
+        "{}{}",
+        stdout(&check),
+        stderr(&check)
+    );
+
+    let context = abridge(&["context", path, "--json"]);
+    assert!(context.status.success(), "{}", stderr(&context));
+    let messages: Vec<abridge_llm::Message> = serde_json::from_slice(&context.stdout).unwrap();
+    assert!(messages.iter().any(abridge_compact::is_checkpoint));
+}
+
+#[test]
+fn context_shows_what_the_model_sees() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    let path = session.to_str().unwrap();
+    let output = abridge(&[
+        "compact", path, "--method", "digest", "--window", "8000", "--keep", "1500",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let context = stdout(&abridge(&["context", path]));
+    // The system prompt stays verbatim in front; the checkpoint follows it.
+    let head: String = context
+        .lines()
+        .skip_while(|line| !line.starts_with("── 1 "))
+        .take(45)
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::assert_snapshot!("context_after_digest_head", head);
+}
+
+#[test]
+fn stats_reports_counts_and_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    let output = abridge(&[
+        "stats",
+        session.to_str().unwrap(),
+        "--model",
+        "gpt-5",
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stats: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(stats["tool_calls"], 13);
+    assert_eq!(stats["tool_results"], 13);
+    assert_eq!(stats["messages_by_role"]["assistant"], 13);
+    assert_eq!(stats["context_window"], 400_000);
+    assert!(stats["tokens"]["measure"]["tokens"].as_u64().unwrap() > 1000);
+}
+
+#[test]
+fn render_writes_png_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("note.txt");
+    std::fs::write(&text, "fn main() { println!(\"0O 1lI\"); }\n".repeat(20)).unwrap();
+    let out = dir.path().join("frames");
+    let output = abridge(&[
+        "render",
+        "--text",
+        text.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let png = std::fs::read(out.join("frame-000.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert!(stdout(&output).contains("1 frames"));
+}
+
+#[test]
+fn import_refuses_to_overwrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    let before = std::fs::read(&session).unwrap();
+    let output = abridge(&[
+        "import",
+        sample(SWE).to_str().unwrap(),
+        "-o",
+        session.to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("already exists"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(std::fs::read(&session).unwrap(), before);
+}
+
+#[test]
+fn import_of_a_broken_file_names_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.jsonl");
+    let good = std::fs::read_to_string(sample("pi-mono__large-session.jsonl")).unwrap();
+    let mut lines: Vec<&str> = good.lines().take(5).collect();
+    lines.insert(3, "{\"type\":\"message\",\"message\":");
+    std::fs::write(&broken, lines.join("\n") + "\n").unwrap();
+    let out = dir.path().join("out.jsonl");
+    let output = abridge(&[
+        "import",
+        broken.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert!(
+        error.contains("broken.jsonl") && error.contains(":4"),
+        "{error}"
+    );
+    assert!(
+        !out.exists(),
+        "a failed import must not leave a session behind"
+    );
+}
+
+#[test]
+fn unknown_format_name_is_rejected_with_the_choices() {
+    let output = abridge(&["import", "x.jsonl", "--format", "chatgpt"]);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("chatgpt"), "{}", stderr(&output));
+}
+
+#[test]
+fn opening_another_agents_file_says_to_import_it() {
+    let output = abridge(&["stats", sample(SWE).to_str().unwrap()]);
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert!(error.contains("abridge import"), "{error}");
+}
+
+#[test]
+fn missing_session_says_so() {
+    let output = abridge(&["context", "/nonexistent/s.jsonl"]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("/nonexistent/s.jsonl: no such file"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn corrupt_session_names_file_line_and_field_and_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    let mut text = std::fs::read_to_string(&session).unwrap();
+    text = text.replacen("\"seq\":3,", "\"seq\":\"three\",", 1);
+    std::fs::write(&session, &text).unwrap();
+    let output = abridge(&["check", session.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert!(error.contains("swe.jsonl:5"), "{error}");
+    assert!(error.contains("seq"), "{error}");
+    assert_eq!(std::fs::read_to_string(&session).unwrap(), text);
+}
+
+#[test]
+fn unknown_method_lists_the_known_ones_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    let before = std::fs::read(&session).unwrap();
+    let output = abridge(&["compact", session.to_str().unwrap(), "--method", "magic"]);
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert!(
+        error.contains("unknown method \"magic\"") && error.contains("digest"),
+        "{error}"
+    );
+    assert_eq!(std::fs::read(&session).unwrap(), before);
+}
+
+#[test]
+fn llm_method_without_a_model_says_what_to_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    let output = abridge(&["compact", session.to_str().unwrap(), "--method", "soft"]);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("--llm URL"), "{}", stderr(&output));
+}
+
+#[test]
+fn keep_above_threshold_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    let output = abridge(&[
+        "compact",
+        session.to_str().unwrap(),
+        "--window",
+        "8000",
+        "--keep",
+        "9000",
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("--keep 9000 must be below"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn api_key_variable_that_is_unset_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    let output = abridge(&[
+        "compact",
+        session.to_str().unwrap(),
+        "--method",
+        "soft",
+        "--llm",
+        "http://127.0.0.1:9/v1",
+        "--api-key-env",
+        "ABRIDGE_TEST_SURELY_UNSET_KEY",
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("ABRIDGE_TEST_SURELY_UNSET_KEY"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn unreachable_model_falls_through_to_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    // Port 9 (discard) on loopback refuses connections: a transport
+    // failure, retried once, then the next method.
+    let output = abridge(&[
+        "compact",
+        session.to_str().unwrap(),
+        "--method",
+        "soft,digest",
+        "--llm",
+        "http://127.0.0.1:9/v1",
+        "--llm-attempts",
+        "1",
+        "--window",
+        "8000",
+        "--keep",
+        "1500",
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["method"], "digest");
+    assert_eq!(report["failures"][0][0], "soft");
+}
+
+#[test]
+fn render_of_a_missing_text_file_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = abridge(&[
+        "render",
+        "--text",
+        "/nonexistent/notes.txt",
+        "-o",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("/nonexistent/notes.txt"),
+        "{}",
+        stderr(&output)
+    );
+}
