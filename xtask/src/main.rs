@@ -6,8 +6,8 @@
 //!   OpenAI-compatible server on 127.0.0.1.
 //! - `cargo xtask bench`: speed and memory figures, written to
 //!   BENCHMARKS.md.
-//! - `cargo xtask eval`: frame legibility (OCR) and density, appended to
-//!   BENCHMARKS.md.
+//! - `cargo xtask eval`: frame legibility (OCR) and density, written to
+//!   BENCHMARKS.md beside the bench figures.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -132,39 +132,64 @@ fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
     } else {
         format!("cargo xtask bench {}", areas.join(" "))
     };
-    write_report(root, "BENCHMARKS.md", "Benchmarks", &command, &sections)
+    write_report(root, "bench", "Benchmarks", &command, &sections)
 }
 
 fn run_eval(root: &Path) -> anyhow::Result<()> {
     let sections = eval::run()?;
     write_report(
         root,
-        "EVAL.md",
+        "eval",
         "Frame legibility and density",
         "cargo xtask eval",
         &sections,
     )
 }
 
+/// Writes `sections` into BENCHMARKS.md as the block named `block`
+/// (between `<!-- begin block -->` and `<!-- end block -->`), keeping the
+/// other commands' blocks: `bench` and `eval` each own one.
 fn write_report(
     root: &Path,
-    file: &str,
+    block: &str,
     title: &str,
     command: &str,
     sections: &[bench::Section],
 ) -> anyhow::Result<()> {
-    let mut out = format!(
+    let mut body = format!(
         "# {title}\n\nProduced by `{command}` on {}.\n\nMachine: {}.\n\n",
         abridge_session::time::now_rfc3339(),
         machine()
     );
     for section in sections {
-        out.push_str(&section.to_markdown());
+        body.push_str(&section.to_markdown());
     }
-    let path = root.join(file);
-    std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))?;
-    println!("wrote {}", path.display());
+    let path = root.join("BENCHMARKS.md");
+    let existing = std::fs::read_to_string(&path).unwrap_or_default();
+    let merged = replace_block(&existing, block, &body);
+    std::fs::write(&path, merged).with_context(|| format!("cannot write {}", path.display()))?;
+    println!("wrote the {block} block of {}", path.display());
     Ok(())
+}
+
+/// `text` with the block named `name` replaced by `body`, or `body`
+/// appended as a new block when there is none.
+fn replace_block(text: &str, name: &str, body: &str) -> String {
+    let begin = format!("<!-- begin {name} -->");
+    let end = format!("<!-- end {name} -->");
+    let block = format!("{begin}\n{body}{end}\n");
+    match (text.find(&begin), text.find(&end)) {
+        (Some(start), Some(stop)) if stop > start => {
+            let after = &text[stop + end.len()..];
+            format!(
+                "{}{block}{}",
+                &text[..start],
+                after.trim_start_matches('\n')
+            )
+        }
+        _ if text.trim().is_empty() => block,
+        _ => format!("{}\n{block}", text.trim_end()),
+    }
 }
 
 fn machine() -> String {
@@ -195,4 +220,22 @@ fn machine() -> String {
         std::env::consts::OS,
         std::env::consts::ARCH
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replace_block;
+
+    #[test]
+    fn blocks_are_replaced_in_place_and_others_kept() {
+        let first = replace_block("", "bench", "B1\n");
+        assert_eq!(first, "<!-- begin bench -->\nB1\n<!-- end bench -->\n");
+        let both = replace_block(&first, "eval", "E1\n");
+        assert!(
+            both.starts_with(&first)
+                && both.ends_with("<!-- begin eval -->\nE1\n<!-- end eval -->\n")
+        );
+        let updated = replace_block(&both, "bench", "B2\n");
+        assert_eq!(updated, both.replace("B1", "B2"));
+    }
 }

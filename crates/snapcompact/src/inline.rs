@@ -1,5 +1,6 @@
 //! Inline imaging at request-build time: large older tool results sent as
-//! frames when that costs fewer tokens. Never persisted: the session keeps
+//! frames when that costs fewer tokens (project-instruction sections of the
+//! system prompt are in `instructions`). Never persisted: the session keeps
 //! the text, and only the request carries pixels.
 
 use std::sync::Arc;
@@ -15,7 +16,10 @@ use base64::Engine;
 use crate::archive::FrameCache;
 use crate::budget::frame_tokens;
 use crate::error::Error;
+use crate::instructions::SectionMarker;
+use crate::instructions::default_markers;
 use crate::normalize::normalize;
+use crate::render::Frame;
 use crate::render::Grid;
 use crate::render::Ink;
 use crate::render::Run;
@@ -34,6 +38,17 @@ pub struct InlineConfig {
     /// Newest tool results never imaged. Default 1: the model is most
     /// likely acting on the latest output and must read it exactly.
     pub keep_newest: usize,
+    /// Image the system prompt's project-instruction sections too
+    /// ([`image_instructions`](crate::image_instructions)). Default
+    /// `false`: the instructions move out of the system role into a user
+    /// message of frames, which a harness must opt into.
+    pub instructions: bool,
+    /// Smallest instruction section, in characters, considered. Default
+    /// 8000, for the same reason as `min_chars`.
+    pub instructions_min_chars: usize,
+    /// How sections are found, tried in order at each line; the first that
+    /// matches wins. Default [`default_markers`](crate::default_markers).
+    pub instruction_markers: Vec<SectionMarker>,
 }
 
 impl Default for InlineConfig {
@@ -41,7 +56,36 @@ impl Default for InlineConfig {
         InlineConfig {
             min_chars: 8000,
             keep_newest: 1,
+            instructions: false,
+            instructions_min_chars: 8000,
+            instruction_markers: default_markers(),
         }
+    }
+}
+
+/// `text` printed on frames of `grid`, drawn through `cache`.
+pub(crate) fn draw(text: &str, grid: &Grid, cache: &FrameCache) -> Result<Vec<Arc<Frame>>, Error> {
+    let pages = paginate(&[Run::new(Ink::Normal, normalize(text))], grid)?;
+    pages.iter().map(|page| cache.render(page, grid)).collect()
+}
+
+/// What `frames` cost by `billing`.
+pub(crate) fn frames_cost(frames: &[Arc<Frame>], billing: &ImageBilling) -> u64 {
+    frames
+        .iter()
+        .map(|f| frame_tokens(billing, f.width, f.height))
+        .sum()
+}
+
+/// A frame as an inline PNG image block with its pixel size.
+pub(crate) fn png_block(frame: &Frame) -> Block {
+    Block::Image {
+        source: ImageSource::Base64 {
+            media_type: "image/png".to_string(),
+            data: base64::engine::general_purpose::STANDARD.encode(&frame.png),
+        },
+        width: Some(frame.width),
+        height: Some(frame.height),
     }
 }
 
@@ -70,7 +114,6 @@ pub fn image_large_results(
         .map(|(i, _)| i)
         .collect();
     let protected = &results[results.len().saturating_sub(config.keep_newest)..];
-    let engine = base64::engine::general_purpose::STANDARD;
     let mut out = Vec::with_capacity(messages.len());
     for (index, message) in messages.iter().enumerate() {
         let candidate = message.role == Role::Tool && !protected.contains(&index);
@@ -86,26 +129,11 @@ pub fn image_large_results(
                 if text.chars().count() < config.min_chars {
                     None
                 } else {
-                    let pages = paginate(&[Run::new(Ink::Normal, normalize(&text))], &grid)?;
-                    let mut frames = Vec::with_capacity(pages.len());
-                    for page in &pages {
-                        frames.push(cache.render(page, &grid)?);
-                    }
-                    let cost: u64 = frames
-                        .iter()
-                        .map(|f| frame_tokens(billing, f.width, f.height))
-                        .sum::<u64>()
-                        + text_tokens(INLINE_NOTE);
+                    let frames = draw(&text, &grid, cache)?;
+                    let cost = frames_cost(&frames, billing) + text_tokens(INLINE_NOTE);
                     (cost < text_tokens(&text)).then(|| {
                         let mut blocks = vec![Block::text(INLINE_NOTE)];
-                        blocks.extend(frames.iter().map(|f| Block::Image {
-                            source: ImageSource::Base64 {
-                                media_type: "image/png".to_string(),
-                                data: engine.encode(&f.png),
-                            },
-                            width: Some(f.width),
-                            height: Some(f.height),
-                        }));
+                        blocks.extend(frames.iter().map(|f| png_block(f)));
                         Arc::new(Message {
                             role: Role::Tool,
                             content: vec![Block::ToolResult {

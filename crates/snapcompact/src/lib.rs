@@ -26,6 +26,11 @@
 //! - [`render_text`], [`render_messages`]: one call from text to frames.
 //! - [`image_large_results`]: at request-build time, large older tool
 //!   results sent as frames when cheaper (never persisted).
+//! - [`image_instructions`]: the same for the system prompt's
+//!   project-instruction sections (AGENTS.md, CLAUDE.md, ...), off by
+//!   default.
+//! - [`thinking_allowed`]: which provider families see `[thinking]` on
+//!   frames.
 //!
 //! # Why frames are never stored
 //!
@@ -53,11 +58,13 @@ mod fallback;
 mod font;
 mod frames;
 mod inline;
+mod instructions;
 mod method;
 mod normalize;
 mod render;
 mod serialize;
 mod shape;
+mod thinking;
 
 pub use archive::Archive;
 pub use archive::ArchiveConfig;
@@ -85,6 +92,14 @@ pub use frames::render_text;
 pub use inline::INLINE_NOTE;
 pub use inline::InlineConfig;
 pub use inline::image_large_results;
+pub use instructions::INSTRUCTIONS_FRAMES_NOTE;
+pub use instructions::INSTRUCTIONS_NOTE;
+pub use instructions::SectionEnd;
+pub use instructions::SectionMarker;
+pub use instructions::default_markers;
+pub use instructions::image_instructions;
+pub use instructions::instructions_frames_note;
+pub use instructions::instructions_note;
 pub use method::METHOD_NAME;
 pub use method::Snapcompact;
 pub use method::SnapcompactConfig;
@@ -113,3 +128,6 @@ pub use shape::MODEL_LINES;
 pub use shape::ModelLine;
 pub use shape::SHAPES;
 pub use shape::Shape;
+pub use thinking::THINKING_FAMILIES;
+pub use thinking::thinking_allowed;
+pub use thinking::thinking_allowed_for;

@@ -28,6 +28,7 @@ use crate::budget::frame_budget;
 use crate::budget::frame_tokens;
 use crate::error::Error;
 use crate::shape::FrameSpec;
+use crate::thinking::thinking_allowed;
 
 /// The method's name in events and `--method`.
 pub const METHOD_NAME: &str = "snapcompact";
@@ -190,12 +191,16 @@ impl Snapcompact {
                 reason: format!("{} allows no frame", budget.limited_by.as_str()),
             });
         }
+        // Thinking is printed only for families that read earlier reasoning
+        // (and only when the configuration asks for it at all).
+        let mut archive_config = self.config.archive.clone();
+        archive_config.serialize.include_thinking &= thinking_allowed(&self.entry);
         let archive = Archive::build(
             messages,
             earlier,
             &self.spec,
             budget.frames,
-            &self.config.archive,
+            &archive_config,
             &self.cache,
         )?;
 

@@ -25,8 +25,9 @@ use crate::render::Run;
 /// How history is turned into text. Every default is what issue 7 asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SerializeConfig {
-    /// Print thinking blocks. Default `true`; set `false` for providers that
-    /// refuse to see another model's reasoning, or to save cells.
+    /// Print thinking blocks. Default `true`; set `false` to save cells.
+    /// The `snapcompact` method also drops them for provider families that
+    /// do not read earlier reasoning ([`thinking_allowed`](crate::thinking_allowed)).
     pub include_thinking: bool,
     /// Longest tool result kept, in printed characters. Default 2000.
     pub result_cap: usize,

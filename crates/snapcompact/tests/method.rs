@@ -227,3 +227,71 @@ fn it_is_unavailable_without_vision_and_refuses_when_frames_cost_more() {
         other => panic!("unexpected {other}"),
     }
 }
+
+/// `long_session` with a thinking block before every call.
+fn thinking_session(steps: usize) -> Session {
+    let mut session = Session::in_memory("think");
+    session
+        .append_message(Message::user("Fix the parser."))
+        .unwrap();
+    for i in 0..steps {
+        session
+            .append_message(Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::Thinking {
+                        thinking: format!("Part {i} may hold the bug; read it next."),
+                        signature: None,
+                    },
+                    Block::ToolCall {
+                        id: format!("c{i}"),
+                        name: "read".into(),
+                        arguments: serde_json::json!({"path": format!("src/part{i}.rs")}),
+                    },
+                ],
+                meta: Meta::default(),
+            })
+            .unwrap();
+        let body: String = (0..60)
+            .map(|line| format!("    let value_{line} = compute({i}, {line});\n"))
+            .collect();
+        session
+            .append_message(Message::tool_result(format!("c{i}"), body, false))
+            .unwrap();
+    }
+    session
+        .append_message(Message::user("Now summarise what you found."))
+        .unwrap();
+    session
+        .append_message(Message::assistant("The parser reads every part."))
+        .unwrap();
+    session
+}
+
+#[test]
+fn thinking_is_printed_only_for_families_that_read_it() {
+    let middle_for = |model: &str| {
+        let mut session = thinking_session(80);
+        let method: Arc<dyn CompactionMethod> =
+            Arc::new(Snapcompact::new(model, &Catalog::builtin()));
+        let outcome = futures::executor::block_on(compact_session(
+            &mut session,
+            &[method],
+            &policy(500),
+            Trigger::Manual,
+        ))
+        .unwrap();
+        let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
+        Archive::from_summary(&summary.summary, &summary.details)
+            .unwrap()
+            .middle
+    };
+    let claude = middle_for("claude-sonnet-4-5");
+    assert!(
+        claude.contains("[thinking] Part 3 may hold the bug"),
+        "{claude:.300}"
+    );
+    let gpt = middle_for("gpt-5");
+    assert!(!gpt.contains("[thinking]"), "{gpt:.300}");
+    assert!(gpt.contains("[call] read("), "calls stay: {gpt:.300}");
+}

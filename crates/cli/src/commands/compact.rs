@@ -55,6 +55,7 @@ struct Report {
     tokens_before: u64,
     tokens_after: u64,
     hidden: usize,
+    rewrites: usize,
     under_threshold: bool,
     short_summary: String,
     failures: Vec<(String, String)>,
@@ -112,6 +113,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         tokens_before: outcome.tokens_before,
         tokens_after: outcome.tokens_after,
         hidden: outcome.hidden,
+        rewrites: outcome.rewrite_seqs.len(),
         under_threshold: outcome.tokens_after <= threshold,
         short_summary: outcome.short_summary,
         failures: outcome.failures,
@@ -123,17 +125,26 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     for (method, error) in &report.failures {
         println!("{method} failed: {error}");
     }
+    let what = if report.rewrites > 0 {
+        format!("{} tool results rewritten", report.rewrites)
+    } else {
+        format!("{} messages folded into a checkpoint", report.hidden)
+    };
     println!(
-        "{} landed: {} -> {} tokens ({:.1}% less), {} messages folded; threshold {} of a {} window ({})",
+        "{} landed: {} -> {} tokens ({:.1}% less), {what}; threshold {} of a {} window ({})",
         report.method,
         report.tokens_before,
         report.tokens_after,
         100.0 * (1.0 - report.tokens_after as f64 / report.tokens_before.max(1) as f64),
-        report.hidden,
         report.threshold,
         report.window,
         report.model
     );
+    if !report.under_threshold {
+        println!(
+            "note: still above the threshold; run again, or try a stronger method (digest, soft, snapcompact)"
+        );
+    }
     if !report.short_summary.is_empty() {
         println!("{}", report.short_summary);
     }

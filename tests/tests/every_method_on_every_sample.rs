@@ -1,0 +1,191 @@
+//! Every compaction method, on every bundled real session, checked the same
+//! way: the one case under every configuration. Each run goes through a
+//! JsonlStore on disk, so what is checked is what a user would reopen.
+//!
+//! For each (sample, method): the method either lands and the figure to act
+//! on falls, or it declines with a reason (nothing to reclaim, not smaller,
+//! unavailable); either way the invariants hold, every event that was in
+//! the file before is still there unchanged, the file before is a byte
+//! prefix of the file after, and reopening gives the same surface.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use abridge_compact::CompactError;
+use abridge_compact::CompactionMethod;
+use abridge_compact::MeterCounter;
+use abridge_compact::Policy;
+use abridge_compact::Trigger;
+use abridge_llm::Catalog;
+use abridge_session::JsonlOptions;
+use abridge_session::JsonlStore;
+use abridge_session::Session;
+use abridge_session::import;
+
+const SAMPLES: &[&str] = &[
+    "pi-mono__large-session.jsonl",
+    "claude-code__spotter__4d5611e5.jsonl",
+    "codex__localpush__rollout-2026-02-23T12-54-34-redacted.jsonl",
+    "swe-agent__marshmallow-1867__function_calling_replace_from_source.traj",
+];
+
+/// A vision model, so snapcompact is available.
+const MODEL: &str = "claude-sonnet-4-5";
+
+fn sample(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../assets/sessions")
+        .join(name)
+}
+
+fn open(path: &Path) -> Session {
+    let store = JsonlStore::open(path, JsonlOptions::default()).unwrap();
+    Session::open(Box::new(store)).unwrap().0
+}
+
+fn method(name: &str, session_path: &Path) -> Arc<dyn CompactionMethod> {
+    match name {
+        "digest" => Arc::new(abridge_compact_basic::DigestMethod),
+        "snapcompact" => Arc::new(abridge_snapcompact::Snapcompact::new(
+            MODEL,
+            &Catalog::builtin(),
+        )),
+        reclaim => {
+            let store = abridge_prune::DirArtifactStore::beside(session_path).unwrap();
+            abridge_prune::ReclaimConfig::default()
+                .method(reclaim, Arc::new(store))
+                .unwrap()
+                .unwrap()
+        }
+    }
+}
+
+/// Declining is allowed; anything else is a failure of the method.
+fn declined(error: &CompactError) -> bool {
+    matches!(
+        error.inner(),
+        CompactError::NothingToCompact { .. }
+            | CompactError::NotSmaller { .. }
+            | CompactError::Unavailable { .. }
+    ) || matches!(error, CompactError::AllFailed { failures } if failures.iter().all(|(_, e)| {
+        e.contains("nothing to compact") || e.contains("not smaller") || e.contains("unavailable") || e.contains("does not cost fewer")
+    }))
+}
+
+fn run_one(sample_name: &str, method_name: &str) -> Option<(u64, u64)> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    let store = JsonlStore::open(&path, JsonlOptions::default()).unwrap();
+    import::read(&sample(sample_name), None)
+        .unwrap()
+        .into_session(Box::new(store))
+        .unwrap();
+    let before_bytes = std::fs::read(&path).unwrap();
+    let mut session = open(&path);
+    let before_events = session.events().to_vec();
+    let before_violations = abridge_compact::check_invariants(&session).violations.len();
+
+    let entry = Catalog::builtin().lookup(MODEL).entry;
+    let policy =
+        Policy::new(Arc::new(MeterCounter::for_model(&entry))).with_keep_recent_tokens(4_000);
+    let methods = vec![method(method_name, &path)];
+    let result = futures::executor::block_on(abridge_compact::compact_session(
+        &mut session,
+        &methods,
+        &policy,
+        Trigger::Manual,
+    ));
+    let figures = match &result {
+        Ok(outcome) => {
+            assert!(
+                outcome.tokens_after < outcome.tokens_before,
+                "{sample_name} / {method_name}: landed without shrinking ({} -> {})",
+                outcome.tokens_before,
+                outcome.tokens_after
+            );
+            Some((outcome.tokens_before, outcome.tokens_after))
+        }
+        Err(error) => {
+            assert!(
+                declined(error),
+                "{sample_name} / {method_name}: failed: {error}"
+            );
+            None
+        }
+    };
+
+    let label = format!("{sample_name} / {method_name}");
+    let report = abridge_compact::check_invariants(&session);
+    assert!(
+        report.violations.len() <= before_violations,
+        "{label}: new invariant violations: {:?}",
+        report.violations
+    );
+    for event in &before_events {
+        assert_eq!(
+            session.event(event.seq),
+            Some(event),
+            "{label}: event {} changed",
+            event.seq
+        );
+    }
+    let surface = session.surface().clone();
+    let messages = session.surface_messages();
+    drop(session);
+    assert!(
+        std::fs::read(&path).unwrap().starts_with(&before_bytes),
+        "{label}: the file was rewritten, not appended to"
+    );
+    let reopened = open(&path);
+    assert_eq!(
+        reopened.surface(),
+        &surface,
+        "{label}: reopened surface differs"
+    );
+    assert_eq!(
+        reopened.surface_messages(),
+        messages,
+        "{label}: reopened messages differ"
+    );
+    assert_eq!(reopened.fold_full(), surface, "{label}: full fold differs");
+    figures
+}
+
+fn every_sample(method_name: &str) -> usize {
+    SAMPLES
+        .iter()
+        .filter_map(|sample| run_one(sample, method_name))
+        .count()
+}
+
+#[test]
+fn digest_lands_on_every_sample() {
+    assert_eq!(every_sample("digest"), SAMPLES.len());
+}
+
+#[test]
+fn snapcompact_lands_where_frames_are_cheaper() {
+    // Frames only pay off on long histories; the two largest must land.
+    assert!(run_one("pi-mono__large-session.jsonl", "snapcompact").is_some());
+    assert!(run_one("claude-code__spotter__4d5611e5.jsonl", "snapcompact").is_some());
+    every_sample("snapcompact");
+}
+
+#[test]
+fn prune_reclaims_on_the_pi_session() {
+    let (before, after) = run_one("pi-mono__large-session.jsonl", "prune").expect("prune lands");
+    assert!(
+        after * 10 < before * 9,
+        "prune saved under 10%: {before} -> {after}"
+    );
+    every_sample("prune");
+}
+
+#[test]
+fn shake_and_trim_keep_every_sample_valid() {
+    every_sample("shake");
+    every_sample("trim");
+}
