@@ -4,6 +4,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod commands;
+mod limits;
 mod methods;
 mod model;
 mod open;
@@ -19,7 +20,7 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Log verbosity for diagnostics on stderr (error, warn, info, debug, trace).
-    #[arg(long, global = true, default_value = "warn")]
+    #[arg(long, global = true, default_value = "error")]
     log: String,
 }
 
@@ -41,6 +42,12 @@ enum Command {
     /// Print text or a session's visible history onto PNG frames, as
     /// snapcompact shows it to a vision model.
     Render(commands::render::Args),
+    /// Write one self-contained HTML page showing a session: transcript,
+    /// compaction dividers, frames inline and a token chart.
+    Report(commands::report::Args),
+    /// Replay a recorded session under a given window and methods: when
+    /// compaction fires and what the input tokens cost.
+    Simulate(Box<commands::simulate::Args>),
 }
 
 fn main() -> std::process::ExitCode {
@@ -58,6 +65,8 @@ fn main() -> std::process::ExitCode {
         Command::Context(args) => commands::context::run(&args),
         Command::Check(args) => commands::check::run(&args),
         Command::Render(args) => commands::render::run(&args),
+        Command::Report(args) => commands::report::run(&args),
+        Command::Simulate(args) => commands::simulate::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -17,7 +17,9 @@ use abridge_llm::LlmClient;
 use abridge_llm::ProviderConfig;
 use abridge_llm::ProviderKind;
 use abridge_llm::RetryPolicy;
+use abridge_prune::ArtifactStore;
 use abridge_prune::DirArtifactStore;
+use abridge_prune::MemoryArtifactStore;
 use abridge_prune::ReclaimConfig;
 use anyhow::Context;
 use anyhow::bail;
@@ -125,11 +127,37 @@ impl LlmArgs {
     }
 }
 
+/// Where `shake` keeps the blocks it moves out of the history.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Artifacts<'a> {
+    /// In `<session>.artifacts/` beside the session file, so an agent can
+    /// read them back later.
+    Beside(&'a Path),
+    /// In memory, for runs that must write nothing (simulations).
+    Memory,
+}
+
+impl Artifacts<'_> {
+    fn store(self) -> anyhow::Result<Arc<dyn ArtifactStore>> {
+        Ok(match self {
+            Artifacts::Beside(session_path) => {
+                Arc::new(DirArtifactStore::beside(session_path).with_context(|| {
+                    format!(
+                        "cannot open the artifact store beside {}",
+                        session_path.display()
+                    )
+                })?)
+            }
+            Artifacts::Memory => Arc::new(MemoryArtifactStore::default()),
+        })
+    }
+}
+
 /// Builds the methods named in `names`, in order.
 pub(crate) fn build(
     names: &[String],
     llm: &LlmArgs,
-    session_path: &Path,
+    artifacts: Artifacts<'_>,
     model: &str,
 ) -> anyhow::Result<Vec<Arc<dyn CompactionMethod>>> {
     let mut methods = Vec::with_capacity(names.len());
@@ -175,17 +203,9 @@ pub(crate) fn build(
                 config.soft = llm.soft_config();
                 abridge_compact_basic::remote_method(config)?
             }
-            "prune" | "shake" | "trim" => {
-                let store = DirArtifactStore::beside(session_path).with_context(|| {
-                    format!(
-                        "cannot open the artifact store beside {}",
-                        session_path.display()
-                    )
-                })?;
-                ReclaimConfig::default()
-                    .method(name, Arc::new(store))
-                    .ok_or_else(|| anyhow::anyhow!("unknown reclaim method {name}"))??
-            }
+            "prune" | "shake" | "trim" => ReclaimConfig::default()
+                .method(name, artifacts.store()?)
+                .ok_or_else(|| anyhow::anyhow!("unknown reclaim method {name}"))??,
             "snapcompact" => Arc::new(abridge_snapcompact::Snapcompact::new(
                 model,
                 &abridge_llm::Catalog::builtin(),

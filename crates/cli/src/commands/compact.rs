@@ -8,9 +8,10 @@ use abridge_compact::CompactError;
 use abridge_compact::MeterCounter;
 use abridge_compact::Policy;
 use abridge_compact::Trigger;
-use abridge_compact_basic::Budget;
 use serde::Serialize;
 
+use crate::limits::Limits;
+use crate::limits::limits;
 use crate::methods;
 use crate::model;
 use crate::open::open_session;
@@ -64,22 +65,27 @@ struct Report {
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (mut session, _) = open_session(&args.session, true)?;
     let (model_id, lookup) = model::resolve(&session, args.model.as_deref());
-    let window = args.window.unwrap_or(lookup.entry.context_window);
-    let budget = Budget::new(window);
-    let threshold = budget.threshold()?;
     let counter = Arc::new(MeterCounter::for_model(&lookup.entry));
     let ratio = counter.measure(&session).ratio.unwrap_or(1.0);
-    let keep = args.keep.unwrap_or_else(|| budget.keep(ratio));
-    if keep >= threshold {
-        anyhow::bail!(
-            "--keep {keep} must be below the compaction threshold of {threshold} tokens (window {window})"
-        );
-    }
+    let Limits {
+        window,
+        threshold,
+        keep,
+    } = limits(
+        args.window.unwrap_or(lookup.entry.context_window),
+        args.keep,
+        ratio,
+    )?;
     let mut policy = Policy::new(counter).with_keep_recent_tokens(keep);
     if let Some(instructions) = &args.instructions {
         policy = policy.with_instructions(instructions.clone());
     }
-    let methods = methods::build(&args.method, &args.llm, &args.session, &model_id)?;
+    let methods = methods::build(
+        &args.method,
+        &args.llm,
+        methods::Artifacts::Beside(&args.session),
+        &model_id,
+    )?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

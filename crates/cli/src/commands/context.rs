@@ -38,7 +38,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
 /// The surface with snapcompact frame references drawn into PNG images:
 /// the wire form a provider receives. References are never sent as they
 /// are stored.
-fn expand_frames(session: &abridge_session::Session) -> anyhow::Result<Vec<Message>> {
+pub(crate) fn expand_frames(session: &abridge_session::Session) -> anyhow::Result<Vec<Message>> {
     let cache = abridge_snapcompact::FrameCache::default();
     let mut out = Vec::with_capacity(session.surface().len());
     for seq in session.surface().seqs() {

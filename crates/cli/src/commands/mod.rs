@@ -5,4 +5,6 @@ pub(crate) mod compact;
 pub(crate) mod context;
 pub(crate) mod import;
 pub(crate) mod render;
+pub(crate) mod report;
+pub(crate) mod simulate;
 pub(crate) mod stats;

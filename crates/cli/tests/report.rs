@@ -1,0 +1,266 @@
+//! `abridge report` as a user runs it: real bundled sessions compacted and
+//! reported, a hand-built session snapshotted, hostile text escaped, and
+//! bad input named in the error.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Command;
+use std::process::Output;
+
+use abridge_llm::Block;
+use abridge_llm::Message;
+use abridge_llm::Meta;
+use abridge_llm::Origin;
+use abridge_llm::Role;
+use abridge_session::Draft;
+use abridge_session::Header;
+use abridge_session::JsonlOptions;
+use abridge_session::JsonlStore;
+use abridge_session::Session;
+
+fn abridge(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_abridge"))
+        .args(args)
+        .output()
+        .expect("run abridge")
+}
+
+fn ok(output: &Output) {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn sample(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../assets/sessions")
+        .join(name)
+}
+
+const SWE: &str = "swe-agent__marshmallow-1867__function_calling_replace_from_source.traj";
+const CLAUDE: &str = "claude-code__spotter__4d5611e5.jsonl";
+
+fn import(dir: &Path, name: &str) -> PathBuf {
+    let out = dir.join(format!("{name}.abridge.jsonl"));
+    ok(&abridge(&[
+        "import",
+        sample(name).to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]));
+    out
+}
+
+fn report(session: &Path, extra: &[&str]) -> String {
+    let html = session.with_extension("html");
+    let mut args = vec![
+        "report",
+        session.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    ok(&abridge(&args));
+    std::fs::read_to_string(html).unwrap()
+}
+
+/// Every `call_...` id the SWE-agent trajectory's tool calls carry.
+fn source_call_ids() -> Vec<String> {
+    fn walk(value: &serde_json::Value, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                if let Some(calls) = map.get("tool_calls").and_then(|c| c.as_array()) {
+                    for call in calls {
+                        if let Some(id) = call.get("id").and_then(|i| i.as_str()) {
+                            out.push(id.to_string());
+                        }
+                    }
+                }
+                map.values().for_each(|v| walk(v, out));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let text = std::fs::read_to_string(sample(SWE)).unwrap();
+    let mut ids = Vec::new();
+    walk(&serde_json::from_str(&text).unwrap(), &mut ids);
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+#[test]
+fn digest_compacted_swe_session_reports_divider_chart_calls_and_hidden() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = import(dir.path(), SWE);
+    let path = session.to_str().unwrap();
+    ok(&abridge(&[
+        "compact", path, "--method", "digest", "--window", "8000", "--keep", "1500",
+    ]));
+    let html = report(&session, &[]);
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("checkpoint by digest: "), "no divider");
+    assert!(html.contains("<svg"));
+    assert!(html.contains("class=\"threshold\""));
+    assert!(html.contains("class=\"compaction\""));
+    let ids = source_call_ids();
+    assert!(ids.len() >= 9, "{ids:?}");
+    for id in &ids {
+        assert!(html.contains(id.as_str()), "call id {id} missing");
+    }
+    assert!(html.contains("class=\"msg role-user hidden\""));
+    assert!(html.contains("hidden by checkpoint at"));
+    // No external assets and nothing to run.
+    assert!(!html.contains("<script"));
+    assert!(!html.contains("src=\"http"));
+    assert!(!html.contains("<link"));
+}
+
+#[test]
+fn snapcompact_claude_session_shows_its_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = import(dir.path(), CLAUDE);
+    ok(&abridge(&[
+        "compact",
+        session.to_str().unwrap(),
+        "--method",
+        "snapcompact",
+        "--model",
+        "claude-sonnet-4-5",
+        "--window",
+        "40000",
+    ]));
+    let html = report(&session, &["--model", "claude-sonnet-4-5"]);
+    assert!(html.contains("checkpoint by snapcompact: "));
+    assert!(html.contains("<img class=\"frame\""));
+    assert!(html.contains("data:image/png;base64,"));
+}
+
+fn checkpoint_meta(method: &str) -> Meta {
+    Meta {
+        origin: Some(Origin::Checkpoint {
+            compaction_id: "c1".into(),
+            method: method.into(),
+        }),
+        ..Meta::default()
+    }
+}
+
+/// A small session touching every kind of event the page draws, with
+/// fixed times so the page is the same on every run.
+fn hand_built(path: &Path) {
+    let store = JsonlStore::open(path, JsonlOptions::default()).unwrap();
+    let mut header = Header::new("hand-built");
+    header.created = "2026-01-01T00:00:00Z".into();
+    let mut session = Session::create(Box::new(store), header).unwrap();
+    let at = |draft: Draft| draft.with_time("2026-01-01T00:00:00Z");
+    let call = |id: &str, command: &str| Message {
+        role: Role::Assistant,
+        content: vec![
+            Block::Thinking {
+                thinking: "look first".into(),
+                signature: None,
+            },
+            Block::ToolCall {
+                id: id.into(),
+                name: "bash".into(),
+                arguments: serde_json::json!({ "command": command }),
+            },
+        ],
+        meta: Meta::default(),
+    };
+    let drafts = vec![
+        Draft::message(Message::user(
+            "please look <script>alert(1)</script> & tell me",
+        )),
+        Draft::message(call("call_1", "ls")),
+        Draft::message(Message::tool_result("call_1", "a.txt\nb.txt", false)),
+        Draft::replace(
+            Message::user("summary: listed a.txt and b.txt").with_meta(checkpoint_meta("digest")),
+            0,
+            2,
+            vec![0, 1, 2],
+        ),
+        Draft::log("model_change", serde_json::json!({ "model": "gpt-4o" })),
+        Draft::message(call("call_2", "cat a.txt")),
+        Draft::message(Message::tool_result(
+            "call_2",
+            (1..=20).map(|i| format!("line {i}\n")).collect::<String>(),
+            false,
+        )),
+        Draft::log(
+            "compaction/start",
+            serde_json::json!({ "compaction_id": "c2", "method": "prune" }),
+        ),
+        Draft::rewrite(Message::tool_result("call_2", "[output pruned]", false), 6),
+        Draft::message(Message::assistant("done")),
+    ];
+    for draft in drafts {
+        session.append(at(draft)).unwrap();
+    }
+}
+
+#[test]
+fn hand_built_session_report_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hand.jsonl");
+    hand_built(&path);
+    let html = report(&path, &["--model", "gpt-4o"]);
+    let body = &html[html.find("<body>").unwrap()..];
+    let body = body.replace(path.to_str().unwrap(), "SESSION");
+    insta::assert_snapshot!(body);
+}
+
+#[test]
+fn message_text_is_escaped_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hostile.jsonl");
+    hand_built(&path);
+    let html = report(&path, &["--model", "gpt-4o"]);
+    assert!(!html.contains("<script>"));
+    assert!(html.contains("please look &lt;script&gt;alert(1)&lt;/script&gt; &amp; tell me"));
+}
+
+#[test]
+fn missing_session_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.jsonl");
+    let out = dir.path().join("out.html");
+    let output = abridge(&[
+        "report",
+        missing.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("nope.jsonl: no such file"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn unwritable_output_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hand.jsonl");
+    hand_built(&path);
+    let out = dir.path().join("no-such-dir").join("out.html");
+    let output = abridge(&[
+        "report",
+        path.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--model",
+        "gpt-4o",
+    ]);
+    assert!(!output.status.success());
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        err.contains("cannot write the report to") && err.contains("no-such-dir"),
+        "{err}"
+    );
+}

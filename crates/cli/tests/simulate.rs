@@ -1,0 +1,173 @@
+//! `abridge simulate` as a user runs it: a bundled session imported, then
+//! replayed under a smaller window; and each kind of bad input, checking
+//! the error names what was wrong.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Command;
+use std::process::Output;
+
+fn abridge_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_abridge"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run abridge")
+}
+
+fn sample(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../assets/sessions")
+        .join(name)
+}
+
+const SWE: &str = "swe-agent__marshmallow-1867__function_calling_replace_from_source.traj";
+const PI: &str = "pi-mono__large-session.jsonl";
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Imports `name` into `dir` as `out`, returning the file name (relative
+/// to `dir`, so outputs do not carry the temporary path).
+fn imported(dir: &Path, name: &str, out: &'static str) -> &'static str {
+    let output = abridge_in(dir, &["import", sample(name).to_str().unwrap(), "-o", out]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    out
+}
+
+fn u(value: &serde_json::Value) -> u64 {
+    value
+        .as_u64()
+        .unwrap_or_else(|| panic!("not a count: {value}"))
+}
+
+#[test]
+fn pi_session_under_a_64k_window_compacts_and_bills_less() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path(), PI, "pi.jsonl");
+    let before = std::fs::read(dir.path().join(session)).unwrap();
+    let output = abridge_in(
+        dir.path(),
+        &[
+            "simulate", session, "--window", "64000", "--method", "digest", "--json",
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let window = u(&report["window"]);
+    assert_eq!(window, 64000);
+    let threshold = u(&report["threshold"]);
+    assert!(threshold < window);
+
+    let compactions = report["compactions"].as_array().unwrap();
+    assert!(!compactions.is_empty(), "no compaction fired");
+    assert_eq!(compactions.len() as u64, u(&report["compaction_count"]));
+    assert_eq!(u(&report["cache_breaks"]), u(&report["compaction_count"]));
+    let mut last = None;
+    for c in compactions {
+        assert_eq!(c["method"], "digest");
+        assert!(u(&c["tokens_before"]) >= threshold, "{c}");
+        assert!(u(&c["tokens_after"]) < u(&c["tokens_before"]), "{c}");
+        let at = u(&c["at_message"]);
+        assert!(last.is_none_or(|l| at > l), "compactions out of order");
+        assert!(at < u(&report["messages"]));
+        last = Some(at);
+    }
+
+    let sim = &report["simulated"];
+    let base = &report["baseline"];
+    assert_eq!(u(&sim["turns_over_window"]), 0);
+    assert!(u(&sim["peak_context"]) <= window);
+    assert!(u(&base["turns_over_window"]) > 0);
+    assert!(u(&base["peak_context"]) > window);
+    assert!(u(&sim["input_tokens_billed"]) < u(&base["input_tokens_billed"]));
+    assert!(u(&sim["input_tokens_billed"]) > 0);
+    assert!(u(&report["assistant_turns"]) > 0);
+
+    // Read only: the session file is untouched.
+    assert_eq!(std::fs::read(dir.path().join(session)).unwrap(), before);
+}
+
+#[test]
+fn swe_session_summary_under_a_small_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path(), SWE, "swe.jsonl");
+    let output = abridge_in(
+        dir.path(),
+        &["simulate", session, "--window", "5000", "--no-timings"],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    insta::assert_snapshot!(stdout(&output));
+}
+
+#[test]
+fn timings_are_a_column_unless_turned_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path(), SWE, "swe.jsonl");
+    let with = stdout(&abridge_in(
+        dir.path(),
+        &["simulate", session, "--window", "5000"],
+    ));
+    assert!(with.lines().any(|l| l.trim_end().ends_with("ms")), "{with}");
+    let without = stdout(&abridge_in(
+        dir.path(),
+        &["simulate", session, "--window", "5000", "--no-timings"],
+    ));
+    assert!(!without.contains(" ms"), "{without}");
+}
+
+#[test]
+fn missing_session_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = abridge_in(dir.path(), &["simulate", "nowhere.jsonl"]);
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert!(error.contains("nowhere.jsonl"), "{error}");
+    assert!(error.contains("no such file"), "{error}");
+}
+
+#[test]
+fn another_agents_file_says_to_import_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = abridge_in(dir.path(), &["simulate", sample(PI).to_str().unwrap()]);
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert!(error.contains("abridge import"), "{error}");
+    assert!(error.contains(PI), "{error}");
+}
+
+#[test]
+fn keep_at_or_above_threshold_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path(), SWE, "swe.jsonl");
+    let output = abridge_in(
+        dir.path(),
+        &["simulate", session, "--window", "8000", "--keep", "7000"],
+    );
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert!(error.contains("--keep 7000"), "{error}");
+    assert!(error.contains("threshold"), "{error}");
+    assert!(stdout(&output).is_empty());
+}
+
+#[test]
+fn unknown_method_lists_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path(), SWE, "swe.jsonl");
+    let output = abridge_in(
+        dir.path(),
+        &["simulate", session, "--method", "digest,magic"],
+    );
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert!(error.contains("\"magic\""), "{error}");
+    assert!(error.contains("digest"), "{error}");
+}
