@@ -15,16 +15,17 @@ pub(crate) struct Limits {
 }
 
 /// Limits for `window`, with `keep` from the command line or, by default,
-/// the retention budget scaled by the reported/estimated `ratio` and capped
-/// at half the threshold (so a small window still leaves room to compact).
+/// the retention budget capped at half the threshold (so a small window
+/// still leaves room to compact). `keep` is in our own token units: the
+/// policy scales it by the reported/estimated ratio when it plans, once.
 ///
 /// # Errors
 /// A window too small for any threshold; an explicit keep at or above the
 /// threshold.
-pub(crate) fn limits(window: u64, keep: Option<u64>, ratio: f64) -> anyhow::Result<Limits> {
+pub(crate) fn limits(window: u64, keep: Option<u64>) -> anyhow::Result<Limits> {
     let budget = Budget::new(window);
     let threshold = budget.threshold()?;
-    let keep = keep.unwrap_or_else(|| budget.keep(ratio).min(threshold / 2));
+    let keep = keep.unwrap_or_else(|| budget.keep(1.0).min(threshold / 2));
     if keep >= threshold {
         anyhow::bail!(
             "--keep {keep} must be below the compaction threshold of {threshold} tokens (window {window})"

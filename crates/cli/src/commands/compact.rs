@@ -66,7 +66,6 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (mut session, _) = open_session(&args.session, true)?;
     let (model_id, lookup) = model::resolve(&session, args.model.as_deref());
     let counter = Arc::new(MeterCounter::for_model(&lookup.entry));
-    let ratio = counter.measure(&session).ratio.unwrap_or(1.0);
     let Limits {
         window,
         threshold,
@@ -74,7 +73,6 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     } = limits(
         args.window.unwrap_or(lookup.entry.context_window),
         args.keep,
-        ratio,
     )?;
     let mut policy = Policy::new(counter).with_keep_recent_tokens(keep);
     if let Some(instructions) = &args.instructions {

@@ -135,7 +135,6 @@ struct Report {
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (source, _) = open_session(&args.session, false)?;
     let (model_id, lookup) = model::resolve(&source, args.model.as_deref());
-    // Usage reports are stripped from the replay, so the ratio is 1.
     let Limits {
         window,
         threshold,
@@ -143,7 +142,6 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     } = limits(
         args.window.unwrap_or(lookup.entry.context_window),
         args.keep,
-        1.0,
     )?;
     // Artifacts (shake) stay in memory: a simulation writes nothing to disk.
     let methods = methods::build(
