@@ -3,6 +3,37 @@
 
 use abridge_compact_basic::Budget;
 
+/// The flags every command that compacts takes: which methods, for which
+/// model, under which window and retention budget.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct BudgetArgs {
+    /// Methods to try in turn until one lands, comma separated
+    /// (digest, soft, handoff, remote, prune, shake, trim, snapcompact).
+    #[arg(long, value_delimiter = ',', default_value = "digest")]
+    pub(crate) method: Vec<String>,
+    /// The model the next turn will use (prices tokens, sets the window).
+    #[arg(long)]
+    pub(crate) model: Option<String>,
+    /// Context window in tokens, overriding the model's.
+    #[arg(long)]
+    pub(crate) window: Option<u64>,
+    /// Tokens of newest history to keep verbatim (default: 20000, at most
+    /// half the compaction threshold).
+    #[arg(long)]
+    pub(crate) keep: Option<u64>,
+}
+
+impl BudgetArgs {
+    /// The limits for a model whose window is `model_window`, unless
+    /// `--window` overrides it.
+    ///
+    /// # Errors
+    /// See [`limits`].
+    pub(crate) fn limits(&self, model_window: u64) -> anyhow::Result<Limits> {
+        limits(self.window.unwrap_or(model_window), self.keep)
+    }
+}
+
 /// What a compaction works against.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {

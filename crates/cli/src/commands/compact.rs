@@ -10,8 +10,8 @@ use abridge_compact::Policy;
 use abridge_compact::Trigger;
 use serde::Serialize;
 
+use crate::limits::BudgetArgs;
 use crate::limits::Limits;
-use crate::limits::limits;
 use crate::methods;
 use crate::model;
 use crate::open::open_session;
@@ -21,20 +21,8 @@ use crate::open::open_session;
 pub(crate) struct Args {
     /// The abridge session file; the compaction is appended to it.
     session: PathBuf,
-    /// Methods to try in turn until one lands, comma separated
-    /// (digest, soft, handoff, remote, prune, shake, trim, snapcompact).
-    #[arg(long, value_delimiter = ',', default_value = "digest")]
-    method: Vec<String>,
-    /// The model the next turn will use (prices tokens, sets the window).
-    #[arg(long)]
-    model: Option<String>,
-    /// Context window in tokens, overriding the model's.
-    #[arg(long)]
-    window: Option<u64>,
-    /// Tokens of newest history to keep verbatim (default: scaled from the
-    /// window, at most 20000).
-    #[arg(long)]
-    keep: Option<u64>,
+    #[command(flatten)]
+    budget: BudgetArgs,
     /// Extra instructions for the summarizer (what to keep, what matters).
     #[arg(long)]
     instructions: Option<String>,
@@ -64,22 +52,19 @@ struct Report {
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (mut session, _) = open_session(&args.session, true)?;
-    let (model_id, lookup) = model::resolve(&session, args.model.as_deref());
+    let (model_id, lookup) = model::resolve(&session, args.budget.model.as_deref());
     let counter = Arc::new(MeterCounter::for_model(&lookup.entry));
     let Limits {
         window,
         threshold,
         keep,
-    } = limits(
-        args.window.unwrap_or(lookup.entry.context_window),
-        args.keep,
-    )?;
+    } = args.budget.limits(lookup.entry.context_window)?;
     let mut policy = Policy::new(counter).with_keep_recent_tokens(keep);
     if let Some(instructions) = &args.instructions {
         policy = policy.with_instructions(instructions.clone());
     }
     let methods = methods::build(
-        &args.method,
+        &args.budget.method,
         &args.llm,
         methods::Artifacts::Beside(&args.session),
         &model_id,

@@ -28,8 +28,8 @@ use abridge_session::Session;
 use abridge_session::SurfaceOp;
 use serde::Serialize;
 
+use crate::limits::BudgetArgs;
 use crate::limits::Limits;
-use crate::limits::limits;
 use crate::methods;
 use crate::model;
 use crate::open::open_session;
@@ -43,20 +43,8 @@ const BACKOFF_PERCENT: u64 = 5;
 pub(crate) struct Args {
     /// The abridge session file to replay (read only; never changed).
     session: PathBuf,
-    /// Methods to try in turn until one lands, comma separated
-    /// (digest, soft, handoff, remote, prune, shake, trim, snapcompact).
-    #[arg(long, value_delimiter = ',', default_value = "digest")]
-    method: Vec<String>,
-    /// The model to simulate (prices tokens, sets the window).
-    #[arg(long)]
-    model: Option<String>,
-    /// Context window in tokens, overriding the model's.
-    #[arg(long)]
-    window: Option<u64>,
-    /// Tokens of newest history to keep verbatim (default: 20000, at most
-    /// half the compaction threshold).
-    #[arg(long)]
-    keep: Option<u64>,
+    #[command(flatten)]
+    budget: BudgetArgs,
     /// Print the outcome as JSON.
     #[arg(long)]
     json: bool,
@@ -134,18 +122,15 @@ struct Report {
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (source, _) = open_session(&args.session, false)?;
-    let (model_id, lookup) = model::resolve(&source, args.model.as_deref());
+    let (model_id, lookup) = model::resolve(&source, args.budget.model.as_deref());
     let Limits {
         window,
         threshold,
         keep,
-    } = limits(
-        args.window.unwrap_or(lookup.entry.context_window),
-        args.keep,
-    )?;
+    } = args.budget.limits(lookup.entry.context_window)?;
     // Artifacts (shake) stay in memory: a simulation writes nothing to disk.
     let methods = methods::build(
-        &args.method,
+        &args.budget.method,
         &args.llm,
         methods::Artifacts::Memory,
         &model_id,
@@ -243,7 +228,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         window,
         threshold,
         keep,
-        methods: args.method.clone(),
+        methods: args.budget.method.clone(),
         messages: message_count,
         assistant_turns,
         compaction_count: compactions.len(),
