@@ -185,24 +185,10 @@ pub fn build_cache_aligned_request(
 
     let mut text = String::from(CACHE_ALIGNED_NOTICE.trim());
     text.push_str("\n\n");
-    if let Some(previous) = request.previous.as_ref().filter(|_| !at_head) {
-        text.push_str("<previous-checkpoint>\n");
-        text.push_str(previous.trim());
-        text.push_str("\n</previous-checkpoint>\n\n");
-    }
-    if !request.extra_context.is_empty() {
-        text.push_str("<host-notes>\n");
-        for note in &request.extra_context {
-            text.push_str(note.trim());
-            text.push('\n');
-        }
-        text.push_str("</host-notes>\n\n");
-    }
-    text.push_str(task.trim());
-    if let Some(instructions) = &request.instructions {
-        text.push_str("\n\nThe user asked this checkpoint to focus on: ");
-        text.push_str(instructions.trim());
-    }
+    // At the head the previous checkpoint is already in the replayed
+    // prefix, so it is not repeated here.
+    let previous = request.previous.as_deref().filter(|_| !at_head);
+    crate::llm::push_summary_tail(&mut text, previous, request, task);
     messages.push(Arc::new(Message::user(text)));
     Request {
         model: model.to_string(),

@@ -285,6 +285,30 @@ fn common_dir<'a>(mut paths: impl Iterator<Item = &'a str>) -> &'a str {
     }
 }
 
+/// The files a checkpoint lists: those of the previous checkpoint (which
+/// the plan folds in) merged with those the planned span touched, so the
+/// list stays cumulative across compactions.
+pub(crate) fn cumulative_file_ops(plan: &abridge_compact::Plan) -> FileOps {
+    let mut files = plan
+        .previous
+        .as_ref()
+        .map(|p| p.files.clone())
+        .unwrap_or_default();
+    files.merge(&collect_file_ops(&plan.messages));
+    files
+}
+
+/// `body` with the `<files>` tree of `files` under it; `body` alone when
+/// no file was touched.
+pub(crate) fn with_files_tree(body: &str, files: &FileOps) -> String {
+    let tree = render_files(files);
+    if tree.is_empty() {
+        body.to_string()
+    } else {
+        format!("{body}\n\n{tree}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

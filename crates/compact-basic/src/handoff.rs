@@ -43,8 +43,8 @@ use crate::candidates::AttemptLog;
 use crate::candidates::SummarizerCandidates;
 use crate::candidates::complete_with_candidates;
 use crate::candidates::set_detail;
-use crate::files::collect_file_ops;
-use crate::files::render_files;
+use crate::files::cumulative_file_ops;
+use crate::files::with_files_tree;
 use crate::llm::split_short;
 use crate::transcript::clip;
 use crate::transcript::render_transcript;
@@ -230,18 +230,8 @@ impl HandoffMethod {
             }
         }
         let (body, short) = split_short(&text);
-        let mut files = plan
-            .previous
-            .as_ref()
-            .map(|p| p.files.clone())
-            .unwrap_or_default();
-        files.merge(&collect_file_ops(&plan.messages));
-        let tree = render_files(&files);
-        let content = if tree.is_empty() {
-            body.clone()
-        } else {
-            format!("{body}\n\n{tree}")
-        };
+        let files = cumulative_file_ops(plan);
+        let content = with_files_tree(&body, &files);
         Ok(MethodOutput::Checkpoint(Checkpoint {
             content: vec![Block::text(content)],
             short_summary: short.unwrap_or_else(|| clip(&body.replace('\n', " "), 300)),

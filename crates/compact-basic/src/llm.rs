@@ -42,6 +42,35 @@ pub enum RequestMode {
     CacheAligned(Arc<crate::cache_aligned::AlignedPrefix>),
 }
 
+/// Appends what every summary request ends with: the previous checkpoint to
+/// merge (when there is one to show), the host's notes, the task prompt and
+/// the user's focus. Both request modes end this way.
+pub(crate) fn push_summary_tail(
+    text: &mut String,
+    previous: Option<&str>,
+    request: &SummaryRequest,
+    task: &str,
+) {
+    if let Some(previous) = previous {
+        text.push_str("<previous-checkpoint>\n");
+        text.push_str(previous.trim());
+        text.push_str("\n</previous-checkpoint>\n\n");
+    }
+    if !request.extra_context.is_empty() {
+        text.push_str("<host-notes>\n");
+        for note in &request.extra_context {
+            text.push_str(note.trim());
+            text.push('\n');
+        }
+        text.push_str("</host-notes>\n\n");
+    }
+    text.push_str(task.trim());
+    if let Some(instructions) = &request.instructions {
+        text.push_str("\n\nThe user asked this checkpoint to focus on: ");
+        text.push_str(instructions.trim());
+    }
+}
+
 /// Builds the request for `request`: the system prompt that treats history
 /// as untrusted data, then one user message with the conversation, the
 /// previous checkpoint, host notes, the task prompt and any focus. No tools
@@ -63,24 +92,7 @@ pub fn build_summary_request(model: &str, mode: RequestMode, request: &SummaryRe
     text.push_str("<conversation>\n");
     text.push_str(&render_transcript(history));
     text.push_str("\n</conversation>\n\n");
-    if let Some(previous) = &request.previous {
-        text.push_str("<previous-checkpoint>\n");
-        text.push_str(previous.trim());
-        text.push_str("\n</previous-checkpoint>\n\n");
-    }
-    if !request.extra_context.is_empty() {
-        text.push_str("<host-notes>\n");
-        for note in &request.extra_context {
-            text.push_str(note.trim());
-            text.push('\n');
-        }
-        text.push_str("</host-notes>\n\n");
-    }
-    text.push_str(task.trim());
-    if let Some(instructions) = &request.instructions {
-        text.push_str("\n\nThe user asked this checkpoint to focus on: ");
-        text.push_str(instructions.trim());
-    }
+    push_summary_tail(&mut text, request.previous.as_deref(), request, task);
     let mut out = Request::new(
         model,
         vec![

@@ -827,18 +827,8 @@ impl RemoteMethod {
             }
         };
         let text = native.message.plain_text();
-        let mut files = plan
-            .previous
-            .as_ref()
-            .map(|p| p.files.clone())
-            .unwrap_or_default();
-        files.merge(&crate::files::collect_file_ops(&plan.messages));
-        let tree = crate::files::render_files(&files);
-        let content = if tree.is_empty() {
-            text.clone()
-        } else {
-            format!("{text}\n\n{tree}")
-        };
+        let files = crate::files::cumulative_file_ops(plan);
+        let content = crate::files::with_files_tree(&text, &files);
         let usage = log.usage();
         let mut details = json!({});
         set_detail(&mut details, "remote", Ok(json!(kind_name(self.kind))));

@@ -21,8 +21,8 @@ use abridge_llm::SharedMessage;
 use abridge_llm::Usage;
 use async_trait::async_trait;
 
-use crate::files::collect_file_ops;
-use crate::files::render_files;
+use crate::files::cumulative_file_ops;
+use crate::files::with_files_tree;
 use crate::prompts::TURN_PREFIX_HEADING;
 use crate::transcript::clip;
 
@@ -218,18 +218,8 @@ impl CompactionMethod for SoftMethod {
                 reason: "nothing was summarized".to_string(),
             });
         }
-        let mut files = plan
-            .previous
-            .as_ref()
-            .map(|p| p.files.clone())
-            .unwrap_or_default();
-        files.merge(&collect_file_ops(&plan.messages));
-        let tree = render_files(&files);
-        let content = if tree.is_empty() {
-            text.clone()
-        } else {
-            format!("{text}\n\n{tree}")
-        };
+        let files = cumulative_file_ops(plan);
+        let content = with_files_tree(&text, &files);
         let short_summary = short.unwrap_or_else(|| clip(&text.replace('\n', " "), 300));
         Ok(MethodOutput::Checkpoint(Checkpoint {
             content: vec![Block::text(content)],
