@@ -15,7 +15,6 @@ use abridge_llm::LlmClient;
 use abridge_llm::Message;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
-use abridge_llm::StopReason;
 use async_trait::async_trait;
 
 use crate::prompts::BRANCH_SUMMARY;
@@ -159,25 +158,7 @@ impl Summarizer for LlmSummarizer {
             .complete(&built)
             .await
             .map_err(|error| CompactError::from_llm(method, error))?;
-        let fail = |reason: String| CompactError::Summary {
-            method: method.to_string(),
-            reason,
-        };
-        if response.message.tool_calls().next().is_some() {
-            return Err(fail(
-                "the model called a tool instead of writing a summary".into(),
-            ));
-        }
-        if response.stop_reason == StopReason::MaxTokens {
-            return Err(fail(format!(
-                "the summary was cut at the output limit of {} tokens",
-                request.max_output_tokens
-            )));
-        }
-        let text = crate::transcript::visible_text(&response.message);
-        if text.trim().is_empty() {
-            return Err(fail("the model returned an empty summary".into()));
-        }
+        let text = crate::candidates::usable_text(method, &response, request.max_output_tokens)?;
         let (body, short) = split_short(&text);
         Ok(Summary {
             text: body,
