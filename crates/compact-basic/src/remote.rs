@@ -26,7 +26,6 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 use std::time::SystemTime;
 
 use abridge_compact::Availability;
@@ -226,36 +225,6 @@ fn scrub(message: &str, key: Option<&ApiKey>) -> String {
     }
 }
 
-/// Classifies an HTTP failure the way provider clients do: 429 rate
-/// limited (with Retry-After), overflow wording or 413 overflow, 408, 409,
-/// 425 and 5xx server errors, other statuses rejected.
-fn classify(provider: &str, status: u16, retry_after: Option<Duration>, body: &str) -> LlmError {
-    let message: String = body.chars().take(600).collect();
-    let provider = provider.to_string();
-    if status == 429 {
-        return LlmError::RateLimited {
-            provider,
-            retry_after,
-            message,
-        };
-    }
-    if status == 413 || abridge_llm::looks_like_context_overflow(body) {
-        return LlmError::ContextOverflow { provider, message };
-    }
-    if matches!(status, 408 | 409 | 425) || status >= 500 {
-        return LlmError::Server {
-            provider,
-            status,
-            message,
-        };
-    }
-    LlmError::BadRequest {
-        provider,
-        status,
-        message,
-    }
-}
-
 /// Posts `body` and returns the answer's JSON, classifying failures.
 async fn post_json(
     http: &reqwest::Client,
@@ -289,7 +258,12 @@ async fn post_json(
         .await
         .map_err(|e| transport(format!("the answer was cut: {}", e.without_url())))?;
     if !(200..300).contains(&status) {
-        return Err(classify(provider, status, retry_after, &scrub(&text, key)));
+        return Err(abridge_llm::classify_http_error(
+            provider,
+            status,
+            retry_after,
+            scrub(&text, key).as_bytes(),
+        ));
     }
     serde_json::from_str(&text).map_err(|e| transport(format!("the answer is not JSON: {e}")))
 }

@@ -2,6 +2,9 @@
 //! turn byte for byte and appends the instruction; the document lands as
 //! a checkpoint and in a Markdown file; failures leave the surface alone.
 
+// These tests talk HTTP through abridge-llm's clients, which the `remote`
+// feature turns on.
+#![cfg(feature = "remote")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;

@@ -127,6 +127,19 @@ pub(crate) fn error_from_value(value: &serde_json::Value) -> ErrorBody {
     }
 }
 
+/// Classifies a non-success HTTP answer from any JSON-over-HTTP model
+/// service (a summary endpoint, a gateway) exactly as the provider clients
+/// classify theirs, so every caller sees the same error classes: `body` is
+/// the raw answer, read in any of the shapes [`parse_error_body`] knows.
+pub fn classify_http_error(
+    provider: &str,
+    status: u16,
+    retry_after: Option<Duration>,
+    body: &[u8],
+) -> LlmError {
+    classify_status(provider, status, retry_after, &parse_error_body(body))
+}
+
 /// Classifies a non-success HTTP answer.
 ///
 /// Order matters: 429 is always a rate limit (some providers say "tokens"

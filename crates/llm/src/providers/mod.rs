@@ -15,6 +15,7 @@ pub use anthropic::ANTHROPIC_VERSION;
 pub use anthropic::AnthropicClient;
 pub use anthropic::AnthropicOptions;
 pub use classify::CONTEXT_OVERFLOW_PHRASES;
+pub use classify::classify_http_error;
 pub use classify::looks_like_context_overflow;
 pub use classify::parse_http_date;
 pub use classify::parse_retry_after;
