@@ -268,6 +268,14 @@ async fn post_json(
     serde_json::from_str(&text).map_err(|e| transport(format!("the answer is not JSON: {e}")))
 }
 
+/// What a native compaction attempt came to.
+enum NativeAttempt {
+    /// The provider answered; the log holds what every call cost.
+    Answered(Response, AttemptLog),
+    /// Building or sending the request failed: the local method's result.
+    FellBack(Result<MethodOutput, CompactError>),
+}
+
 /// A summary service driven like a model: the request's system messages
 /// become `system_prompt`, the rest of its text `prompt`, its output cap
 /// `max_tokens`; `{"summary"}` comes back as the assistant's text.
@@ -686,6 +694,32 @@ impl RemoteMethod {
         }
     }
 
+    /// Sends the native request built as `body` (or falls back when it could
+    /// not be built); when the call fails, the local method's output stands
+    /// in, carrying what the failed calls cost.
+    async fn attempt_native(
+        &self,
+        target: Arc<dyn NativeTarget>,
+        body: Result<Value, LlmError>,
+        plan: &Plan,
+    ) -> NativeAttempt {
+        let body = match body {
+            Ok(body) => body,
+            Err(error) => {
+                let error = CompactError::from_llm(REMOTE, error);
+                return NativeAttempt::FellBack(self.fall_back(plan, error).await);
+            }
+        };
+        let log = AttemptLog::default();
+        match self.call_native(target, body, &log).await {
+            Ok(response) => NativeAttempt::Answered(response, log),
+            Err(error) => {
+                let error = CompactError::from_llm(REMOTE, error).with_usage(log.usage());
+                NativeAttempt::FellBack(self.fall_back(plan, error).await)
+            }
+        }
+    }
+
     /// One native call under the retry policy, recorded.
     async fn call_native(
         &self,
@@ -711,22 +745,13 @@ impl RemoteMethod {
         compact: &Arc<ResponsesCompact>,
         plan: &Plan,
     ) -> Result<MethodOutput, CompactError> {
-        let body = match compact.body(self.prefix.as_ref(), plan) {
-            Ok(body) => body,
-            Err(error) => {
-                return self
-                    .fall_back(plan, CompactError::from_llm(REMOTE, error))
-                    .await;
-            }
-        };
-        let log = AttemptLog::default();
         let target: Arc<dyn NativeTarget> = Arc::clone(compact) as Arc<dyn NativeTarget>;
-        let native = match self.call_native(target, body, &log).await {
-            Ok(response) => response,
-            Err(error) => {
-                let error = CompactError::from_llm(REMOTE, error).with_usage(log.usage());
-                return self.fall_back(plan, error).await;
-            }
+        let (native, log) = match self
+            .attempt_native(target, compact.body(self.prefix.as_ref(), plan), plan)
+            .await
+        {
+            NativeAttempt::Answered(response, log) => (response, log),
+            NativeAttempt::FellBack(result) => return result,
         };
         let output = match self.local.run(plan).await {
             Ok(output) => output,
@@ -783,22 +808,17 @@ impl RemoteMethod {
             };
             return self.fall_back(plan, error).await;
         }
-        let body = match compact.body(self.prefix.as_ref(), plan, self.max_tokens) {
-            Ok(body) => body,
-            Err(error) => {
-                return self
-                    .fall_back(plan, CompactError::from_llm(REMOTE, error))
-                    .await;
-            }
-        };
-        let log = AttemptLog::default();
         let target: Arc<dyn NativeTarget> = Arc::clone(compact) as Arc<dyn NativeTarget>;
-        let native = match self.call_native(target, body, &log).await {
-            Ok(response) => response,
-            Err(error) => {
-                let error = CompactError::from_llm(REMOTE, error).with_usage(log.usage());
-                return self.fall_back(plan, error).await;
-            }
+        let (native, log) = match self
+            .attempt_native(
+                target,
+                compact.body(self.prefix.as_ref(), plan, self.max_tokens),
+                plan,
+            )
+            .await
+        {
+            NativeAttempt::Answered(response, log) => (response, log),
+            NativeAttempt::FellBack(result) => return result,
         };
         let text = native.message.plain_text();
         let files = crate::files::cumulative_file_ops(plan);
