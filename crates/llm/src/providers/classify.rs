@@ -130,7 +130,8 @@ pub(crate) fn error_from_value(value: &serde_json::Value) -> ErrorBody {
 /// Classifies a non-success HTTP answer from any JSON-over-HTTP model
 /// service (a summary endpoint, a gateway) exactly as the provider clients
 /// classify theirs, so every caller sees the same error classes: `body` is
-/// the raw answer, read in any of the shapes [`parse_error_body`] knows.
+/// the raw answer, in any of the error shapes providers use (an `error`
+/// object or string, `message`, `detail`, or plain text).
 pub fn classify_http_error(
     provider: &str,
     status: u16,
