@@ -40,24 +40,96 @@ pub const TOOL_RESULT_OVERHEAD: u64 = 10;
 /// Tokens an error flag on a tool result adds (`is_error: true`).
 pub const TOOL_ERROR_OVERHEAD: u64 = 2;
 
+/// Bytes of an opaque reasoning blob (an Anthropic `signature` or
+/// `redacted_thinking` payload, an OpenAI `encrypted_content`) per token of
+/// the reasoning it carries: base64 packs 3 bytes in 4 characters and text
+/// runs about 4 bytes a token, so 16/3 characters a token. The blob is never
+/// read as text; this only sizes the reasoning behind it when the provider
+/// keeps that reasoning in context (see [`PriorThinking`]).
+pub const OPAQUE_CHARS_PER_TOKEN: f64 = 16.0 / 3.0;
+
+/// What a provider does with thinking from earlier turns when the history
+/// is sent back. A turn ends at the next user message; tool results do not
+/// end it. See docs/token-accounting.md for the sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PriorThinking {
+    /// Dropped from the context: it costs nothing. OpenAI reasoning items
+    /// and most Claude lines (thinking and redacted thinking alike). The
+    /// thinking of the current turn (the assistant messages after the last
+    /// user message, a tool loop) is still read and costs its tokens.
+    #[default]
+    Dropped,
+    /// Kept in the context and counted: Claude Opus 4.5 and later, Claude
+    /// Sonnet 4.6 and later.
+    Kept,
+}
+
+impl PriorThinking {
+    /// The rule for a catalog entry: [`Kept`](Self::Kept) for the Claude
+    /// lines documented to keep earlier thinking, else
+    /// [`Dropped`](Self::Dropped).
+    pub fn for_model(entry: &ModelEntry) -> Self {
+        if entry.provider != "anthropic" {
+            return PriorThinking::Dropped;
+        }
+        let id = entry.id.as_str();
+        let version = |prefix: &str| -> Option<(u32, u32)> {
+            let rest = id.strip_prefix(prefix)?;
+            let mut parts = rest.split('-');
+            let major = parts.next()?.parse().ok()?;
+            let minor = parts
+                .next()
+                .and_then(|p| p.parse::<u32>().ok())
+                .filter(|m| *m < 100)
+                .unwrap_or(0);
+            Some((major, minor))
+        };
+        let kept = version("claude-opus-").is_some_and(|v| v >= (4, 5))
+            || version("claude-sonnet-").is_some_and(|v| v >= (4, 6));
+        if kept {
+            PriorThinking::Kept
+        } else {
+            PriorThinking::Dropped
+        }
+    }
+}
+
 /// Prices messages for one model: a tokenizer for text and an image
 /// billing family for pictures.
 #[derive(Debug, Clone)]
 pub struct CostModel {
     tokenizer: Arc<dyn Tokenizer>,
     billing: ImageBilling,
+    prior_thinking: PriorThinking,
 }
 
 impl CostModel {
     /// A cost model from its parts.
     pub fn new(tokenizer: Arc<dyn Tokenizer>, billing: ImageBilling) -> Self {
-        CostModel { tokenizer, billing }
+        CostModel {
+            tokenizer,
+            billing,
+            prior_thinking: PriorThinking::default(),
+        }
+    }
+
+    /// The same model with another rule for earlier turns' thinking.
+    #[must_use]
+    pub fn with_prior_thinking(mut self, prior_thinking: PriorThinking) -> Self {
+        self.prior_thinking = prior_thinking;
+        self
+    }
+
+    /// What the provider does with earlier turns' thinking.
+    pub fn prior_thinking(&self) -> PriorThinking {
+        self.prior_thinking
     }
 
     /// The cost model for a catalog entry: the closest tokenizer to its
-    /// family, its image billing.
+    /// family, its image billing, its rule for earlier turns' thinking.
     pub fn for_model(entry: &ModelEntry) -> Self {
         CostModel::new(tokenizer_for(entry.tokenizer), entry.image_billing)
+            .with_prior_thinking(PriorThinking::for_model(entry))
     }
 
     /// The tokenizer used for text.
@@ -75,17 +147,50 @@ impl CostModel {
         self.tokenizer.count(text) as u64
     }
 
-    /// Tokens a whole message costs: [`MESSAGE_OVERHEAD`] plus each block.
+    /// Tokens a whole message costs when the provider reads all of it:
+    /// [`MESSAGE_OVERHEAD`] plus each block. For an assistant message of an
+    /// earlier turn under [`PriorThinking::Dropped`], subtract
+    /// [`thinking`](Self::thinking): [`split`](Self::split) gives both.
     pub fn message(&self, message: &Message) -> u64 {
         MESSAGE_OVERHEAD + message.content.iter().map(|b| self.block(b)).sum::<u64>()
+    }
+
+    /// Tokens of a message's thinking and redacted thinking blocks,
+    /// [`BLOCK_OVERHEAD`] included: the part a provider drops once the turn
+    /// is over.
+    pub fn thinking(&self, message: &Message) -> u64 {
+        message
+            .content
+            .iter()
+            .filter(|b| matches!(b, Block::Thinking { .. } | Block::RedactedThinking { .. }))
+            .map(|b| self.block(b))
+            .sum()
+    }
+
+    /// A message's cost as `(rest, thinking)`: `rest + thinking` is
+    /// [`message`](Self::message).
+    pub fn split(&self, message: &Message) -> (u64, u64) {
+        let thinking = self.thinking(message);
+        (self.message(message).saturating_sub(thinking), thinking)
+    }
+
+    /// Tokens of the reasoning behind an opaque blob of `chars` characters
+    /// (see [`OPAQUE_CHARS_PER_TOKEN`]).
+    pub fn opaque(&self, chars: usize) -> u64 {
+        (chars as f64 / OPAQUE_CHARS_PER_TOKEN).ceil() as u64
     }
 
     /// Tokens one block costs, [`BLOCK_OVERHEAD`] included:
     ///
     /// - text: its tokens;
-    /// - thinking: the reasoning's tokens plus the signature's (sent back
-    ///   with every request that carries the block);
-    /// - redacted thinking: the tokens of its opaque data;
+    /// - thinking, as read in the current turn: the larger of the visible
+    ///   reasoning's tokens and the reasoning its signature carries
+    ///   ([`opaque`](Self::opaque)). The signature is never tokenized as
+    ///   text: an Anthropic signature verifies (and on Claude 4 lines
+    ///   encrypts) the full reasoning, an OpenAI `encrypted_content` is the
+    ///   reasoning encrypted; the provider decrypts it and counts the
+    ///   reasoning, not the base64. The visible text may be only a summary;
+    /// - redacted thinking: the reasoning its opaque data carries;
     /// - image: what [`image_block_tokens`] bills;
     /// - tool call: name plus compact JSON arguments plus
     ///   [`TOOL_CALL_OVERHEAD`];
@@ -98,8 +203,10 @@ impl CostModel {
                 Block::Thinking {
                     thinking,
                     signature,
-                } => self.text(thinking) + signature.as_deref().map_or(0, |s| self.text(s)),
-                Block::RedactedThinking { data } => self.text(data),
+                } => self
+                    .text(thinking)
+                    .max(signature.as_deref().map_or(0, |s| self.opaque(s.len()))),
+                Block::RedactedThinking { data } => self.opaque(data.len()),
                 Block::Image {
                     source,
                     width,
@@ -153,21 +260,68 @@ mod tests {
     }
 
     #[test]
-    fn thinking_counts_its_signature() {
+    fn opaque_reasoning_is_sized_not_tokenized() {
         let m = model();
         let plain = Block::Thinking {
             thinking: "Let me think.".into(),
             signature: None,
         };
+        // 1,600 characters of base64: the reasoning behind it, 300 tokens,
+        // not the ~1,100 tokens the characters would make as text.
+        let blob = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxDGhM2".repeat(45)[..1600].to_string();
+        assert!(m.text(&blob) > 600);
         let signed = Block::Thinking {
             thinking: "Let me think.".into(),
-            signature: Some("EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxDGhM2".repeat(10)),
+            signature: Some(blob.clone()),
         };
-        assert!(m.block(&signed) > m.block(&plain) + 50);
-        let redacted = Block::RedactedThinking {
-            data: "EmwKAhgBEgy3va3pzix/LafPsn4a".into(),
+        assert_eq!(m.block(&signed), BLOCK_OVERHEAD + 300);
+        assert_eq!(m.block(&plain), BLOCK_OVERHEAD + m.text("Let me think."));
+        // Visible reasoning longer than the blob's share counts as text.
+        let long = "word ".repeat(1000);
+        let full = Block::Thinking {
+            thinking: long.clone(),
+            signature: Some("sig".into()),
         };
-        assert!(m.block(&redacted) > BLOCK_OVERHEAD);
+        assert_eq!(m.block(&full), BLOCK_OVERHEAD + m.text(&long));
+        let redacted = Block::RedactedThinking { data: blob };
+        assert_eq!(m.block(&redacted), BLOCK_OVERHEAD + 300);
+        // `split` separates it from the rest of the message.
+        let mut message = Message::assistant("done");
+        message.content.insert(0, signed);
+        let (rest, thinking) = m.split(&message);
+        assert_eq!(thinking, BLOCK_OVERHEAD + 300);
+        assert_eq!(rest + thinking, m.message(&message));
+    }
+
+    #[test]
+    fn prior_thinking_follows_the_documented_lines() {
+        let catalog = abridge_llm::Catalog::builtin();
+        let rule = |id: &str| PriorThinking::for_model(&catalog.lookup(id).entry);
+        assert_eq!(rule("gpt-5"), PriorThinking::Dropped);
+        assert_eq!(rule("claude-sonnet-4-5"), PriorThinking::Dropped);
+        assert_eq!(rule("claude-opus-4-1"), PriorThinking::Dropped);
+        assert_eq!(rule("claude-opus-4-5"), PriorThinking::Kept);
+        let entry = |id: &str| abridge_llm::ModelEntry {
+            id: id.to_string(),
+            provider: "anthropic".to_string(),
+            ..abridge_llm::ModelEntry::conservative_default()
+        };
+        assert_eq!(
+            PriorThinking::for_model(&entry("claude-sonnet-4-6")),
+            PriorThinking::Kept
+        );
+        assert_eq!(
+            PriorThinking::for_model(&entry("claude-opus-5")),
+            PriorThinking::Kept
+        );
+        assert_eq!(
+            PriorThinking::for_model(&entry("claude-haiku-4-5")),
+            PriorThinking::Dropped
+        );
+        assert_eq!(
+            PriorThinking::for_model(&entry("claude-sonnet-4-20250514")),
+            PriorThinking::Dropped
+        );
     }
 
     #[test]

@@ -7,8 +7,10 @@
 //!   cl100k exactly (the same tokens as Python `tiktoken`, several times
 //!   faster); [`Estimate`] is bytes / 4. [`tokenizer_for`] picks the closest
 //!   one for a model's tokenizer family.
-//! - [`CostModel`]: what a message costs: its text, thinking and
-//!   signatures, tool calls and results, images billed by their provider's
+//! - [`CostModel`]: what a message costs: its text, thinking (signatures
+//!   and encrypted reasoning sized by the reasoning they carry, earlier
+//!   turns' thinking free where the provider drops it, [`PriorThinking`]),
+//!   tool calls and results, images billed by their provider's
 //!   formula ([`image_tokens`]), plus fixed per-block and per-message
 //!   overhead ([`MESSAGE_OVERHEAD`], [`BLOCK_OVERHEAD`], ...).
 //! - [`TokenMeter`]: the figure compaction acts on. Costs are cached by
@@ -58,6 +60,8 @@ mod tokenizer;
 pub use cost::BLOCK_OVERHEAD;
 pub use cost::CostModel;
 pub use cost::MESSAGE_OVERHEAD;
+pub use cost::OPAQUE_CHARS_PER_TOKEN;
+pub use cost::PriorThinking;
 pub use cost::TOOL_CALL_OVERHEAD;
 pub use cost::TOOL_ERROR_OVERHEAD;
 pub use cost::TOOL_RESULT_OVERHEAD;

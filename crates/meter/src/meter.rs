@@ -10,6 +10,7 @@ use abridge_session::SurfaceOp;
 use serde::Serialize;
 
 use crate::cost::CostModel;
+use crate::cost::PriorThinking;
 
 /// What the meter says about a session's surface.
 ///
@@ -20,8 +21,10 @@ use crate::cost::CostModel;
 pub struct Measure {
     /// Our own count of every message on the surface.
     pub estimate: u64,
-    /// The last anchor's reported usage plus our count of everything after
-    /// it; `None` when there is no valid anchor (see [`Anchor`]).
+    /// The last anchor's reported usage plus our count of what changed
+    /// since it; without a valid anchor (see [`Anchor`]) but with an
+    /// [`overhead`](Self::overhead) carried from an earlier one, `estimate
+    /// + overhead`; `None` when the meter has seen no report.
     pub anchored: Option<u64>,
     /// `max(anchored, estimate)`: the figure to act on.
     pub tokens: u64,
@@ -32,6 +35,13 @@ pub struct Measure {
     /// a different tokenizer). Callers that size things in our units (keep
     /// the newest N tokens) divide by it. `None` without an anchor.
     pub ratio: Option<f64>,
+    /// What the provider counts that the log never holds (system prompt,
+    /// tool definitions): reported minus our estimate at the last anchor,
+    /// zero when the report was below it. Kept by the meter across a
+    /// compaction or pruning that drops the anchor, so the figures before
+    /// and after stand on one basis until the next report. `None` until
+    /// the meter has seen a report.
+    pub overhead: Option<u64>,
 }
 
 /// The last assistant message whose usage report the measure trusts.
@@ -52,12 +62,24 @@ pub struct Anchor {
     pub estimated: u64,
 }
 
+impl Anchor {
+    /// Reported minus estimated, floored at zero: the unseen overhead.
+    pub fn overhead(&self) -> u64 {
+        self.reported.saturating_sub(self.estimated)
+    }
+}
+
 impl Measure {
-    fn from_parts(estimate: u64, anchor: Option<Anchor>) -> Measure {
-        let anchored = anchor.map(|a| {
-            a.reported
-                .saturating_add(estimate.saturating_sub(a.estimated))
-        });
+    fn from_parts(estimate: u64, anchor: Option<Anchor>, carried: Option<u64>) -> Measure {
+        // Signed: the estimate can fall below the anchor's when a user
+        // message ends a turn whose thinking the provider then drops.
+        let anchored = match anchor {
+            Some(a) => {
+                let sum = i128::from(a.reported) + i128::from(estimate) - i128::from(a.estimated);
+                Some(u64::try_from(sum.max(0)).unwrap_or(u64::MAX))
+            }
+            None => carried.map(|o| estimate.saturating_add(o)),
+        };
         let ratio = anchor
             .filter(|a| a.estimated > 0)
             .map(|a| a.reported as f64 / a.estimated as f64);
@@ -67,12 +89,29 @@ impl Measure {
             tokens: anchored.unwrap_or(0).max(estimate),
             anchor,
             ratio,
+            overhead: anchor.map(|a| a.overhead()).or(carried),
         }
     }
 }
 
 /// Marks a seq whose cost is not cached yet.
-const UNCOUNTED: u64 = u64::MAX;
+const UNCOUNTED: Cost = Cost {
+    rest: u64::MAX,
+    thinking: u64::MAX,
+    user: false,
+};
+
+/// One message's cached cost, split as the turn rule needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cost {
+    /// Everything but thinking.
+    rest: u64,
+    /// Thinking and redacted thinking: counted only while the turn lasts
+    /// under [`PriorThinking::Dropped`].
+    thinking: u64,
+    /// A user message: it ends the turn.
+    user: bool,
+}
 
 /// Measures one session's surface, caching each message's cost by seq and
 /// keeping the surface total as the session changes.
@@ -82,7 +121,16 @@ const UNCOUNTED: u64 = u64::MAX;
 /// change journal: an append adds one cost (O(1), whatever the session's
 /// length), a replace or rewrite subtracts what it hides and adds what it
 /// shows. Navigation, a rolled-back batch or another session forces a full
-/// recount from the cache.
+/// recount from the cache; so does a replace or rewrite when earlier turns'
+/// thinking is dropped, since which turn is the current one may change.
+///
+/// Thinking of earlier turns costs nothing under
+/// [`PriorThinking::Dropped`]: the total is the sum of every message's
+/// non-thinking cost plus the thinking of the assistant messages after the
+/// last user message.
+///
+/// The meter also keeps the unseen overhead of the last anchor (see
+/// [`Measure::overhead`]) when a compaction drops that anchor.
 ///
 /// # Example
 ///
@@ -105,7 +153,7 @@ pub struct TokenMeter {
     cost: CostModel,
     /// The session the cache belongs to (by id).
     bound: Option<String>,
-    cache: Vec<u64>,
+    cache: Vec<Cost>,
     state: Option<Synced>,
 }
 
@@ -118,8 +166,40 @@ struct Synced {
     /// Messages on the surface by our own bookkeeping, checked against the
     /// session's after every sync.
     visible: usize,
-    total: u64,
+    /// Non-thinking cost of the surface (plus all thinking when it is
+    /// kept).
+    rest: u64,
+    /// Thinking of the current turn, when earlier turns' is dropped.
+    turn: u64,
     anchor: Option<Anchor>,
+    /// The overhead of the last anchor seen, kept after it is dropped.
+    overhead: Option<u64>,
+}
+
+impl Synced {
+    fn total(&self) -> u64 {
+        self.rest.saturating_add(self.turn)
+    }
+
+    /// Adds one message at the end of the surface.
+    fn push(&mut self, cost: Cost, keep: PriorThinking) {
+        if keep == PriorThinking::Kept {
+            self.rest = self
+                .rest
+                .saturating_add(cost.rest.saturating_add(cost.thinking));
+            return;
+        }
+        if cost.user {
+            self.turn = 0;
+        }
+        self.rest = self.rest.saturating_add(cost.rest);
+        self.turn = self.turn.saturating_add(cost.thinking);
+    }
+
+    fn set_anchor(&mut self, anchor: Anchor) {
+        self.overhead = Some(anchor.overhead());
+        self.anchor = Some(anchor);
+    }
 }
 
 impl TokenMeter {
@@ -143,10 +223,12 @@ impl TokenMeter {
         &self.cost
     }
 
-    /// Tokens of the message at `seq` (0 if `seq` holds no message), cached.
+    /// Tokens of the message at `seq` (0 if `seq` holds no message), cached:
+    /// its whole cost, thinking included.
     pub fn seq_tokens(&mut self, session: &Session, seq: Seq) -> u64 {
         self.bind(session);
-        self.cached(session, seq)
+        let cost = self.cached(session, seq);
+        cost.rest.saturating_add(cost.thinking)
     }
 
     /// Forgets everything when `session` is not the one the cache was
@@ -160,16 +242,28 @@ impl TokenMeter {
         }
     }
 
-    fn cached(&mut self, session: &Session, seq: Seq) -> u64 {
+    fn cached(&mut self, session: &Session, seq: Seq) -> Cost {
+        let none = Cost {
+            rest: 0,
+            thinking: 0,
+            user: false,
+        };
         let Ok(index) = usize::try_from(seq) else {
-            return 0;
+            return none;
         };
         if let Some(&cached) = self.cache.get(index)
             && cached != UNCOUNTED
         {
             return cached;
         }
-        let cost = session.message(seq).map_or(0, |m| self.cost.message(m));
+        let cost = session.message(seq).map_or(none, |m| {
+            let (rest, thinking) = self.cost.split(m);
+            Cost {
+                rest,
+                thinking,
+                user: m.role == Role::User,
+            }
+        });
         if index >= self.cache.len() {
             let want = (index + 1).max(session.len());
             self.cache.resize(want, UNCOUNTED);
@@ -187,7 +281,10 @@ impl TokenMeter {
         let start = start.min(end);
         seqs[start..end]
             .iter()
-            .map(|&seq| self.cached(session, seq))
+            .map(|&seq| {
+                let cost = self.cached(session, seq);
+                cost.rest.saturating_add(cost.thinking)
+            })
             .sum()
     }
 
@@ -197,47 +294,61 @@ impl TokenMeter {
     /// last call costs one cached lookup or one message count.
     pub fn measure(&mut self, session: &Session) -> Measure {
         let synced = self.sync(session);
-        Measure::from_parts(synced.total, synced.anchor)
+        Measure::from_parts(synced.total(), synced.anchor, synced.overhead)
     }
 
     /// Counts the surface from scratch (through the cache), ignoring the
     /// running totals: what [`measure`](Self::measure) must always equal.
+    /// The overhead carried from a dropped anchor is the meter's own state
+    /// (the log no longer shows it), so a fresh meter's recount agrees with
+    /// this one's until the first report.
     pub fn measure_full(&mut self, session: &Session) -> Measure {
         self.bind(session);
-        let (total, anchor) = self.recount(session);
-        Measure::from_parts(total, anchor)
+        let carried = self.state.as_ref().and_then(|s| s.overhead);
+        let recount = self.recount(session, carried);
+        Measure::from_parts(recount.total(), recount.anchor, recount.overhead)
     }
 
     fn sync(&mut self, session: &Session) -> Synced {
         self.bind(session);
         let Some(mut state) = self.state.take() else {
-            return self.full_sync(session);
+            return self.full_sync(session, None);
         };
         if session.len() < state.events {
-            return self.full_sync(session);
+            return self.full_sync(session, state.overhead);
         }
         let Some(changes) = session.surface_changes_since(state.cursor) else {
-            return self.full_sync(session);
+            return self.full_sync(session, state.overhead);
         };
+        let keep = self.cost.prior_thinking();
         for change in changes {
             let added = self.cached(session, change.seq);
-            state.total = state.total.saturating_add(added);
             state.visible = (state.visible + 1).saturating_sub(change.removed.len());
             if change.removed.is_empty() {
+                state.push(added, keep);
                 if let Some(reported) = anchor_report(session, change.seq) {
-                    state.anchor = Some(Anchor {
+                    state.set_anchor(Anchor {
                         seq: change.seq,
                         reported,
-                        estimated: state.total,
+                        estimated: state.total(),
                     });
                 }
+            } else if keep == PriorThinking::Dropped {
+                // Which messages belong to the current turn may have
+                // changed: recount, keeping the overhead.
+                return self.full_sync(session, state.overhead);
             } else {
+                state.rest = state
+                    .rest
+                    .saturating_add(added.rest.saturating_add(added.thinking));
                 for &seq in &change.removed {
                     let hidden = self.cached(session, seq);
-                    state.total = state.total.saturating_sub(hidden);
+                    state.rest = state
+                        .rest
+                        .saturating_sub(hidden.rest.saturating_add(hidden.thinking));
                 }
                 // A report older than this change describes a context that
-                // is gone.
+                // is gone; its overhead stays.
                 state.anchor = None;
             }
         }
@@ -246,7 +357,7 @@ impl TokenMeter {
         // of another length means it did not.
         if state.visible != session.surface().len() {
             tracing::debug!("surface length disagrees with the journal; recounting");
-            return self.full_sync(session);
+            return self.full_sync(session, state.overhead);
         }
         state.cursor = session.surface_cursor();
         state.events = session.len();
@@ -254,41 +365,45 @@ impl TokenMeter {
         state
     }
 
-    fn full_sync(&mut self, session: &Session) -> Synced {
-        let (total, anchor) = self.recount(session);
-        let state = Synced {
-            cursor: session.surface_cursor(),
-            events: session.len(),
-            visible: session.surface().len(),
-            total,
-            anchor,
-        };
+    fn full_sync(&mut self, session: &Session, carried: Option<u64>) -> Synced {
+        let state = self.recount(session, carried);
         self.state = Some(state.clone());
         state
     }
 
-    fn recount(&mut self, session: &Session) -> (u64, Option<Anchor>) {
+    /// The totals of the surface from the cache; `carried` is the overhead
+    /// to keep when no anchor is valid.
+    fn recount(&mut self, session: &Session, carried: Option<u64>) -> Synced {
         let seqs = session.surface().seqs();
         let last_modified = seqs
             .iter()
             .copied()
             .filter(|&seq| !is_append(session, seq))
             .max();
-        let mut total: u64 = 0;
-        let mut anchor = None;
+        let keep = self.cost.prior_thinking();
+        let mut state = Synced {
+            cursor: session.surface_cursor(),
+            events: session.len(),
+            visible: seqs.len(),
+            rest: 0,
+            turn: 0,
+            anchor: None,
+            overhead: carried,
+        };
         for &seq in seqs {
-            total = total.saturating_add(self.cached(session, seq));
+            let cost = self.cached(session, seq);
+            state.push(cost, keep);
             if last_modified.is_none_or(|m| seq > m)
                 && let Some(reported) = anchor_report(session, seq)
             {
-                anchor = Some(Anchor {
+                state.set_anchor(Anchor {
                     seq,
                     reported,
-                    estimated: total,
+                    estimated: state.total(),
                 });
             }
         }
-        (total, anchor)
+        state
     }
 }
 
@@ -423,7 +538,10 @@ mod tests {
             .unwrap();
         let after = m.measure(&s);
         assert_eq!(after.anchor, None);
-        assert_eq!(after.tokens, 8);
+        assert_eq!(after.estimate, 8);
+        // The overhead the report showed (5000 - 113) stays.
+        assert_eq!(after.overhead, Some(5000 - 113));
+        assert_eq!(after.tokens, 8 + 5000 - 113);
         assert_eq!(m.measure_full(&s), after);
         // The next reply anchors again.
         let b = s.append_message(assistant("abcd", 900)).unwrap();
@@ -431,6 +549,99 @@ mod tests {
         assert_eq!(later.anchor.map(|a| a.seq), Some(b));
         assert_eq!(later.tokens, 900);
         assert_eq!(m.measure_full(&s), later);
+    }
+
+    /// Issue 16, point 2: a usage report far above our estimate (a system
+    /// prompt and tool definitions the log never holds), then a compaction
+    /// hiding most messages. Before and after must stand on one basis: the
+    /// figure after is the estimate after plus the overhead, not a bare
+    /// estimate, so "before -> after" reports what the compaction freed.
+    #[test]
+    fn compaction_keeps_the_unseen_overhead_until_the_next_report() {
+        let mut s = Session::in_memory("t");
+        let mut m = meter();
+        let mut hidden = Vec::new();
+        for _ in 0..10 {
+            hidden.push(s.append_message(Message::user("abcd".repeat(400))).unwrap()); // 406
+            hidden.push(
+                s.append_message(Message::assistant("abcd".repeat(100)))
+                    .unwrap(),
+            ); // 106
+        }
+        let kept = s.append_message(Message::user("abcd".repeat(40))).unwrap(); // 46
+        let _ = kept;
+        let overhead = 38_000;
+        let estimate_before = 10 * (406 + 106) + 46 + 7;
+        s.append_message(assistant("abcd", estimate_before + overhead))
+            .unwrap();
+        let before = m.measure(&s);
+        assert_eq!(before.estimate, estimate_before);
+        assert_eq!(before.tokens, estimate_before + overhead);
+        assert_eq!(before.overhead, Some(overhead));
+
+        // A compaction hides the first twenty messages behind a checkpoint.
+        s.append(Draft::replace(Message::user("summary!"), 0, 19, hidden))
+            .unwrap();
+        let after = m.measure(&s);
+        assert_eq!(after.anchor, None);
+        assert_eq!(after.estimate, 8 + 46 + 7);
+        assert_eq!(after.overhead, Some(overhead));
+        assert_eq!(after.anchored, Some(after.estimate + overhead));
+        assert_eq!(after.tokens, after.estimate + overhead);
+        assert_eq!(m.measure_full(&s), after);
+        // What the compaction freed is what it hid, on either basis.
+        assert_eq!(
+            before.tokens - after.tokens,
+            before.estimate - after.estimate
+        );
+
+        // Appends before the next report stay on the same basis.
+        s.append_message(Message::user("abcd")).unwrap();
+        assert_eq!(m.measure(&s).tokens, after.tokens + 7);
+
+        // The next report takes over, with its own overhead.
+        s.append_message(assistant("abcd", 1000)).unwrap();
+        let next = m.measure(&s);
+        assert_eq!(next.anchor.map(|a| a.reported), Some(1000));
+        assert_eq!(next.overhead, Some(1000 - (after.estimate + 7 + 7)));
+        assert_eq!(next.tokens, 1000);
+    }
+
+    #[test]
+    fn earlier_turns_thinking_is_free_when_dropped() {
+        let thinking = |text: &str| {
+            let mut m = Message::assistant("abcd");
+            m.content.insert(
+                0,
+                abridge_llm::Block::Thinking {
+                    thinking: text.into(),
+                    signature: Some("x".repeat(1600)),
+                },
+            );
+            m
+        };
+        let mut s = Session::in_memory("t");
+        let mut m = meter();
+        s.append_message(Message::user("abcd")).unwrap(); // 7
+        s.append_message(thinking("abcd")).unwrap(); // 7 + (2 + 300)
+        // The current turn's thinking is read: the signature sizes it.
+        assert_eq!(m.measure(&s).estimate, 7 + 7 + 302);
+        // A tool result does not end the turn.
+        s.append_message(Message::tool_result("c1", "abcd", false))
+            .unwrap(); // 4 + 2 + 10 + 2 + 1 = 19
+        assert_eq!(m.measure(&s).estimate, 7 + 7 + 302 + 19);
+        // A user message does: the thinking before it costs nothing.
+        s.append_message(Message::user("abcd")).unwrap();
+        let dropped = m.measure(&s);
+        assert_eq!(dropped.estimate, 7 + 7 + 19 + 7);
+        assert_eq!(m.measure_full(&s), dropped);
+
+        // Lines that keep earlier thinking count it.
+        let mut kept = TokenMeter::new(
+            CostModel::new(Arc::new(Estimate), ImageBilling::Anthropic)
+                .with_prior_thinking(PriorThinking::Kept),
+        );
+        assert_eq!(kept.measure(&s).estimate, 7 + 7 + 302 + 19 + 7);
     }
 
     #[test]

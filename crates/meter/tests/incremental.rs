@@ -17,6 +17,7 @@ use abridge_llm::Usage;
 use abridge_meter::CostModel;
 use abridge_meter::Estimate;
 use abridge_meter::Measure;
+use abridge_meter::PriorThinking;
 use abridge_meter::Tiktoken;
 use abridge_meter::TokenMeter;
 use abridge_meter::Tokenizer;
@@ -28,6 +29,7 @@ use proptest::prelude::*;
 enum Step {
     User(String),
     Assistant(String, u64),
+    Thinking(String, usize, u64),
     ToolRound(String, usize, bool),
     Image(u32, u32),
     Replace(usize, usize),
@@ -41,6 +43,7 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         4 => text.prop_map(Step::User),
         4 => (text, prop_oneof![Just(0u64), 1u64..100_000]).prop_map(|(t, u)| Step::Assistant(t, u)),
+        3 => (text, 0usize..3000, prop_oneof![Just(0u64), 1u64..100_000]).prop_map(|(t, s, u)| Step::Thinking(t, s, u)),
         3 => ("[a-z]{1,8}", 0usize..2000, any::<bool>()).prop_map(|(n, len, e)| Step::ToolRound(n, len, e)),
         1 => (0u32..4000, 0u32..4000).prop_map(|(w, h)| Step::Image(w, h)),
         2 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Step::Replace(a, b)),
@@ -72,6 +75,22 @@ fn apply(session: &mut Session, step: &Step, counter: &mut u64) {
         }
         Step::Assistant(text, reported) => {
             let _ = session.append_message(with_usage(Message::assistant(text.clone()), *reported));
+        }
+        Step::Thinking(text, signature, reported) => {
+            let mut message = Message::assistant("ok");
+            message.content.insert(
+                0,
+                Block::Thinking {
+                    thinking: text.clone(),
+                    signature: (*signature > 0).then(|| "Eq".repeat(*signature / 2)),
+                },
+            );
+            if *signature % 3 == 0 {
+                message.content.push(Block::RedactedThinking {
+                    data: "x".repeat(*signature),
+                });
+            }
+            let _ = session.append_message(with_usage(message, *reported));
         }
         Step::ToolRound(name, len, is_error) => {
             let id = format!("call{counter}");
@@ -146,19 +165,49 @@ fn apply(session: &mut Session, step: &Step, counter: &mut u64) {
     }
 }
 
-fn meter(tokenizer: Arc<dyn Tokenizer>) -> TokenMeter {
-    TokenMeter::new(CostModel::new(tokenizer, ImageBilling::Anthropic))
+fn meter(tokenizer: Arc<dyn Tokenizer>, prior: PriorThinking) -> TokenMeter {
+    TokenMeter::new(CostModel::new(tokenizer, ImageBilling::Anthropic).with_prior_thinking(prior))
 }
 
 fn check(steps: &[Step], tokenizer: &Arc<dyn Tokenizer>) -> Result<(), TestCaseError> {
+    check_with(steps, tokenizer, PriorThinking::Dropped)
+}
+
+fn check_with(
+    steps: &[Step],
+    tokenizer: &Arc<dyn Tokenizer>,
+    prior: PriorThinking,
+) -> Result<(), TestCaseError> {
     let mut session = Session::in_memory("prop");
-    let mut live = meter(tokenizer.clone());
+    let mut live = meter(tokenizer.clone(), prior);
     let mut counter = 0;
     for (i, step) in steps.iter().enumerate() {
         apply(&mut session, step, &mut counter);
         let incremental: Measure = live.measure(&session);
-        let full = meter(tokenizer.clone()).measure_full(&session);
-        prop_assert_eq!(incremental, full, "after step {} {:?}", i, step);
+        // The overhead carried past a dropped anchor is the live meter's
+        // own state: its recount must agree exactly; a fresh meter's agrees
+        // on everything the surface shows, and on all of it while an
+        // anchor stands.
+        let own = live.measure_full(&session);
+        prop_assert_eq!(incremental, own, "after step {} {:?}", i, step);
+        let full = meter(tokenizer.clone(), prior).measure_full(&session);
+        prop_assert_eq!(
+            incremental.estimate,
+            full.estimate,
+            "after step {} {:?}",
+            i,
+            step
+        );
+        prop_assert_eq!(
+            incremental.anchor,
+            full.anchor,
+            "after step {} {:?}",
+            i,
+            step
+        );
+        if full.anchor.is_some() {
+            prop_assert_eq!(incremental, full, "after step {} {:?}", i, step);
+        }
         prop_assert!(incremental.tokens >= incremental.estimate);
         if let Some(anchored) = incremental.anchored {
             prop_assert!(incremental.tokens >= anchored);
@@ -176,6 +225,11 @@ proptest! {
     }
 
     #[test]
+    fn incremental_equals_full_recount_when_thinking_is_kept(steps in proptest::collection::vec(step(), 1..40)) {
+        check_with(&steps, &(Arc::new(Estimate) as Arc<dyn Tokenizer>), PriorThinking::Kept)?;
+    }
+
+    #[test]
     fn incremental_equals_full_recount_exact(steps in proptest::collection::vec(step(), 1..25)) {
         check(&steps, &(Arc::new(Tiktoken::o200k()) as Arc<dyn Tokenizer>))?;
     }
@@ -185,7 +239,7 @@ proptest! {
 fn measuring_twice_without_changes_is_stable() {
     let mut session = Session::in_memory("s");
     session.append_message(Message::user("hello")).unwrap();
-    let mut m = meter(Arc::new(Tiktoken::o200k()));
+    let mut m = meter(Arc::new(Tiktoken::o200k()), PriorThinking::Dropped);
     let first = m.measure(&session);
     assert_eq!(m.measure(&session), first);
 }
