@@ -147,6 +147,14 @@ pub struct ModelEntry {
     /// Per-request image limits.
     #[serde(default)]
     pub images: ImageLimits,
+    /// Whether the model reasons before it answers (OpenAI's o-series and
+    /// GPT-5 lines, Claude with extended thinking, Gemini 2.5 and later,
+    /// DeepSeek's reasoner). Request shapes depend on it: OpenAI's
+    /// reasoning lines take `max_completion_tokens` instead of
+    /// `max_tokens`, and only reasoning models accept
+    /// `include: ["reasoning.encrypted_content"]` on the Responses API.
+    #[serde(default)]
+    pub reasoning: bool,
 }
 
 impl ModelEntry {
@@ -168,7 +176,16 @@ impl ModelEntry {
             tokenizer: TokenizerFamily::O200k,
             image_billing: ImageBilling::Anthropic,
             images: ImageLimits::default(),
+            reasoning: false,
         }
+    }
+
+    /// True for the reasoning lines OpenAI itself serves, which reject
+    /// `max_tokens` on Chat Completions. The open-weight `gpt-oss` is left
+    /// out: llama.cpp, vLLM, Ollama and gateways serve it, and some of them
+    /// read only `max_tokens`.
+    pub fn is_openai_reasoning(&self) -> bool {
+        self.reasoning && self.provider == "openai" && !self.id.starts_with("gpt-oss")
     }
 }
 
@@ -219,6 +236,13 @@ impl Catalog {
         Catalog {
             entries: builtin_entries(),
         }
+    }
+
+    /// The built-in catalog, built once and shared, for per-request
+    /// decisions (request shapes) that must not rebuild it on every call.
+    pub fn shared() -> &'static Catalog {
+        static SHARED: std::sync::LazyLock<Catalog> = std::sync::LazyLock::new(Catalog::builtin);
+        &SHARED
     }
 
     /// A catalog holding only `entries`, for tests and for users who want
@@ -395,7 +419,14 @@ fn entry(
         tokenizer,
         image_billing,
         images,
+        reasoning: false,
     }
+}
+
+/// The same entry marked as a reasoning model.
+fn reasoning(mut entry: ModelEntry) -> ModelEntry {
+    entry.reasoning = true;
+    entry
 }
 
 #[rustfmt::skip]
@@ -408,30 +439,37 @@ fn builtin_entries() -> Vec<ModelEntry> {
         tile: 170,
     };
     vec![
-        // Anthropic. Source: Anthropic docs, "Models overview" (context
+        // Anthropic. Source: Anthropic docs, "Models overview" (extended
+        // thinking on every 4.x line; context
         // window 200k for every 4.x model; 1M is a beta header, not the
         // default). Max output: Opus 4/4.1 32k, Sonnet 4/4.5, Haiku 4.5 and
         // Opus 4.5 64k.
-        entry("claude-opus-4-5", &[], "anthropic", 200_000, 64_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES),
-        entry("claude-opus-4-1", &[], "anthropic", 200_000, 32_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES),
-        entry("claude-opus-4", &["claude-opus-4-0", "claude-4-opus"], "anthropic", 200_000, 32_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES),
-        entry("claude-sonnet-4-5", &[], "anthropic", 200_000, 64_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES),
-        entry("claude-sonnet-4", &["claude-sonnet-4-0", "claude-4-sonnet"], "anthropic", 200_000, 64_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES),
-        entry("claude-haiku-4-5", &[], "anthropic", 200_000, 64_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES),
+        reasoning(entry("claude-opus-4-5", &[], "anthropic", 200_000, 64_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-opus-4-1", &[], "anthropic", 200_000, 32_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-opus-4", &["claude-opus-4-0", "claude-4-opus"], "anthropic", 200_000, 32_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-sonnet-4-5", &[], "anthropic", 200_000, 64_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-sonnet-4", &["claude-sonnet-4-0", "claude-4-sonnet"], "anthropic", 200_000, 64_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-haiku-4-5", &[], "anthropic", 200_000, 64_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
         // Older or future Claude lines: the common 200k window, the smaller
         // output figure.
         entry("claude", &[], "anthropic", 200_000, 32_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES),
-        // OpenAI. Source: OpenAI docs, "Models" pages of each model.
+        // OpenAI. Source: OpenAI docs, "Models" pages of each model;
+        // "Reasoning models" for which lines reason (o-series, GPT-5 except
+        // the chat-tuned variants, gpt-oss).
         // GPT-5.x: 400k window, 128k output; images at "original" detail.
-        entry("gpt-5", &["gpt-5-codex", "gpt-5-mini", "gpt-5-nano", "gpt-5-1", "gpt-5-2"], "openai", 400_000, 128_000, true, T::O200k, B::OpenAi, OPENAI_IMAGES),
+        reasoning(entry("gpt-5", &["gpt-5-codex", "gpt-5-mini", "gpt-5-nano", "gpt-5-1", "gpt-5-2"], "openai", 400_000, 128_000, true, T::O200k, B::OpenAi, OPENAI_IMAGES)),
         // The chat-tuned GPT-5 variants have a 128k window, 16k output.
         entry("gpt-5-chat", &["gpt-5-1-chat", "gpt-5-2-chat"], "openai", 128_000, 16_384, true, T::O200k, B::OpenAi, OPENAI_IMAGES),
         // GPT-4.1 family: 1,047,576 window, 32,768 output, tile billing.
         entry("gpt-4-1", &["gpt-4-1-mini", "gpt-4-1-nano"], "openai", 1_047_576, 32_768, true, T::O200k, tile_4o, OPENAI_IMAGES),
+        // o1: 200k window, 100k output; o1-mini: 128k window, 65,536
+        // output, text only.
+        reasoning(entry("o1", &["o1-pro"], "openai", 200_000, 100_000, true, T::O200k, tile_4o, OPENAI_IMAGES)),
+        reasoning(entry("o1-mini", &[], "openai", 128_000, 65_536, false, T::O200k, tile_4o, none)),
         // o3 and o4-mini: 200k window, 100k output.
-        entry("o3", &["o3-pro"], "openai", 200_000, 100_000, true, T::O200k, tile_4o, OPENAI_IMAGES),
-        entry("o3-mini", &[], "openai", 200_000, 100_000, false, T::O200k, tile_4o, none),
-        entry("o4-mini", &[], "openai", 200_000, 100_000, true, T::O200k, tile_4o, OPENAI_IMAGES),
+        reasoning(entry("o3", &["o3-pro"], "openai", 200_000, 100_000, true, T::O200k, tile_4o, OPENAI_IMAGES)),
+        reasoning(entry("o3-mini", &[], "openai", 200_000, 100_000, false, T::O200k, tile_4o, none)),
+        reasoning(entry("o4-mini", &[], "openai", 200_000, 100_000, true, T::O200k, tile_4o, OPENAI_IMAGES)),
         // GPT-4o and GPT-4o mini: 128k window, 16,384 output.
         entry("gpt-4o", &["gpt-4o-mini", "chatgpt-4o"], "openai", 128_000, 16_384, true, T::O200k, tile_4o, OPENAI_IMAGES),
         // GPT-4 Turbo / GPT-4 / GPT-3.5 use cl100k. Source: tiktoken's
@@ -442,22 +480,22 @@ fn builtin_entries() -> Vec<ModelEntry> {
         // Open-weight gpt-oss (often served by llama.cpp or vLLM): 131,072
         // window, harmony tokenizer (o200k for ordinary text). Source:
         // OpenAI gpt-oss model card.
-        entry("gpt-oss", &["gpt-oss-20b", "gpt-oss-120b"], "openai", 131_072, 131_072, false, T::O200k, B::OpenAi, none),
+        reasoning(entry("gpt-oss", &["gpt-oss-20b", "gpt-oss-120b"], "openai", 131_072, 131_072, false, T::O200k, B::OpenAi, none)),
         // Google. Source: Google AI for Developers, "Gemini models"
         // (1,048,576 input, 65,536 output) and "Image understanding" (tile
         // billing for 2.x; Gemini 3 bills images by media resolution, high
         // = 1120 tokens, the default for images).
-        entry("gemini-3-pro", &["gemini-3-pro-preview"], "google", 1_048_576, 65_536, true, T::Gemini, B::Google, GEMINI_3_IMAGES),
-        entry("gemini-3-flash", &[], "google", 1_048_576, 65_536, true, T::Gemini, B::Google, GEMINI_3_IMAGES),
-        entry("gemini-3", &[], "google", 1_048_576, 65_536, true, T::Gemini, B::Google, GEMINI_3_IMAGES),
-        entry("gemini-2-5-pro", &[], "google", 1_048_576, 65_536, true, T::Gemini, B::GeminiTile, GEMINI_25_IMAGES),
-        entry("gemini-2-5-flash", &["gemini-2-5-flash-lite"], "google", 1_048_576, 65_536, true, T::Gemini, B::GeminiTile, GEMINI_25_IMAGES),
+        reasoning(entry("gemini-3-pro", &["gemini-3-pro-preview"], "google", 1_048_576, 65_536, true, T::Gemini, B::Google, GEMINI_3_IMAGES)),
+        reasoning(entry("gemini-3-flash", &[], "google", 1_048_576, 65_536, true, T::Gemini, B::Google, GEMINI_3_IMAGES)),
+        reasoning(entry("gemini-3", &[], "google", 1_048_576, 65_536, true, T::Gemini, B::Google, GEMINI_3_IMAGES)),
+        reasoning(entry("gemini-2-5-pro", &[], "google", 1_048_576, 65_536, true, T::Gemini, B::GeminiTile, GEMINI_25_IMAGES)),
+        reasoning(entry("gemini-2-5-flash", &["gemini-2-5-flash-lite"], "google", 1_048_576, 65_536, true, T::Gemini, B::GeminiTile, GEMINI_25_IMAGES)),
         entry("gemini", &[], "google", 1_048_576, 8_192, true, T::Gemini, B::GeminiTile, GEMINI_25_IMAGES),
         // DeepSeek. Source: DeepSeek API docs, "Models & Pricing"
         // (V3.2: 128k window; deepseek-chat max output 8k, deepseek-reasoner
         // 64k). Text only.
         entry("deepseek-chat", &["deepseek-v3"], "deepseek", 128_000, 8_192, false, T::DeepSeek, B::Anthropic, none),
-        entry("deepseek-reasoner", &["deepseek-r1"], "deepseek", 128_000, 65_536, false, T::DeepSeek, B::Anthropic, none),
+        reasoning(entry("deepseek-reasoner", &["deepseek-r1"], "deepseek", 128_000, 65_536, false, T::DeepSeek, B::Anthropic, none)),
         entry("deepseek", &[], "deepseek", 128_000, 8_192, false, T::DeepSeek, B::Anthropic, none),
         // Qwen. Source: Alibaba Cloud Model Studio model list (qwen3-max
         // 262,144 window / 65,536 output; qwen3-coder-plus 1,000,000 /
@@ -617,6 +655,46 @@ mod tests {
         let json = serde_json::to_string(&entries).unwrap();
         let back: Vec<ModelEntry> = serde_json::from_str(&json).unwrap();
         assert_eq!(back, entries);
+    }
+
+    #[test]
+    fn reasoning_lines_are_flagged() {
+        let catalog = Catalog::shared();
+        for id in [
+            "gpt-5",
+            "gpt-5.1-codex-max",
+            "gpt-5-mini-2025-08-07",
+            "o1",
+            "o3-mini",
+            "o4-mini-2025-04-16",
+            "openai/o3",
+        ] {
+            let entry = catalog.lookup(id).entry;
+            assert!(entry.reasoning, "{id}");
+            assert!(entry.is_openai_reasoning(), "{id}");
+        }
+        for id in [
+            "gpt-4o",
+            "gpt-4.1-mini",
+            "gpt-5-chat-latest",
+            "gpt-3.5-turbo",
+        ] {
+            assert!(!catalog.lookup(id).entry.reasoning, "{id}");
+        }
+        // Reasoning, but not a line whose servers reject `max_tokens`.
+        let oss = catalog.lookup("gpt-oss-120b").entry;
+        assert!(oss.reasoning && !oss.is_openai_reasoning());
+        let sonnet = catalog.lookup("claude-sonnet-4-5").entry;
+        assert!(sonnet.reasoning && !sonnet.is_openai_reasoning());
+        // Unknown models are assumed not to reason.
+        assert!(!catalog.lookup("mystery-model-7").entry.reasoning);
+        // A user entry without the field reads as not reasoning.
+        let entry: ModelEntry = serde_json::from_str(
+            r#"{"id": "house", "provider": "local", "context_window": 8192, "max_output": 1024,
+                "tokenizer": "llama", "image_billing": "anthropic"}"#,
+        )
+        .unwrap();
+        assert!(!entry.reasoning);
     }
 
     #[test]

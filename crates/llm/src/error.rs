@@ -52,7 +52,8 @@ pub enum LlmError {
     /// The caller cancelled the call.
     #[error("the call was cancelled")]
     Cancelled,
-    /// The provider rejected the request as malformed or unauthorized.
+    /// The provider rejected the request as malformed or unauthorized, or
+    /// the account cannot pay for it (OpenAI's 429 `insufficient_quota`).
     /// Retrying the same request cannot help.
     #[error("{provider}: request rejected with status {status}: {message}")]
     BadRequest {
@@ -71,6 +72,17 @@ pub enum LlmError {
         /// Provider name.
         provider: String,
         /// What is wrong, naming the setting.
+        message: String,
+    },
+    /// The provider answered with success, and billed the call, but the
+    /// answer lacks what the request exists to get (a compaction request
+    /// answered without a compaction). Not transient: the same request
+    /// would most likely be billed again for the same answer.
+    #[error("{provider}: the answer cannot be used: {message}")]
+    Unusable {
+        /// Provider name.
+        provider: String,
+        /// What the answer lacks.
         message: String,
     },
     /// The connection failed or was cut, or the answer could not be parsed
@@ -107,5 +119,24 @@ impl LlmError {
             LlmError::RateLimited { retry_after, .. } => *retry_after,
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unusable_answer_is_final() {
+        let error = LlmError::Unusable {
+            provider: "p".into(),
+            message: "no compaction item".into(),
+        };
+        assert!(!error.is_retryable());
+        assert!(!error.is_context_overflow());
+        assert_eq!(
+            error.to_string(),
+            "p: the answer cannot be used: no compaction item"
+        );
     }
 }

@@ -106,6 +106,7 @@ impl AnthropicClient {
             ANTHROPIC_BASE_URL,
             "/v1/messages",
             Auth::XApiKey,
+            classify::ErrorDialect::Anthropic,
             &[("anthropic-version", ANTHROPIC_VERSION)],
         )?;
         Ok(AnthropicClient {
@@ -395,6 +396,7 @@ fn block_from(wire: &Value) -> Option<Block> {
 #[derive(Debug)]
 struct AnthropicDecoder {
     provider: String,
+    dialect: classify::ErrorDialect,
     model: String,
     parts: Vec<Partial>,
     slots: HashMap<u64, usize>,
@@ -525,6 +527,7 @@ impl Decoder for AnthropicDecoder {
             "error" => {
                 return Err(classify::classify_stream_error(
                     &self.provider,
+                    self.dialect,
                     &classify::error_from_value(&value),
                 ));
             }
@@ -548,7 +551,11 @@ impl LlmClient for AnthropicClient {
         if value.get("type").and_then(Value::as_str) == Some("error") {
             let mut body = classify::error_from_value(&value);
             body.message = self.http.scrub(body.message);
-            return Err(classify::classify_stream_error(self.http.provider(), &body));
+            return Err(classify::classify_stream_error(
+                self.http.provider(),
+                self.http.dialect(),
+                &body,
+            ));
         }
         let content = value
             .get("content")
@@ -584,6 +591,7 @@ impl LlmClient for AnthropicClient {
         let response = self.send(request, true).await?;
         let decoder = AnthropicDecoder {
             provider: self.http.provider().to_string(),
+            dialect: self.http.dialect(),
             model: requested,
             parts: Vec::new(),
             slots: HashMap::new(),

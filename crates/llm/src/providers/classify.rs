@@ -8,23 +8,49 @@ use std::time::SystemTime;
 
 use crate::error::LlmError;
 
-/// Phrases (lower case) with which providers say "the prompt does not fit".
-///
-/// OpenAI: code `context_length_exceeded`, "This model's maximum context
-/// length is N tokens". Anthropic: "prompt is too long: N tokens > M
-/// maximum". llama.cpp: "the request exceeds the available context size",
-/// type `exceed_context_size_error`. llama-cpp-python: "Requested tokens
-/// (N) exceed context window of M". Gateways and others: "too many tokens",
-/// "input is too long", "reduce the length of the messages", "exceeds the
-/// maximum number of tokens".
-pub const CONTEXT_OVERFLOW_PHRASES: &[&str] = &[
+/// Phrases (lower case) with which OpenAI's own API says "the prompt does
+/// not fit": the code `context_length_exceeded`; Chat Completions' "This
+/// model's maximum context length is N tokens. However, your messages
+/// resulted in M tokens"; the Responses API's "Your input exceeds the
+/// context window of this model"; and the GPT-5 lines' "Input tokens
+/// exceed the configured limit of N tokens".
+pub const OPENAI_OVERFLOW_PHRASES: &[&str] = &[
     "context_length_exceeded",
     "maximum context length",
+    "exceeds the context window",
+    "input tokens exceed the configured limit",
+];
+
+/// Phrases (lower case) with which Anthropic's API says "the prompt does
+/// not fit": "prompt is too long: N tokens > M maximum", and "input length
+/// and `max_tokens` exceed context limit: N + M > L, decrease input length
+/// or `max_tokens` and try again" (also seen without the backticks), which
+/// newer models return when the prompt plus the requested output passes
+/// the window.
+pub const ANTHROPIC_OVERFLOW_PHRASES: &[&str] = &["prompt is too long", "exceed context limit"];
+
+/// Phrases (lower case) with which other servers and gateways say "the
+/// prompt does not fit". llama.cpp: "the request exceeds the available
+/// context size", type `exceed_context_size_error`. llama-cpp-python:
+/// "Requested tokens (N) exceed context window of M". vLLM and OpenRouter:
+/// "This model's maximum context length is N tokens", "Please reduce the
+/// length of the messages or completion", "longer than the maximum model
+/// length". LM Studio: "the model is loaded with context length of only
+/// N tokens". Gemini's compatible endpoint: "exceeds the maximum number of
+/// tokens". Bedrock: "Input is too long for requested model". xAI: "This
+/// model's maximum prompt length is N". Others: "context length exceeded",
+/// "prompt too long", "too many tokens", "context size", "context window".
+///
+/// A server that is not OpenAI's or Anthropic's own API is matched against
+/// these and both providers' lists, since gateways pass either wording on.
+pub const CONTEXT_OVERFLOW_PHRASES: &[&str] = &[
     "context length exceeded",
-    "prompt is too long",
     "prompt too long",
     "exceeds the available context size",
     "exceed_context_size",
+    "exceed context window",
+    "maximum model length",
+    "context length of only",
     "context size",
     "context window",
     "too many tokens",
@@ -34,13 +60,68 @@ pub const CONTEXT_OVERFLOW_PHRASES: &[&str] = &[
     "maximum prompt length",
 ];
 
+/// Whose wording an error is read in: each provider's own API documents
+/// its own overflow messages, and any other server may use any of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ErrorDialect {
+    /// OpenAI's own API ([`OPENAI_OVERFLOW_PHRASES`]).
+    OpenAi,
+    /// Anthropic's own API ([`ANTHROPIC_OVERFLOW_PHRASES`]); a 413 there is
+    /// `request_too_large` (the body passed the byte limit), not an
+    /// overflow.
+    Anthropic,
+    /// Any other server: every list, and a 413 counts as an overflow.
+    #[default]
+    Compatible,
+}
+
+impl ErrorDialect {
+    /// The dialect of a client posting to `url` whose provider's own API
+    /// lives at `home`, read as `own`: `own` when `url` is on `home`'s
+    /// host, [`ErrorDialect::Compatible`] otherwise (a gateway or a local
+    /// server speaking the same wire format).
+    pub fn for_url(own: ErrorDialect, home: &str, url: &str) -> ErrorDialect {
+        if host_of(home).is_some() && host_of(home) == host_of(url) {
+            own
+        } else {
+            ErrorDialect::Compatible
+        }
+    }
+
+    /// True when `text` (message, type or code) says, in this dialect,
+    /// that the prompt is larger than the model's window.
+    pub fn is_overflow(self, text: &str) -> bool {
+        let lower = text.to_ascii_lowercase();
+        let lists: &[&[&str]] = match self {
+            ErrorDialect::OpenAi => &[OPENAI_OVERFLOW_PHRASES],
+            ErrorDialect::Anthropic => &[ANTHROPIC_OVERFLOW_PHRASES],
+            ErrorDialect::Compatible => &[
+                OPENAI_OVERFLOW_PHRASES,
+                ANTHROPIC_OVERFLOW_PHRASES,
+                CONTEXT_OVERFLOW_PHRASES,
+            ],
+        };
+        lists
+            .iter()
+            .flat_map(|list| list.iter())
+            .any(|phrase| lower.contains(phrase))
+    }
+}
+
+/// The host of an http(s) URL, lower case, without port or path.
+fn host_of(url: &str) -> Option<String> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit('@').next()?.split(':').next()?;
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
 /// True when a provider's error text (message, type or code) says the
-/// prompt is larger than the model's window.
+/// prompt is larger than the model's window, in any provider's wording.
 pub fn looks_like_context_overflow(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    CONTEXT_OVERFLOW_PHRASES
-        .iter()
-        .any(|phrase| lower.contains(phrase))
+    ErrorDialect::Compatible.is_overflow(text)
 }
 
 /// The parts of a provider error body we read.
@@ -131,31 +212,72 @@ pub(crate) fn error_from_value(value: &serde_json::Value) -> ErrorBody {
 /// service (a summary endpoint, a gateway) exactly as the provider clients
 /// classify theirs, so every caller sees the same error classes: `body` is
 /// the raw answer, in any of the error shapes providers use (an `error`
-/// object or string, `message`, `detail`, or plain text).
+/// object or string, `message`, `detail`, or plain text). Read as
+/// [`ErrorDialect::Compatible`]; see [`classify_http_error_in`] for a
+/// provider's own API.
 pub fn classify_http_error(
     provider: &str,
     status: u16,
     retry_after: Option<Duration>,
     body: &[u8],
 ) -> LlmError {
-    classify_status(provider, status, retry_after, &parse_error_body(body))
+    classify_http_error_in(
+        ErrorDialect::Compatible,
+        provider,
+        status,
+        retry_after,
+        body,
+    )
 }
+
+/// Like [`classify_http_error`], reading the body in `dialect`.
+pub fn classify_http_error_in(
+    dialect: ErrorDialect,
+    provider: &str,
+    status: u16,
+    retry_after: Option<Duration>,
+    body: &[u8],
+) -> LlmError {
+    classify_status(
+        provider,
+        dialect,
+        status,
+        retry_after,
+        &parse_error_body(body),
+    )
+}
+
+/// Error types and codes that say the account cannot pay for the call
+/// (OpenAI answers an exhausted quota with 429 `insufficient_quota`):
+/// waiting does not help, so they are not rate limits.
+const QUOTA_KINDS: &[&str] = &["insufficient_quota", "billing"];
 
 /// Classifies a non-success HTTP answer.
 ///
-/// Order matters: 429 is always a rate limit (some providers say "tokens"
-/// in rate-limit messages); then any overflow wording, whatever the status
-/// (llama.cpp once answered overflows with 500); then 413; then transient
-/// statuses (408, 409, 425, 5xx, 529) and overload types; the rest of 4xx
-/// is a bad request.
+/// Order matters: an exhausted quota or billing failure is a bad request
+/// whatever the status (OpenAI sends 429 `insufficient_quota`); any other
+/// 429 is a rate limit (some providers say "tokens" in rate-limit
+/// messages); then the dialect's overflow wording, whatever the status
+/// (llama.cpp once answered overflows with 500); then 413, an overflow
+/// except on Anthropic's API, where it means the body passed the byte
+/// limit; then transient statuses (408, 409, 425, 5xx, 529) and overload
+/// types; the rest of 4xx is a bad request.
 pub(crate) fn classify_status(
     provider: &str,
+    dialect: ErrorDialect,
     status: u16,
     retry_after: Option<Duration>,
     body: &ErrorBody,
 ) -> LlmError {
     let provider = provider.to_string();
     let message = body.message.clone();
+    if QUOTA_KINDS.iter().any(|kind| body.kind_contains(kind)) {
+        return LlmError::BadRequest {
+            provider,
+            status,
+            message,
+        };
+    }
     if status == 429 || body.kind_contains("rate_limit") {
         return LlmError::RateLimited {
             provider,
@@ -163,7 +285,9 @@ pub(crate) fn classify_status(
             message,
         };
     }
-    if looks_like_context_overflow(&body.text_for_matching()) || status == 413 {
+    if dialect.is_overflow(&body.text_for_matching())
+        || (status == 413 && dialect != ErrorDialect::Anthropic)
+    {
         return LlmError::ContextOverflow { provider, message };
     }
     if matches!(status, 408 | 409 | 425) || status >= 500 || body.kind_contains("overloaded") {
@@ -183,9 +307,15 @@ pub(crate) fn classify_status(
 /// Classifies an error reported inside a successful (200) stream, where no
 /// status tells the class: the type or code and the wording decide, and an
 /// unknown failure counts as a transient server error.
-pub(crate) fn classify_stream_error(provider: &str, body: &ErrorBody) -> LlmError {
-    let status = if looks_like_context_overflow(&body.text_for_matching()) {
+pub(crate) fn classify_stream_error(
+    provider: &str,
+    dialect: ErrorDialect,
+    body: &ErrorBody,
+) -> LlmError {
+    let status = if dialect.is_overflow(&body.text_for_matching()) {
         400
+    } else if body.kind_contains("request_too_large") {
+        413
     } else if body.kind_contains("rate_limit") {
         429
     } else if body.kind_contains("overloaded") {
@@ -199,7 +329,7 @@ pub(crate) fn classify_stream_error(provider: &str, body: &ErrorBody) -> LlmErro
     } else {
         500
     };
-    classify_status(provider, status, None, body)
+    classify_status(provider, dialect, status, None, body)
 }
 
 /// Reads how long the server asked us to wait: `retry-after-ms` (OpenAI),
@@ -291,7 +421,17 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     fn classify(status: u16, body: &str) -> LlmError {
-        classify_status("p", status, None, &parse_error_body(body.as_bytes()))
+        classify_in(ErrorDialect::Compatible, status, body)
+    }
+
+    fn classify_in(dialect: ErrorDialect, status: u16, body: &str) -> LlmError {
+        classify_status(
+            "p",
+            dialect,
+            status,
+            None,
+            &parse_error_body(body.as_bytes()),
+        )
     }
 
     #[test]
@@ -342,6 +482,7 @@ mod tests {
     fn rate_limit_wins_over_token_wording() {
         let error = classify_status(
             "p",
+            ErrorDialect::Compatible,
             429,
             Some(Duration::from_secs(3)),
             &parse_error_body(br#"{"error":{"message":"Rate limit reached: too many tokens per min","code":"rate_limit_exceeded"}}"#),
@@ -375,13 +516,153 @@ mod tests {
             &serde_json::json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}),
         );
         assert!(matches!(
-            classify_stream_error("p", &overloaded),
+            classify_stream_error("p", ErrorDialect::Anthropic, &overloaded),
             LlmError::Server { status: 529, .. }
         ));
         let overflow = error_from_value(
             &serde_json::json!({"code":"context_length_exceeded","message":"too big"}),
         );
-        assert!(classify_stream_error("p", &overflow).is_context_overflow());
+        assert!(classify_stream_error("p", ErrorDialect::OpenAi, &overflow).is_context_overflow());
+    }
+
+    /// Every documented overflow wording of each provider, in that
+    /// provider's dialect and in the compatible one (gateways pass them on).
+    #[test]
+    fn each_provider_overflow_wording_in_its_own_dialect() {
+        let cases = [
+            (
+                ErrorDialect::Anthropic,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208000 tokens > 200000 maximum"}}"#,
+            ),
+            (
+                ErrorDialect::Anthropic,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again"}}"#,
+            ),
+            (
+                ErrorDialect::Anthropic,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"input length and max_tokens exceed context limit: 198981 + 21333 > 200000, decrease input length or max_tokens and try again"}}"#,
+            ),
+            (
+                ErrorDialect::OpenAi,
+                r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+            ),
+            (
+                ErrorDialect::OpenAi,
+                r#"{"error":{"message":"Your input exceeds the context window of this model. Please adjust your input and try again.","type":"invalid_request_error","param":"input","code":null}}"#,
+            ),
+            (
+                ErrorDialect::OpenAi,
+                r#"{"error":{"message":"Input tokens exceed the configured limit of 272000 tokens. Your messages resulted in 280000 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":null}}"#,
+            ),
+        ];
+        for (dialect, body) in cases {
+            let error = classify_in(dialect, 400, body);
+            assert!(error.is_context_overflow(), "{dialect:?}: {body}");
+            assert!(!error.is_retryable(), "{body}");
+            assert!(
+                classify_in(ErrorDialect::Compatible, 400, body).is_context_overflow(),
+                "{body}"
+            );
+        }
+    }
+
+    /// A provider's own API is read in its own words only; other servers'
+    /// wordings count only for a compatible server.
+    #[test]
+    fn a_providers_own_dialect_ignores_other_servers_wording() {
+        let llama = r#"{"error":{"code":400,"message":"request (9000 tokens) exceeds the available context size (8192 tokens)","type":"exceed_context_size_error"}}"#;
+        assert!(!classify_in(ErrorDialect::OpenAi, 400, llama).is_context_overflow());
+        assert!(!classify_in(ErrorDialect::Anthropic, 400, llama).is_context_overflow());
+        assert!(classify_in(ErrorDialect::Compatible, 400, llama).is_context_overflow());
+    }
+
+    #[test]
+    fn the_dialect_follows_the_host() {
+        use ErrorDialect as D;
+        let anthropic = "https://api.anthropic.com";
+        let openai = "https://api.openai.com/v1";
+        assert_eq!(
+            D::for_url(
+                D::Anthropic,
+                anthropic,
+                "https://api.anthropic.com/v1/messages"
+            ),
+            D::Anthropic
+        );
+        assert_eq!(
+            D::for_url(D::OpenAi, openai, "https://API.openai.com:443/v1/responses"),
+            D::OpenAi
+        );
+        assert_eq!(
+            D::for_url(
+                D::OpenAi,
+                openai,
+                "http://127.0.0.1:8080/v1/chat/completions"
+            ),
+            D::Compatible
+        );
+        assert_eq!(
+            D::for_url(
+                D::Anthropic,
+                anthropic,
+                "https://openrouter.ai/api/v1/messages"
+            ),
+            D::Compatible
+        );
+        assert_eq!(
+            D::for_url(D::OpenAi, "not a url", "not a url"),
+            D::Compatible
+        );
+    }
+
+    /// OpenAI answers an exhausted quota with 429; waiting does not help.
+    #[test]
+    fn insufficient_quota_is_not_a_rate_limit() {
+        let body = r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
+        for dialect in [ErrorDialect::OpenAi, ErrorDialect::Compatible] {
+            let error = classify_status(
+                "p",
+                dialect,
+                429,
+                Some(Duration::from_secs(1)),
+                &parse_error_body(body.as_bytes()),
+            );
+            assert!(
+                matches!(error, LlmError::BadRequest { status: 429, .. }),
+                "{error:?}"
+            );
+            assert!(!error.is_retryable());
+            assert_eq!(error.retry_after(), None);
+        }
+        // Inside a stream (a failed Responses answer) too.
+        let failed = error_from_value(&serde_json::json!({"error": {
+            "code": "insufficient_quota", "message": "You exceeded your current quota."}}));
+        assert!(!classify_stream_error("p", ErrorDialect::OpenAi, &failed).is_retryable());
+        // An ordinary 429 stays a rate limit.
+        let limited = r#"{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}"#;
+        assert!(classify_in(ErrorDialect::OpenAi, 429, limited).is_retryable());
+    }
+
+    /// Anthropic's 413 is `request_too_large`: the body passed the byte
+    /// limit (images, documents); it says nothing about the token window.
+    #[test]
+    fn anthropic_413_is_request_size_not_overflow() {
+        let body = r#"{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}"#;
+        let error = classify_in(ErrorDialect::Anthropic, 413, body);
+        assert!(
+            matches!(error, LlmError::BadRequest { status: 413, .. }),
+            "{error:?}"
+        );
+        assert!(!error.is_context_overflow() && !error.is_retryable());
+        let streamed = error_from_value(&serde_json::from_str(body).unwrap());
+        assert!(
+            !classify_stream_error("p", ErrorDialect::Anthropic, &streamed).is_context_overflow()
+        );
+        // A compatible server's bare 413 is still read as an overflow.
+        assert!(
+            classify_in(ErrorDialect::Compatible, 413, "Request Entity Too Large")
+                .is_context_overflow()
+        );
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub(crate) struct Http {
     provider: String,
     secret: Option<ApiKey>,
     purpose_header: Option<HeaderName>,
+    dialect: classify::ErrorDialect,
 }
 
 impl fmt::Debug for Http {
@@ -53,7 +54,8 @@ fn config_error(provider: &str, message: String) -> LlmError {
 
 impl Http {
     /// Builds the endpoint `base + path` with the caller's headers and the
-    /// provider's fixed ones.
+    /// provider's fixed ones. Errors are read in `own` when the base is on
+    /// `default_base`'s host, in the compatible dialect otherwise.
     ///
     /// # Errors
     /// `InvalidConfig` for a header that is not valid HTTP, a URL that does
@@ -64,6 +66,7 @@ impl Http {
         default_base: &str,
         path: &str,
         auth: Auth,
+        own: classify::ErrorDialect,
         fixed_headers: &[(&'static str, &'static str)],
     ) -> Result<Self, LlmError> {
         let base = config.base_url.as_deref().unwrap_or(default_base);
@@ -126,6 +129,7 @@ impl Http {
             .map_err(|e| config_error(provider, format!("could not build the http client: {e}")))?;
         Ok(Http {
             client,
+            dialect: classify::ErrorDialect::for_url(own, default_base, base),
             url: format!("{base}{path}"),
             headers,
             provider: provider.to_string(),
@@ -137,6 +141,11 @@ impl Http {
     /// The provider name errors carry.
     pub(crate) fn provider(&self) -> &str {
         &self.provider
+    }
+
+    /// Whose wording this endpoint's errors are read in.
+    pub(crate) fn dialect(&self) -> classify::ErrorDialect {
+        self.dialect
     }
 
     /// Removes the key from text that may echo it (error bodies, transport
@@ -221,7 +230,13 @@ impl Http {
             .map_err(|e| self.transport(&e.without_url()))?;
         let mut body = classify::parse_error_body(&bytes);
         body.message = self.scrub(body.message);
-        let error = classify::classify_status(&self.provider, status.as_u16(), retry_after, &body);
+        let error = classify::classify_status(
+            &self.provider,
+            self.dialect,
+            status.as_u16(),
+            retry_after,
+            &body,
+        );
         tracing::warn!(provider = %self.provider, status = status.as_u16(), error = %error, "model request failed");
         Err(error)
     }

@@ -42,6 +42,25 @@ pub enum MaxTokensField {
     MaxCompletionTokens,
 }
 
+impl MaxTokensField {
+    /// The field for `model` on a server that may be any OpenAI-compatible
+    /// one: `max_completion_tokens` when the model catalog lists the model
+    /// as one of OpenAI's reasoning lines (they reject `max_tokens`),
+    /// `max_tokens` otherwise (what llama.cpp, vLLM, Ollama and most
+    /// gateways read; some ignore the newer field).
+    pub fn for_model(model: &str) -> Self {
+        if crate::catalog::Catalog::shared()
+            .lookup(model)
+            .entry
+            .is_openai_reasoning()
+        {
+            MaxTokensField::MaxCompletionTokens
+        } else {
+            MaxTokensField::MaxTokens
+        }
+    }
+}
+
 /// Dialect switches for servers that differ from OpenAI.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChatOptions {
@@ -116,6 +135,7 @@ impl OpenAiChatClient {
             OPENAI_BASE_URL,
             "/chat/completions",
             Auth::Bearer,
+            classify::ErrorDialect::OpenAi,
             &[],
         )?;
         Ok(OpenAiChatClient {
@@ -477,6 +497,7 @@ fn answer_to_response(provider: &str, requested: &str, answer: WireAnswer) -> Re
 #[derive(Debug)]
 struct ChatDecoder {
     provider: String,
+    dialect: classify::ErrorDialect,
     model: String,
     parts: Vec<Partial>,
     text_slot: Option<usize>,
@@ -533,6 +554,7 @@ impl Decoder for ChatDecoder {
         if value.get("error").is_some() {
             return Err(classify::classify_stream_error(
                 &self.provider,
+                self.dialect,
                 &classify::error_from_value(&value),
             ));
         }
@@ -612,7 +634,11 @@ impl LlmClient for OpenAiChatClient {
         if value.get("error").is_some_and(|e| !e.is_null()) {
             let mut body = classify::error_from_value(&value);
             body.message = self.http.scrub(body.message);
-            return Err(classify::classify_stream_error(self.http.provider(), &body));
+            return Err(classify::classify_stream_error(
+                self.http.provider(),
+                self.http.dialect(),
+                &body,
+            ));
         }
         let answer: WireAnswer = serde_json::from_value(value).map_err(|e| {
             self.http
@@ -630,6 +656,7 @@ impl LlmClient for OpenAiChatClient {
         let response = self.send(request, true).await?;
         let decoder = ChatDecoder {
             provider: self.http.provider().to_string(),
+            dialect: self.http.dialect(),
             model: requested,
             parts: Vec::new(),
             text_slot: None,

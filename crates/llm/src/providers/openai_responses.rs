@@ -29,22 +29,28 @@ use crate::usage::StopReason;
 use crate::usage::Usage;
 
 /// Dialect switches for the Responses API.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResponsesOptions {
     /// `store`: keep the response on OpenAI's side. Default false: abridge
     /// keeps history itself, and replays reasoning as encrypted items.
     pub store: bool,
     /// Ask for `reasoning.encrypted_content`, so reasoning can be replayed
-    /// statelessly. Default true.
-    pub include_encrypted_reasoning: bool,
+    /// statelessly. `None` (the default) asks only when the model catalog
+    /// lists the request's model as a reasoning model: models without
+    /// reasoning reject the field, and an unknown model is assumed not to
+    /// reason. `Some` forces the choice.
+    pub include_encrypted_reasoning: Option<bool>,
 }
 
-impl Default for ResponsesOptions {
-    fn default() -> Self {
-        ResponsesOptions {
-            store: false,
-            include_encrypted_reasoning: true,
-        }
+impl ResponsesOptions {
+    /// Whether a request for `model` asks for encrypted reasoning.
+    pub fn includes_encrypted_reasoning(&self, model: &str) -> bool {
+        self.include_encrypted_reasoning.unwrap_or_else(|| {
+            crate::catalog::Catalog::shared()
+                .lookup(model)
+                .entry
+                .reasoning
+        })
     }
 }
 
@@ -90,6 +96,7 @@ impl OpenAiResponsesClient {
             OPENAI_BASE_URL,
             "/responses",
             Auth::Bearer,
+            classify::ErrorDialect::OpenAi,
             &[],
         )?;
         Ok(OpenAiResponsesClient {
@@ -154,7 +161,7 @@ impl OpenAiResponsesClient {
             body["temperature"] = json!(temperature);
         }
         body["store"] = json!(self.options.store);
-        if self.options.include_encrypted_reasoning {
+        if self.options.includes_encrypted_reasoning(model) {
             body["include"] = json!(["reasoning.encrypted_content"]);
         }
         body["stream"] = json!(streaming);
@@ -354,7 +361,7 @@ fn response_from(provider: &str, requested: &str, response: &Value, output: &[Va
     stream::response(provider, model, content, usage_of(response), stop, native)
 }
 
-fn failure(provider: &str, response: &Value) -> LlmError {
+fn failure(provider: &str, dialect: classify::ErrorDialect, response: &Value) -> LlmError {
     let error = response
         .get("error")
         .filter(|e| !e.is_null())
@@ -363,7 +370,7 @@ fn failure(provider: &str, response: &Value) -> LlmError {
             message: "the response failed without an error message".to_string(),
             ..classify::ErrorBody::default()
         });
-    classify::classify_stream_error(provider, &error)
+    classify::classify_stream_error(provider, dialect, &error)
 }
 
 /// Stream decoder: named events ending in `response.completed`,
@@ -371,6 +378,7 @@ fn failure(provider: &str, response: &Value) -> LlmError {
 #[derive(Debug)]
 struct ResponsesDecoder {
     provider: String,
+    dialect: classify::ErrorDialect,
     requested: String,
     items: BTreeMap<u64, Value>,
 }
@@ -442,12 +450,14 @@ impl Decoder for ResponsesDecoder {
             "response.failed" => {
                 return Err(failure(
                     &self.provider,
+                    self.dialect,
                     value.get("response").unwrap_or(&Value::Null),
                 ));
             }
             "error" => {
                 return Err(classify::classify_stream_error(
                     &self.provider,
+                    self.dialect,
                     &classify::error_from_value(&value),
                 ));
             }
@@ -473,7 +483,7 @@ impl LlmClient for OpenAiResponsesClient {
                 .get("error")
                 .is_some_and(|e| !e.is_null() && value.get("output").is_none())
         {
-            return Err(failure(self.http.provider(), &value));
+            return Err(failure(self.http.provider(), self.http.dialect(), &value));
         }
         let output = value
             .get("output")
@@ -495,6 +505,7 @@ impl LlmClient for OpenAiResponsesClient {
         let response = self.send(request, true).await?;
         let decoder = ResponsesDecoder {
             provider: self.http.provider().to_string(),
+            dialect: self.http.dialect(),
             requested,
             items: BTreeMap::new(),
         };

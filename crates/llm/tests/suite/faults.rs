@@ -451,3 +451,31 @@ async fn retrying_client_gives_up_on_a_long_retry_after() {
         );
     }
 }
+
+/// OpenAI answers an exhausted quota with 429 `insufficient_quota`: a
+/// bad request, sent once, never waited on and retried.
+#[tokio::test]
+async fn an_exhausted_quota_is_not_retried() {
+    for kind in [Kind::Chat, Kind::Responses] {
+        let template = ResponseTemplate::new(429)
+            .insert_header("retry-after", "0")
+            .set_body_json(json!({"error": {
+                "message": "You exceeded your current quota, please check your plan and billing details.",
+                "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}));
+        let (server, inner) = serve(kind, template).await;
+        let policy = RetryPolicy {
+            initial_backoff: Duration::from_millis(1),
+            ..RetryPolicy::deterministic()
+        };
+        let error = RetryingClient::new(inner, policy)
+            .complete(&request(Purpose::Compaction))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, LlmError::BadRequest { status: 429, .. }),
+            "{}: {error:?}",
+            kind.name()
+        );
+        assert_eq!(server.received_requests().await.unwrap().len(), 1);
+    }
+}

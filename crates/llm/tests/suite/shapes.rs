@@ -208,3 +208,67 @@ async fn anthropic_accepts_a_base_ending_in_v1() {
         .unwrap();
     assert_eq!(response.message.plain_text(), "ok");
 }
+
+/// `include: ["reasoning.encrypted_content"]` goes only to models the
+/// catalog lists as reasoning models (the others reject it); the option
+/// forces it either way.
+#[test]
+fn encrypted_reasoning_is_asked_of_reasoning_models_only() {
+    use abridge_llm::OpenAiResponsesClient;
+    use abridge_llm::ProviderConfig;
+    use abridge_llm::ResponsesOptions;
+    let body = |model: &str, include: Option<bool>| {
+        let client = OpenAiResponsesClient::new(
+            ProviderConfig::new("http://127.0.0.1:1/v1"),
+            ResponsesOptions {
+                include_encrypted_reasoning: include,
+                ..ResponsesOptions::default()
+            },
+        )
+        .unwrap();
+        let mut request = request(Purpose::Turn);
+        request.model = model.to_string();
+        client.build_body(&request, false).unwrap()
+    };
+    let asked = serde_json::json!(["reasoning.encrypted_content"]);
+    for model in ["gpt-5", "gpt-5.1-codex-max", "o3", "o4-mini-2025-04-16"] {
+        assert_eq!(body(model, None)["include"], asked, "{model}");
+    }
+    for model in ["gpt-4o", "gpt-4.1-mini", "gpt-5-chat-latest", "m-1"] {
+        assert!(body(model, None).get("include").is_none(), "{model}");
+    }
+    assert_eq!(body("gpt-4o", Some(true))["include"], asked);
+    assert!(body("gpt-5", Some(false)).get("include").is_none());
+}
+
+/// OpenAI's reasoning lines reject `max_tokens`; the field chosen for a
+/// model from the catalog is `max_completion_tokens` for them only.
+#[test]
+fn the_output_cap_field_follows_the_catalog() {
+    use abridge_llm::ChatOptions;
+    use abridge_llm::MaxTokensField;
+    use abridge_llm::OpenAiChatClient;
+    use abridge_llm::ProviderConfig;
+    let body = |model: &str| {
+        let options = ChatOptions {
+            max_tokens_field: MaxTokensField::for_model(model),
+            ..ChatOptions::default()
+        };
+        let client =
+            OpenAiChatClient::new(ProviderConfig::new("http://127.0.0.1:1/v1"), options).unwrap();
+        let mut request = request(Purpose::Compaction);
+        request.model = model.to_string();
+        request.max_output_tokens = Some(2000);
+        client.build_body(&request, false).unwrap()
+    };
+    for model in ["o3-mini", "o1", "gpt-5-mini", "openai/gpt-5.1"] {
+        let sent = body(model);
+        assert_eq!(sent["max_completion_tokens"], 2000, "{model}");
+        assert!(sent.get("max_tokens").is_none(), "{model}");
+    }
+    for model in ["gpt-4o-mini", "gpt-oss-20b", "qwen3-8b", "summ-1"] {
+        let sent = body(model);
+        assert_eq!(sent["max_tokens"], 2000, "{model}");
+        assert!(sent.get("max_completion_tokens").is_none(), "{model}");
+    }
+}
