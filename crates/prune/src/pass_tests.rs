@@ -217,6 +217,62 @@ fn later_full_read_supersedes_earlier_full_read() {
     let _ = second;
 }
 
+/// Issue 16, point 13: the read that supersedes another is the copy the
+/// placeholder points the model to, so the same pass must not prune it as
+/// an old output (nor blank it as useless). The accepted snapshot
+/// `what_the_model_sees_after_prune_then_shake` showed both reads gone.
+#[test]
+fn the_read_that_supersedes_another_is_never_pruned_in_the_same_pass() {
+    let mut b = Builder::new();
+    let first = read(&mut b, "src/lib.rs", json!({}));
+    let second = read(&mut b, "src/lib.rs", json!({}));
+    let newest = b.output(100);
+    // Everything but the newest output is old enough to prune.
+    let config = PruneConfig {
+        protect_tokens: 50,
+        min_saving_tokens: 0,
+        ..PruneConfig::default()
+    };
+    let reclaim = run_prune(&b, &config);
+    assert_eq!(targets(&reclaim, Rule::Superseded), BTreeSet::from([first]));
+    let touched: BTreeSet<Seq> = reclaim.report.rewrites.iter().map(|r| r.target).collect();
+    assert!(!touched.contains(&second), "{touched:?}");
+    assert!(!touched.contains(&newest), "{touched:?}");
+    b.session.append_batch(reclaim.drafts()).unwrap();
+    assert_eq!(result_text(&b.session, second), "line of code\n".repeat(40));
+
+    // Without an earlier read to supersede, the same read is an old output
+    // like any other.
+    let mut alone = Builder::new();
+    let only = read(&mut alone, "src/lib.rs", json!({}));
+    alone.output(100);
+    assert_eq!(
+        targets(&run_prune(&alone, &config), Rule::Pruned),
+        BTreeSet::from([only])
+    );
+}
+
+#[test]
+fn a_read_already_replaced_by_a_placeholder_supersedes_nothing() {
+    let mut b = Builder::new();
+    let first = read(&mut b, "a.rs", json!({}));
+    let second = read(&mut b, "a.rs", json!({}));
+    assert_eq!(superseded_of(&b), BTreeSet::from([first]));
+    let call_id = b
+        .session
+        .message(second)
+        .and_then(|m| m.tool_result_block())
+        .map(|(id, _, _)| id.to_string())
+        .unwrap();
+    b.session
+        .append(Draft::rewrite(
+            Message::tool_result(call_id, placeholder::pruned(200), false),
+            second,
+        ))
+        .unwrap();
+    assert_eq!(superseded_of(&b), BTreeSet::new());
+}
+
 #[test]
 fn ranges_supersede_only_ranges_they_contain() {
     let mut b = Builder::new();

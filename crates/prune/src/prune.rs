@@ -119,6 +119,9 @@ pub fn prune(
     };
     let mut chosen: Vec<(usize, abridge_compact::Rewrite, crate::RewriteNote)> = Vec::new();
     let mut taken: HashSet<usize> = HashSet::new();
+    // Reads that supersede a read this pass replaces: the placeholder tells
+    // the model a copy is in context, so that copy must stay.
+    let mut superseding: HashSet<usize> = HashSet::new();
 
     let eligible = |item: &Item| {
         item.tool.as_ref().is_some_and(|t| {
@@ -127,7 +130,8 @@ pub fn prune(
     };
 
     if config.superseded {
-        for (index, path) in superseded(&scan, &config.read_tools) {
+        for stale in superseded(&scan, &config.read_tools) {
+            let (index, path) = (stale.index, stale.path);
             let item = &scan.items[index];
             if !eligible(item) {
                 continue;
@@ -140,6 +144,7 @@ pub fn prune(
             let message = with_content(item, vec![Block::text(text)]);
             if let Some((draft, note)) = rewrite(item, message, Rule::Superseded, counter) {
                 taken.insert(index);
+                superseding.insert(stale.by);
                 chosen.push((index, draft, note));
             }
         }
@@ -148,7 +153,12 @@ pub fn prune(
     if config.useless {
         for (index, item) in scan.items.iter().enumerate() {
             let Some(tool) = &item.tool else { continue };
-            if !tool.useless || tool.is_error || tool.elided || taken.contains(&index) {
+            if !tool.useless
+                || tool.is_error
+                || tool.elided
+                || taken.contains(&index)
+                || superseding.contains(&index)
+            {
                 continue;
             }
             if config.is_protected(&tool.name) {
@@ -178,7 +188,11 @@ pub fn prune(
             // budget: a result straddling the boundary is kept whole.
             let protected = newer_tool_tokens < config.protect_tokens;
             newer_tool_tokens += item.tokens;
-            if protected || taken.contains(&index) || !eligible(item) {
+            if protected
+                || taken.contains(&index)
+                || superseding.contains(&index)
+                || !eligible(item)
+            {
                 continue;
             }
             if !context.allows(item.tokens_after, config.cache_tail_tokens) {
@@ -214,14 +228,26 @@ pub fn prune(
     Reclaim { rewrites, report }
 }
 
-/// Indexes of read results made stale by a later successful read of the
-/// same file, with the file's path.
-fn superseded(scan: &Scan, tools: &[ReadTool]) -> Vec<(usize, String)> {
-    let mut later: HashMap<String, Vec<Selector>> = HashMap::new();
+/// A read result made stale by a later one.
+struct Stale {
+    /// The stale result's index in the scan.
+    index: usize,
+    /// The file's path.
+    path: String,
+    /// The index of the later read that covers it: itself never stale.
+    by: usize,
+}
+
+/// Read results made stale by a later successful read of the same file
+/// whose output is still in context, oldest first.
+fn superseded(scan: &Scan, tools: &[ReadTool]) -> Vec<Stale> {
+    let mut later: HashMap<String, Vec<(Selector, usize)>> = HashMap::new();
     let mut stale = Vec::new();
     for (index, item) in scan.items.iter().enumerate().rev() {
         let Some(tool) = &item.tool else { continue };
-        if tool.is_error {
+        // A failed read showed nothing; an elided one (a placeholder from
+        // an earlier pass) no longer shows it.
+        if tool.is_error || tool.elided {
             continue;
         }
         let Some(read) = tool
@@ -232,10 +258,14 @@ fn superseded(scan: &Scan, tools: &[ReadTool]) -> Vec<(usize, String)> {
             continue;
         };
         let seen = later.entry(read.path.clone()).or_default();
-        if seen.iter().any(|s| s.covers(&read.selector)) {
-            stale.push((index, read.path.clone()));
+        if let Some(&(_, by)) = seen.iter().find(|(s, _)| s.covers(&read.selector)) {
+            stale.push(Stale {
+                index,
+                path: read.path,
+                by,
+            });
         } else {
-            seen.push(read.selector);
+            seen.push((read.selector, index));
         }
     }
     stale.reverse();
