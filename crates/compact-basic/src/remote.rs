@@ -22,7 +22,11 @@
 //!
 //! Whatever fails (HTTP errors after retries, malformed bodies, unusable
 //! answers), the local method (`digest` unless configured) writes the
-//! checkpoint instead, and `details` says what failed and what was used.
+//! checkpoint instead, and `details` says what failed and what was used
+//! (`remote_error`; for native compaction also `remote_attempts`, each
+//! call with its cost). A native answer without a compaction was billed:
+//! it is final, never retried, and its cost counts in the checkpoint's
+//! usage.
 
 use std::fmt;
 use std::sync::Arc;
@@ -38,6 +42,7 @@ use abridge_llm::ApiKey;
 use abridge_llm::ChatOptions;
 use abridge_llm::LlmClient;
 use abridge_llm::LlmError;
+use abridge_llm::MaxTokensField;
 use abridge_llm::Message;
 use abridge_llm::OpenAiChatClient;
 use abridge_llm::OpenAiResponsesClient;
@@ -77,6 +82,14 @@ pub const ANTHROPIC_COMPACTION_EDIT: &str = "compact_20260112";
 /// The smallest trigger Anthropic accepts, in input tokens: a span
 /// smaller than this is never sent there (the local summary is used).
 pub const ANTHROPIC_MIN_TRIGGER: u64 = 50_000;
+/// The user turn that closes an Anthropic compaction request whose span
+/// ends on the assistant: the models that compact reject a request ending
+/// on an assistant message (prefill), and the documented shape ends on the
+/// user.
+const ANTHROPIC_CLOSING_TURN: &str = "Continue.";
+/// Stop reason with which [`NativeOnce`] reports an answer that holds no
+/// usable compaction (its text says why).
+const NO_COMPACTION: &str = "no_compaction";
 
 /// Which remote writes the checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -413,6 +426,21 @@ pub struct NativeCompaction {
     pub model: String,
 }
 
+/// What a provider answered to a native compaction request.
+enum NativeAnswer {
+    /// The compaction, with what it cost.
+    Compacted(NativeCompaction),
+    /// A success answer (billed) without a usable compaction.
+    Missing {
+        /// What the answer lacks.
+        reason: String,
+        /// What the call cost.
+        usage: Usage,
+        /// The model that answered.
+        model: String,
+    },
+}
+
 /// OpenAI's native compaction endpoint.
 pub struct ResponsesCompact {
     http: reqwest::Client,
@@ -499,18 +527,24 @@ impl ResponsesCompact {
     /// Compacts `plan` natively (one call, no retry).
     ///
     /// # Errors
-    /// A classified [`LlmError`]; `Transport` when the answer holds no
-    /// compaction item.
+    /// A classified [`LlmError`]; `Unusable` (not retryable: the call was
+    /// billed) when the answer holds no compaction item.
     pub async fn compact(
         &self,
         prefix: Option<&ConversationPrefix>,
         plan: &Plan,
     ) -> Result<NativeCompaction, LlmError> {
-        self.post(&self.body(prefix, plan)?).await
+        match self.post(&self.body(prefix, plan)?).await? {
+            NativeAnswer::Compacted(native) => Ok(native),
+            NativeAnswer::Missing { reason, .. } => Err(LlmError::Unusable {
+                provider: self.name.clone(),
+                message: reason,
+            }),
+        }
     }
 
     /// Posts a prepared body and reads the answer.
-    async fn post(&self, body: &Value) -> Result<NativeCompaction, LlmError> {
+    async fn post(&self, body: &Value) -> Result<NativeAnswer, LlmError> {
         let answer = post_json(
             &self.http,
             &self.name,
@@ -525,15 +559,6 @@ impl ResponsesCompact {
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
-        if !output
-            .iter()
-            .any(|item| item.get("type").and_then(Value::as_str) == Some(COMPACTION_ITEM))
-        {
-            return Err(LlmError::Transport {
-                provider: self.name.clone(),
-                message: "the answer holds no compaction item".to_string(),
-            });
-        }
         let count = |path: &[&str]| {
             let mut value = answer.get("usage");
             for key in path {
@@ -542,21 +567,33 @@ impl ResponsesCompact {
             value.and_then(Value::as_u64).unwrap_or(0)
         };
         let cached = count(&["input_tokens_details", "cached_tokens"]);
-        Ok(NativeCompaction {
+        let usage = Usage {
+            input: count(&["input_tokens"]).saturating_sub(cached),
+            output: count(&["output_tokens"]),
+            cache_read: cached,
+            cache_write: 0,
+        };
+        let model = answer
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or(&self.model)
+            .to_string();
+        if !output
+            .iter()
+            .any(|item| item.get("type").and_then(Value::as_str) == Some(COMPACTION_ITEM))
+        {
+            return Ok(NativeAnswer::Missing {
+                reason: "the answer holds no compaction item".to_string(),
+                usage,
+                model,
+            });
+        }
+        Ok(NativeAnswer::Compacted(NativeCompaction {
             text: None,
             output,
-            usage: Usage {
-                input: count(&["input_tokens"]).saturating_sub(cached),
-                output: count(&["output_tokens"]),
-                cache_read: cached,
-                cache_write: 0,
-            },
-            model: answer
-                .get("model")
-                .and_then(Value::as_str)
-                .unwrap_or(&self.model)
-                .to_string(),
-        })
+            usage,
+            model,
+        }))
     }
 }
 
@@ -582,7 +619,7 @@ pub fn native_replay<'a>(details: &'a Value, provider: &str) -> Option<&'a [Valu
 trait NativeTarget: Send + Sync + fmt::Debug {
     fn name(&self) -> &str;
     fn url(&self) -> &str;
-    async fn post(&self, body: &Value) -> Result<NativeCompaction, LlmError>;
+    async fn post(&self, body: &Value) -> Result<NativeAnswer, LlmError>;
 }
 
 #[async_trait]
@@ -593,7 +630,7 @@ impl NativeTarget for ResponsesCompact {
     fn url(&self) -> &str {
         &self.url
     }
-    async fn post(&self, body: &Value) -> Result<NativeCompaction, LlmError> {
+    async fn post(&self, body: &Value) -> Result<NativeAnswer, LlmError> {
         ResponsesCompact::post(self, body).await
     }
 }
@@ -606,7 +643,7 @@ impl NativeTarget for AnthropicCompact {
     fn url(&self) -> &str {
         &self.url
     }
-    async fn post(&self, body: &Value) -> Result<NativeCompaction, LlmError> {
+    async fn post(&self, body: &Value) -> Result<NativeAnswer, LlmError> {
         AnthropicCompact::post(self, body).await
     }
 }
@@ -653,6 +690,17 @@ impl RemoteMethod {
         plan: &Plan,
         error: CompactError,
     ) -> Result<MethodOutput, CompactError> {
+        self.fall_back_logged(plan, error, None).await
+    }
+
+    /// [`Self::fall_back`], also listing the remote's calls (`log`) as
+    /// `details.remote_attempts`.
+    async fn fall_back_logged(
+        &self,
+        plan: &Plan,
+        error: CompactError,
+        log: Option<&AttemptLog>,
+    ) -> Result<MethodOutput, CompactError> {
         tracing::warn!(kind = kind_name(self.kind), %error, local = self.local.name(), "remote compaction failed; using the local summary");
         if error.stops_fallthrough() {
             return Err(error);
@@ -675,6 +723,13 @@ impl RemoteMethod {
                     "remote_error",
                     Ok(json!(error.to_string())),
                 );
+                if let Some(log) = log.filter(|log| !log.is_empty()) {
+                    set_detail(
+                        &mut checkpoint.details,
+                        "remote_attempts",
+                        serde_json::to_value(log.attempts()),
+                    );
+                }
                 set_detail(
                     &mut checkpoint.details,
                     "written_by",
@@ -711,13 +766,24 @@ impl RemoteMethod {
             }
         };
         let log = AttemptLog::default();
-        match self.call_native(target, body, &log).await {
-            Ok(response) => NativeAttempt::Answered(response, log),
-            Err(error) => {
-                let error = CompactError::from_llm(REMOTE, error).with_usage(log.usage());
-                NativeAttempt::FellBack(self.fall_back(plan, error).await)
+        let provider = target.name().to_string();
+        let error = match self.call_native(target, body, &log).await {
+            Ok(response) if response.native.is_some() => {
+                return NativeAttempt::Answered(response, log);
             }
-        }
+            // Answered and billed without a compaction: final, not retried.
+            Ok(response) => {
+                let reason = response.message.plain_text();
+                log.reject_since(0, &reason);
+                LlmError::Unusable {
+                    provider,
+                    message: reason,
+                }
+            }
+            Err(error) => error,
+        };
+        let error = CompactError::from_llm(REMOTE, error).with_usage(log.usage());
+        NativeAttempt::FellBack(self.fall_back_logged(plan, error, Some(&log)).await)
     }
 
     /// One native call under the retry policy, recorded.
@@ -856,7 +922,9 @@ impl RemoteMethod {
 /// One native compaction call shaped as a model call, so the retry
 /// wrapper and the attempt log apply. The output items ride in
 /// `Response.native` as an array; a readable summary, when the provider
-/// writes one, is the message's text.
+/// writes one, is the message's text. An answer without a compaction comes
+/// back as a response with no `native`, stop reason [`NO_COMPACTION`] and
+/// the reason as its text.
 struct NativeOnce {
     target: Arc<dyn NativeTarget>,
     body: Value,
@@ -877,13 +945,27 @@ impl LlmClient for NativeOnce {
     }
 
     async fn complete(&self, _request: &Request) -> Result<Response, LlmError> {
-        let native = self.target.post(&self.body).await?;
-        Ok(Response {
-            message: Message::assistant(native.text.unwrap_or_default()),
-            usage: native.usage,
-            stop_reason: StopReason::EndTurn,
-            model: native.model,
-            native: Some(Value::Array(native.output)),
+        Ok(match self.target.post(&self.body).await? {
+            NativeAnswer::Compacted(native) => Response {
+                message: Message::assistant(native.text.unwrap_or_default()),
+                usage: native.usage,
+                stop_reason: StopReason::EndTurn,
+                model: native.model,
+                native: Some(Value::Array(native.output)),
+            },
+            // An answer, not an error: the retry wrapper must not send the
+            // billed call again, and the attempt log records its cost.
+            NativeAnswer::Missing {
+                reason,
+                usage,
+                model,
+            } => Response {
+                message: Message::assistant(reason),
+                usage,
+                stop_reason: StopReason::Other(NO_COMPACTION.to_string()),
+                model,
+                native: None,
+            },
         })
     }
 }
@@ -958,7 +1040,8 @@ impl AnthropicCompact {
 
     /// The JSON body for `plan`: the Messages encoding of `prefix`, the
     /// session's leading system messages and the planned span, plus the
-    /// compaction edit.
+    /// compaction edit. A span that ends on the assistant is closed by a
+    /// short user turn, since the request must end on the user.
     ///
     /// # Errors
     /// `InvalidConfig` when no model is named.
@@ -975,6 +1058,16 @@ impl AnthropicCompact {
         request.tools = prefix.map(|p| p.tools.clone()).unwrap_or_default();
         request.max_output_tokens = Some(max_tokens);
         let mut body = self.encoder.build_body(&request, false)?;
+        if let Some(turns) = body.get_mut("messages").and_then(Value::as_array_mut)
+            && turns
+                .last()
+                .is_some_and(|turn| turn.get("role").and_then(Value::as_str) == Some("assistant"))
+        {
+            turns.push(json!({
+                "role": "user",
+                "content": [{"type": "text", "text": ANTHROPIC_CLOSING_TURN}],
+            }));
+        }
         body["context_management"] = json!({"edits": [{
             "type": ANTHROPIC_COMPACTION_EDIT,
             "trigger": {"type": "input_tokens", "value": ANTHROPIC_MIN_TRIGGER},
@@ -984,7 +1077,7 @@ impl AnthropicCompact {
     }
 
     /// Posts a prepared body and reads the compaction block.
-    async fn post(&self, body: &Value) -> Result<NativeCompaction, LlmError> {
+    async fn post(&self, body: &Value) -> Result<NativeAnswer, LlmError> {
         let answer = post_json(
             &self.http,
             Self::NAME,
@@ -994,32 +1087,6 @@ impl AnthropicCompact {
             body,
         )
         .await?;
-        let blocks = answer
-            .get("content")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let Some(block) = blocks
-            .iter()
-            .find(|b| b.get("type").and_then(Value::as_str) == Some(COMPACTION_ITEM))
-        else {
-            return Err(LlmError::Transport {
-                provider: Self::NAME.to_string(),
-                message: "the answer holds no compaction block (was the input below the trigger?)"
-                    .to_string(),
-            });
-        };
-        let Some(text) = block
-            .get("content")
-            .and_then(Value::as_str)
-            .filter(|t| !t.trim().is_empty())
-        else {
-            return Err(LlmError::Transport {
-                provider: Self::NAME.to_string(),
-                message: "the compaction block is empty (the provider failed to summarize)"
-                    .to_string(),
-            });
-        };
         let usage = answer.get("usage").cloned().unwrap_or(Value::Null);
         let read = |value: &Value, key: &str| value.get(key).and_then(Value::as_u64).unwrap_or(0);
         let mut total = Usage::default();
@@ -1043,16 +1110,44 @@ impl AnthropicCompact {
                 };
             }
         }
-        Ok(NativeCompaction {
+        let model = answer
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or(&self.model)
+            .to_string();
+        let missing = |reason: &str| {
+            Ok(NativeAnswer::Missing {
+                reason: reason.to_string(),
+                usage: total,
+                model: model.clone(),
+            })
+        };
+        let blocks = answer
+            .get("content")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let Some(block) = blocks
+            .iter()
+            .find(|b| b.get("type").and_then(Value::as_str) == Some(COMPACTION_ITEM))
+        else {
+            return missing(
+                "the answer holds no compaction block (was the input below the trigger?)",
+            );
+        };
+        let Some(text) = block
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.trim().is_empty())
+        else {
+            return missing("the compaction block is empty (the provider failed to summarize)");
+        };
+        Ok(NativeAnswer::Compacted(NativeCompaction {
             text: Some(text.to_string()),
             output: vec![block.clone()],
             usage: total,
-            model: answer
-                .get("model")
-                .and_then(Value::as_str)
-                .unwrap_or(&self.model)
-                .to_string(),
-        })
+            model,
+        }))
     }
 }
 
@@ -1124,7 +1219,13 @@ pub fn remote_method(config: RemoteConfig) -> Result<Arc<dyn CompactionMethod>, 
                 .with_name("openai-compatible");
             provider.api_key = config.api_key.clone();
             provider.headers = config.headers.clone();
-            let client = OpenAiChatClient::new(provider, ChatOptions::default())?;
+            // OpenAI's reasoning lines reject `max_tokens`; the catalog
+            // says which models those are.
+            let options = ChatOptions {
+                max_tokens_field: MaxTokensField::for_model(&config.model),
+                ..ChatOptions::default()
+            };
+            let client = OpenAiChatClient::new(provider, options)?;
             let candidates = SummarizerCandidates::new(Arc::new(client), config.model.clone())
                 .with_retry(config.retry.clone());
             Writer::Soft(CandidateSoftMethod::new(

@@ -1013,3 +1013,143 @@ async fn a_key_echoed_by_the_server_never_reaches_the_log() {
             .contains("bad key <redacted> for this account")
     );
 }
+
+/// Runs `method` once on `session` and returns the checkpoint's summary.
+async fn compact_once(session: &mut Session, method: Arc<dyn CompactionMethod>) -> SummaryData {
+    let outcome = compact_session(session, &[method], &policy(), Trigger::Manual)
+        .await
+        .unwrap();
+    summary_of_checkpoint(session, outcome.checkpoint_seq.unwrap()).unwrap()
+}
+
+/// The models that compact reject a request ending on the assistant
+/// (prefill): a span ending on the assistant's reply is closed by a user
+/// turn.
+#[tokio::test]
+async fn anthropic_compaction_ends_on_a_user_turn() {
+    let server = server_answering(ResponseTemplate::new(200).set_body_json(json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
+        "content": [{"type": "compaction", "content": "Parser work; big.rs read."}],
+        "stop_reason": "compaction",
+        "usage": {"input_tokens": 61000, "output_tokens": 500},
+    })))
+    .await;
+    let mut config = RemoteConfig::new(
+        RemoteKind::AnthropicCompaction,
+        server.uri(),
+        "claude-sonnet-4-6",
+    );
+    config.retry = quick_retry(1);
+    let mut session = big_session();
+    session
+        .append_message(Message::assistant("big.rs holds only generated code."))
+        .unwrap();
+    session.append_message(Message::user("Go on.")).unwrap();
+    let summary = compact_once(&mut session, remote_method(config).unwrap()).await;
+    assert_eq!(summary.summary, "Parser work; big.rs read.");
+    let body: Value =
+        serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
+    let turns = body["messages"].as_array().unwrap();
+    let [.., reply, closing] = turns.as_slice() else {
+        panic!("too few turns: {turns:?}");
+    };
+    // The span's own last message is the assistant's reply...
+    assert_eq!(reply["role"], "assistant");
+    assert!(
+        reply
+            .to_string()
+            .contains("big.rs holds only generated code."),
+        "{reply}"
+    );
+    // ...and the request ends on the user.
+    assert_eq!(closing["role"], "user");
+    assert_eq!(closing["content"][0]["text"], "Continue.");
+}
+
+/// A native compaction answered without a compaction is billed: it is
+/// not sent again, its cost is recorded, and the local summary stands in.
+#[tokio::test]
+async fn a_native_answer_without_a_compaction_is_final_and_its_cost_counts() {
+    let openai = json!({
+        "id": "resp_cmp_2", "object": "response.compaction", "model": "gpt-5-codex",
+        "output": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+        "usage": {"input_tokens": 5000, "input_tokens_details": {"cached_tokens": 4000}, "output_tokens": 300},
+    });
+    let anthropic = json!({
+        "id": "msg_2", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
+        "content": [{"type": "text", "text": "Here is my answer instead."}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 61000, "output_tokens": 700},
+    });
+    for (kind, answer, model, spent) in [
+        (
+            RemoteKind::ResponsesCompact,
+            openai,
+            "gpt-5-codex",
+            (1000, 4000, 300),
+        ),
+        (
+            RemoteKind::AnthropicCompaction,
+            anthropic,
+            "claude-sonnet-4-6",
+            (61000, 0, 700),
+        ),
+    ] {
+        let server = server_answering(ResponseTemplate::new(200).set_body_json(answer)).await;
+        let url = match kind {
+            RemoteKind::ResponsesCompact => format!("{}/v1", server.uri()),
+            _ => server.uri(),
+        };
+        let mut config = RemoteConfig::new(kind, url, model);
+        config.retry = quick_retry(4);
+        let mut session = big_session();
+        let summary = compact_once(&mut session, remote_method(config).unwrap()).await;
+        assert_eq!(
+            server.received_requests().await.unwrap().len(),
+            1,
+            "{kind:?} was sent again"
+        );
+        assert_eq!(summary.details["written_by"], DIGEST, "{kind:?}");
+        let error = summary.details["remote_error"].as_str().unwrap();
+        assert!(error.contains("the answer cannot be used"), "{error}");
+        assert!(error.contains("no compaction"), "{error}");
+        let usage = summary.usage.unwrap();
+        assert_eq!(
+            (usage.input, usage.cache_read, usage.output),
+            spent,
+            "{kind:?}"
+        );
+        let attempts = summary.details["remote_attempts"].as_array().unwrap();
+        assert_eq!(attempts.len(), 1, "{attempts:?}");
+        assert_eq!(attempts[0]["outcome"], "rejected");
+        assert_eq!(attempts[0]["usage"]["output"], spent.2);
+    }
+}
+
+/// The chat kind sends the output cap in the field the model takes:
+/// OpenAI's reasoning lines reject `max_tokens`.
+#[tokio::test]
+async fn the_chat_kind_caps_output_in_the_models_field() {
+    for (model, field, absent) in [
+        ("o3-mini", "max_completion_tokens", "max_tokens"),
+        ("gpt-5-mini", "max_completion_tokens", "max_tokens"),
+        ("gpt-4o-mini", "max_tokens", "max_completion_tokens"),
+        ("summ-1", "max_tokens", "max_completion_tokens"),
+    ] {
+        let server = server_answering(ok_chat()).await;
+        let mut config = RemoteConfig::new(
+            RemoteKind::ChatCompletions,
+            format!("{}/v1", server.uri()),
+            model,
+        );
+        config.retry = quick_retry(1);
+        let mut session = session();
+        compact_once(&mut session, remote_method(config).unwrap()).await;
+        let body = &bodies(&server).await[0];
+        assert!(
+            body[field].as_u64().is_some_and(|n| n > 0),
+            "{model}: {body}"
+        );
+        assert!(body.get(absent).is_none(), "{model}: {body}");
+    }
+}
