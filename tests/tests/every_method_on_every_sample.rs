@@ -91,10 +91,10 @@ fn run_one(sample_name: &str, method_name: &str) -> Option<(u64, u64)> {
     let entry = Catalog::builtin().lookup(MODEL).entry;
     let policy =
         Policy::new(Arc::new(MeterCounter::for_model(&entry))).with_keep_recent_tokens(4_000);
-    let methods = vec![method(method_name, &path)];
+    let method = method(method_name, &path);
     let result = futures::executor::block_on(abridge_compact::compact_session(
         &mut session,
-        &methods,
+        &method,
         &policy,
         Trigger::Manual,
     ));

@@ -19,11 +19,15 @@ const SAMPLE: &str =
 /// Runs every check and prints the tally; fails when any check failed.
 pub(crate) fn run(binary: &Path, base_url: &str, root: &Path, work: &Path) -> anyhow::Result<()> {
     type Check = fn(&Path, &str, &Path, &Path) -> anyhow::Result<()>;
-    let checks: [(&str, Check); 2] = [
+    let checks: [(&str, Check); 3] = [
         ("soft compaction against the real server lands", soft_lands),
         (
             "rejected model output falls through to digest, nothing lost",
             fall_through,
+        ),
+        (
+            "the example agent stays under its window while Maintenance fires",
+            example_agent,
         ),
     ];
     let (mut passed, mut failed) = (0, 0);
@@ -102,7 +106,7 @@ fn fall_through(binary: &Path, base_url: &str, root: &Path, work: &Path) -> anyh
     );
     let failures = report["failures"].as_array().cloned().unwrap_or_default();
     ensure!(
-        failures.iter().any(|f| f[0] == "soft"),
+        failures.iter().any(|f| f["method"] == "soft"),
         "soft's failure was not reported: {report}"
     );
     let after = open(&session)?;
@@ -129,6 +133,62 @@ fn fall_through(binary: &Path, base_url: &str, root: &Path, work: &Path) -> anyh
         "the failed soft attempt left no error end event"
     );
     invariants(binary, &session)
+}
+
+/// The window the example agent runs under: small enough that a dozen
+/// short turns fill it more than once.
+const AGENT_WINDOW: u64 = 1_024;
+
+/// Runs `crates/abridge/examples/agent.rs` against the server: a
+/// multi-turn conversation under a small window. Maintenance must land at
+/// least twice and no request may exceed the window.
+fn example_agent(_binary: &Path, base_url: &str, root: &Path, _work: &Path) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let output = Command::new("cargo")
+        .current_dir(root)
+        .args([
+            "run",
+            "--quiet",
+            "--release",
+            "-p",
+            "abridge",
+            "--example",
+            "agent",
+            "--",
+        ])
+        .args(["--url", base_url, "--model", "smollm2"])
+        .args(["--window", &AGENT_WINDOW.to_string(), "--turns", "14"])
+        .output()?;
+    println!(
+        "e2e: example agent took {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    ensure!(
+        output.status.success(),
+        "the agent failed:\n{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()
+        .context("the agent printed a line that is not JSON")?;
+    for line in &lines {
+        if let Some(tokens) = line["request_tokens"].as_u64() {
+            ensure!(
+                tokens <= AGENT_WINDOW,
+                "a request of {tokens} tokens: {line}"
+            );
+        }
+    }
+    let done = lines.last().context("the agent printed nothing")?;
+    let passes = done["passes"].as_u64().unwrap_or(0);
+    ensure!(
+        passes >= 2,
+        "Maintenance landed {passes} times, expected at least 2:\n{stdout}"
+    );
+    Ok(())
 }
 
 fn import(binary: &Path, root: &Path, out: &Path) -> anyhow::Result<()> {

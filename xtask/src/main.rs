@@ -101,10 +101,11 @@ fn ci() -> anyhow::Result<()> {
 
 fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
     type Area = (&'static str, fn() -> anyhow::Result<Vec<bench::Section>>);
-    let all: [Area; 6] = [
+    let all: [Area; 7] = [
         ("session", bench::session::run),
         ("meter", bench::meter::run),
         ("compact", bench::compact::run),
+        ("maintenance", bench::maintenance::run),
         ("prune", bench::prune::run),
         ("llm", bench::llm::run),
         ("snapcompact", bench::snapcompact::run),

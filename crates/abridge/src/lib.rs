@@ -2,8 +2,18 @@
 //! log, a token meter, and compaction methods that replace old history with
 //! something smaller without ever losing it.
 //!
-//! This crate is the facade: it re-exports the parts under short names, so
-//! an agent framework can depend on one crate. Depend on the parts directly
+//! This crate is the composition room, where *when* and *with what* to
+//! compact is decided, and the facade over the parts:
+//!
+//! - [`Settings`]: every knob with its documented default, from TOML or
+//!   JSON, checked with errors that name the key and line.
+//! - [`Harness`]: what an agent loop calls: `append`, `request`, `record`,
+//!   `after_turn`, `mid_turn`, `on_error`, `compact`.
+//! - [`Maintenance`]: the one state machine for every trigger: it walks the
+//!   method order, plans afresh per attempt, requires real progress and
+//!   stops after repeated failures.
+//!
+//! The parts are re-exported under short names; depend on them directly
 //! to keep your build small (the vocabulary alone costs only serde).
 //!
 //! | module | crate | what it is |
@@ -16,26 +26,69 @@
 //! | [`prune`] | abridge-prune | `prune`, `shake`, `trim` and the artifact store |
 //! | [`snapcompact`] | abridge-snapcompact | history printed onto PNG frames for vision models |
 //!
-//! # Example
+//! # Example: an agent loop's side
 //!
 //! ```
-//! use std::sync::Arc;
-//! use abridge::compact::{compact_session, CompactionMethod, Policy, Trigger};
+//! use abridge::{Harness, PassStatus, Settings};
 //! use abridge::llm::Message;
 //! use abridge::session::Session;
 //!
-//! let mut session = Session::in_memory("demo");
-//! for i in 0..40 {
-//!     session.append_message(Message::user(format!("step {i}: {}", "details ".repeat(60))))?;
-//!     session.append_message(Message::assistant(format!("did step {i}")))?;
+//! let settings = Settings::from_toml("method_order = [\"prune\", \"digest\"]\n", "abridge.toml")?;
+//! let harness = Harness::builder(Session::in_memory("demo"), "gpt-4o")
+//!     .settings(settings)
+//!     .window(24_000)
+//!     .build()?;
+//! # futures::executor::block_on(async {
+//! for i in 0..60 {
+//!     harness.append(Message::user(format!("step {i}: {}", "details ".repeat(60))))?;
+//!     harness.append(Message::assistant(format!("did step {i}")))?;
+//!     let pass = harness.after_turn().await?;
+//!     assert_ne!(pass.status, PassStatus::Failed);
+//!     assert!(harness.tokens() <= harness.limits().threshold);
 //! }
-//! let methods: Vec<Arc<dyn CompactionMethod>> = vec![Arc::new(abridge::basic::DigestMethod)];
-//! let policy = Policy::default().with_keep_recent_tokens(500);
-//! let outcome = futures::executor::block_on(compact_session(&mut session, &methods, &policy, Trigger::Manual))?;
-//! assert!(outcome.tokens_after < outcome.tokens_before);
-//! assert_eq!(session.events().len(), 80 + 4); // originals kept, compaction appended
+//! # Ok::<(), abridge::HarnessError>(())
+//! # })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+
+/// The README's agent loop, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
+mod error;
+mod harness;
+mod maintenance;
+mod methods;
+mod request;
+mod settings;
+
+pub use error::HarnessError;
+pub use harness::Harness;
+pub use harness::HarnessBuilder;
+pub use harness::Recovery;
+pub use maintenance::Maintenance;
+pub use maintenance::MaintenanceEvent;
+pub use maintenance::MethodFailure;
+pub use maintenance::Observer;
+pub use maintenance::Pass;
+pub use maintenance::PassStatus;
+pub use methods::MethodSources;
+pub use methods::SummarizerModel;
+pub use methods::build_methods;
+pub use request::expand_frames;
+pub use settings::DEFAULT_BREAKER_FAILURES;
+pub use settings::DEFAULT_KEEP_RECENT_TOKENS;
+pub use settings::DEFAULT_METHOD_ORDER;
+pub use settings::DEFAULT_RESERVE_PERCENT;
+pub use settings::DEFAULT_TARGET_PERCENT;
+pub use settings::KNOWN_METHODS;
+pub use settings::Limits;
+pub use settings::MIN_DEFAULT_RESERVE;
+pub use settings::Percent;
+pub use settings::Settings;
+pub use settings::SettingsError;
+pub use settings::Threshold;
 
 #[doc(inline)]
 pub use abridge_compact as compact;

@@ -1,70 +1,76 @@
-//! The window, compaction threshold and retention budget a command works
-//! under, decided in one place so `compact` and `simulate` agree.
+//! The settings a command compacts under: a settings file (`--settings`,
+//! or `abridge.toml` beside the session), with the command line's flags
+//! on top, resolved against the model's window in one place so `compact`
+//! and `simulate` agree.
 
-use abridge_compact_basic::Budget;
+use std::path::Path;
+use std::path::PathBuf;
 
-/// The flags every command that compacts takes: which methods, for which
-/// model, under which window and retention budget.
+use abridge::Limits;
+use abridge::Settings;
+
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct BudgetArgs {
-    /// Methods to try in turn until one lands, comma separated
-    /// (digest, soft, handoff, remote, prune, shake, trim, snapcompact).
-    #[arg(long, value_delimiter = ',', default_value = "digest")]
+    /// Methods to walk, in order (default: the settings' method order).
+    #[arg(long, value_delimiter = ',')]
     pub(crate) method: Vec<String>,
-    /// The model the next turn will use (prices tokens, sets the window).
+    /// The model to price and compact for (default: the session's last).
     #[arg(long)]
     pub(crate) model: Option<String>,
-    /// Context window in tokens, overriding the model's.
+    /// The context window in tokens (default: the model's).
     #[arg(long)]
     pub(crate) window: Option<u64>,
-    /// Tokens of newest history to keep verbatim (default: 20000, at most
-    /// half the compaction threshold).
+    /// Newest tokens kept verbatim (default 20000, at most half the
+    /// threshold).
     #[arg(long)]
     pub(crate) keep: Option<u64>,
+    /// A settings file (TOML, or JSON by extension); default
+    /// `abridge.toml` beside the session when there is one.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) settings: Option<PathBuf>,
 }
 
 impl BudgetArgs {
-    /// The limits for a model whose window is `model_window`, unless
-    /// `--window` overrides it.
-    ///
-    /// # Errors
-    /// See [`limits`].
-    pub(crate) fn limits(&self, model_window: u64) -> anyhow::Result<Limits> {
-        limits(self.window.unwrap_or(model_window), self.keep)
+    /// The settings with the flags applied, and the limits they give for
+    /// a model whose window is `model_window`.
+    pub(crate) fn resolve(
+        &self,
+        session: &Path,
+        model_window: u64,
+    ) -> anyhow::Result<(Settings, Limits)> {
+        let mut settings = match &self.settings {
+            Some(path) => Settings::load(path)?,
+            None => Settings::beside(session)?.unwrap_or_default(),
+        };
+        if !self.method.is_empty() {
+            for name in &self.method {
+                if !abridge::KNOWN_METHODS.contains(&name.as_str()) {
+                    anyhow::bail!(
+                        "unknown method {name:?}; known methods: {}",
+                        abridge::KNOWN_METHODS.join(", ")
+                    );
+                }
+            }
+            settings.method_order = self.method.clone();
+        }
+        if let Some(keep) = self.keep {
+            settings.keep_recent_tokens = Some(keep);
+        }
+        let window = self.window.unwrap_or(model_window);
+        let limits = settings
+            .limits(window)
+            .map_err(|error| match (&error, self.keep) {
+                (
+                    abridge::SettingsError::Invalid {
+                        key: "keep_recent_tokens",
+                        message,
+                        ..
+                    },
+                    Some(_),
+                ) => anyhow::anyhow!("--keep {message}"),
+                _ => anyhow::anyhow!("{error}")
+                    .context(format!("settings for a {window}-token window")),
+            })?;
+        Ok((settings, limits))
     }
-}
-
-/// What a compaction works against.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    /// Context window in tokens.
-    pub(crate) window: u64,
-    /// Compaction fires at this many tokens.
-    pub(crate) threshold: u64,
-    /// Tokens of newest history kept verbatim.
-    pub(crate) keep: u64,
-}
-
-/// Limits for `window`, with `keep` from the command line or, by default,
-/// the retention budget capped at half the threshold (so a small window
-/// still leaves room to compact). `keep` is in our own token units: the
-/// policy scales it by the reported/estimated ratio when it plans, once.
-///
-/// # Errors
-/// A window too small for any threshold; an explicit keep at or above the
-/// threshold.
-pub(crate) fn limits(window: u64, keep: Option<u64>) -> anyhow::Result<Limits> {
-    let budget = Budget::new(window);
-    let threshold = budget.threshold()?;
-    let keep = keep.unwrap_or_else(|| budget.keep(1.0).min(threshold / 2));
-    if keep >= threshold {
-        anyhow::bail!(
-            "--keep {keep} must be below the compaction threshold of {threshold} tokens (window {window})"
-        );
-    }
-    Ok(Limits {
-        window,
-        threshold,
-        keep,
-    })
 }

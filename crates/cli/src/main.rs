@@ -8,6 +8,7 @@ mod limits;
 mod methods;
 mod model;
 mod open;
+mod progress;
 
 use clap::Parser;
 use clap::Subcommand;
@@ -45,12 +46,35 @@ enum Command {
     /// Write one self-contained HTML page showing a session: transcript,
     /// compaction dividers, frames inline and a token chart.
     Report(commands::report::Args),
+    /// List a session's branches, or move to one (optionally summarizing
+    /// the branch left behind).
+    Branch(commands::branch::Args),
     /// Replay a recorded session under a given window and methods: when
     /// compaction fires and what the input tokens cost.
     Simulate(Box<commands::simulate::Args>),
 }
 
+/// A reader that goes away (`abridge context s.jsonl | head`) makes the
+/// next print fail with a broken pipe; exit quietly then, as other Unix
+/// tools do, instead of panicking with a backtrace.
+fn quiet_on_broken_pipe() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default_hook(info);
+    }));
+}
+
 fn main() -> std::process::ExitCode {
+    quiet_on_broken_pipe();
     let cli = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_new(&cli.log)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -67,6 +91,7 @@ fn main() -> std::process::ExitCode {
         Command::Render(args) => commands::render::run(&args),
         Command::Report(args) => commands::report::run(&args),
         Command::Simulate(args) => commands::simulate::run(&args),
+        Command::Branch(args) => commands::branch::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -6,13 +6,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use abridge_compact::CompactionMethod;
-use abridge_compact_basic::DigestMethod;
-use abridge_compact_basic::HandoffConfig;
+use abridge::MethodSources;
+use abridge::SummarizerModel;
 use abridge_compact_basic::RemoteConfig;
 use abridge_compact_basic::RemoteKind;
 use abridge_compact_basic::SoftConfig;
-use abridge_compact_basic::SoftSetup;
 use abridge_llm::LlmClient;
 use abridge_llm::ProviderConfig;
 use abridge_llm::ProviderKind;
@@ -20,21 +18,8 @@ use abridge_llm::RetryPolicy;
 use abridge_prune::ArtifactStore;
 use abridge_prune::DirArtifactStore;
 use abridge_prune::MemoryArtifactStore;
-use abridge_prune::ReclaimConfig;
 use anyhow::Context;
 use anyhow::bail;
-
-/// Every method name `--method` accepts.
-pub(crate) const KNOWN: &[&str] = &[
-    "digest",
-    "soft",
-    "handoff",
-    "remote",
-    "prune",
-    "shake",
-    "trim",
-    "snapcompact",
-];
 
 /// How to reach a summarizing model.
 #[derive(Debug, Clone, clap::Args)]
@@ -154,68 +139,62 @@ impl Artifacts<'_> {
 }
 
 /// Builds the methods named in `names`, in order.
-pub(crate) fn build(
-    names: &[String],
+/// What the settings' method order is built from: the summarizer and
+/// remote endpoint from the flags, and the artifact store.
+pub(crate) fn sources(
     llm: &LlmArgs,
     artifacts: Artifacts<'_>,
     model: &str,
-) -> anyhow::Result<Vec<Arc<dyn CompactionMethod>>> {
-    let mut methods = Vec::with_capacity(names.len());
-    for name in names {
-        let method: Arc<dyn CompactionMethod> = match name.as_str() {
-            "digest" => Arc::new(DigestMethod),
-            "soft" => {
-                let (client, model) = llm.client(name)?;
-                let setup = SoftSetup {
-                    soft: llm.soft_config(),
-                    prefix: None,
-                    retry: llm.retry(),
-                    fallbacks: Vec::new(),
-                };
-                abridge_compact_basic::soft_method(client, model, setup)
+    order: &[String],
+    explicit: bool,
+) -> anyhow::Result<MethodSources> {
+    let wants = |name: &str| order.iter().any(|m| m == name);
+    if explicit && llm.llm.is_none() {
+        // Asked for by name, a model method without a model is a mistake
+        // to report, not a method to skip.
+        for name in ["soft", "handoff", "remote"] {
+            if wants(name) {
+                llm.endpoint(name)?;
             }
-            "handoff" => {
-                let (client, model) = llm.client(name)?;
-                let config = HandoffConfig {
-                    save_to: llm.handoff_file.clone(),
-                    retry: llm.retry(),
-                    max_tokens: llm
-                        .llm_max_output
-                        .unwrap_or(HandoffConfig::default().max_tokens),
-                    ..HandoffConfig::default()
-                };
-                abridge_compact_basic::handoff_method(client, model, config)
-            }
-            "remote" => {
-                let (url, model) = llm.endpoint(name)?;
-                let kind = match llm.remote.as_str() {
-                    "endpoint" => RemoteKind::Endpoint,
-                    "chat" => RemoteKind::ChatCompletions,
-                    "responses-compact" => RemoteKind::ResponsesCompact,
-                    "anthropic" => RemoteKind::AnthropicCompaction,
-                    other => bail!(
-                        "--remote {other}: expected endpoint, chat, responses-compact or anthropic"
-                    ),
-                };
-                let mut config = RemoteConfig::new(kind, url, model);
-                config.api_key = llm.key()?.map(abridge_llm::ApiKey::new);
-                config.retry = llm.retry();
-                config.soft = llm.soft_config();
-                abridge_compact_basic::remote_method(config)?
-            }
-            "prune" | "shake" | "trim" => ReclaimConfig::default()
-                .method(name, artifacts.store()?)
-                .ok_or_else(|| anyhow::anyhow!("unknown reclaim method {name}"))??,
-            "snapcompact" => Arc::new(abridge_snapcompact::Snapcompact::new(
-                model,
-                &abridge_llm::Catalog::builtin(),
-            )),
-            other => bail!(
-                "unknown method {other:?}; known methods: {}",
-                KNOWN.join(", ")
-            ),
-        };
-        methods.push(method);
+        }
     }
-    Ok(methods)
+    let summarizer = if llm.llm.is_some() {
+        let (client, model) = llm.client("soft")?;
+        Some(SummarizerModel {
+            client,
+            model,
+            retry: llm.retry(),
+            soft: llm.soft_config(),
+            handoff_file: llm.handoff_file.clone(),
+            handoff_max_tokens: llm.llm_max_output,
+        })
+    } else {
+        None
+    };
+    let remote = if wants("remote") && llm.llm.is_some() {
+        let (url, model) = llm.endpoint("remote")?;
+        let kind = match llm.remote.as_str() {
+            "endpoint" => RemoteKind::Endpoint,
+            "chat" => RemoteKind::ChatCompletions,
+            "responses-compact" => RemoteKind::ResponsesCompact,
+            "anthropic" => RemoteKind::AnthropicCompaction,
+            other => {
+                bail!("--remote {other}: expected endpoint, chat, responses-compact or anthropic")
+            }
+        };
+        let mut config = RemoteConfig::new(kind, url, model);
+        config.api_key = llm.key()?.map(abridge_llm::ApiKey::new);
+        config.retry = llm.retry();
+        config.soft = llm.soft_config();
+        Some(abridge_compact_basic::remote_method(config)?)
+    } else {
+        None
+    };
+    Ok(MethodSources {
+        model: model.to_string(),
+        catalog: abridge_llm::Catalog::builtin(),
+        summarizer,
+        remote,
+        artifacts: artifacts.store()?,
+    })
 }

@@ -313,7 +313,8 @@ fn unreachable_model_falls_through_to_digest() {
     assert!(output.status.success(), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["method"], "digest");
-    assert_eq!(report["failures"][0][0], "soft");
+    assert_eq!(report["failures"][0]["method"], "soft");
+    assert_eq!(report["failures"][0]["kind"], "llm");
 }
 
 #[test]
@@ -332,4 +333,63 @@ fn render_of_a_missing_text_file_names_it() {
         "{}",
         stderr(&output)
     );
+}
+
+#[test]
+fn branch_moves_back_summarizes_what_it_left_and_lists_both_tips() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    let path = session.to_str().unwrap();
+    let listed = abridge(&["branch", path, "--json"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let before: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(before.as_array().unwrap().len(), 1);
+    let tip = before[0]["tip"].as_u64().unwrap();
+    let moved = abridge(&["branch", path, "--to", "5", "--summary"]);
+    assert!(moved.status.success(), "{}", stderr(&moved));
+    assert!(
+        stdout(&moved).contains("summarized at"),
+        "{}",
+        stdout(&moved)
+    );
+    let after: serde_json::Value =
+        serde_json::from_slice(&abridge(&["branch", path, "--json"]).stdout).unwrap();
+    let tips: Vec<(u64, bool)> = after
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["tip"].as_u64().unwrap(), b["active"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(tips.len(), 2, "{after}");
+    assert!(tips.contains(&(tip, false)), "{after}");
+    assert!(tips.iter().any(|(_, active)| *active), "{after}");
+    let check = abridge(&["check", path, "--json"]);
+    assert!(check.status.success(), "{}", stdout(&check));
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(report["ok"], true);
+    let bad = abridge(&["branch", path, "--to", "999999"]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("--to 999999"), "{}", stderr(&bad));
+}
+
+#[test]
+fn piping_into_a_closed_reader_exits_quietly() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_abridge"))
+        .args(["context", session.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read a little, then go away like `head` does.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let output = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!err.contains("Broken pipe"), "{err}");
 }

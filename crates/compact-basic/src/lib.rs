@@ -1,18 +1,17 @@
 //! The basic compaction backend: checkpoints written by a model (`soft`)
-//! or from the history itself (`digest`), the budget that says when to
-//! compact, overflow recovery and branch summaries.
+//! or from the history itself (`digest`), handoff documents, remote
+//! summarizers and branch summaries. When to compact, and which method to
+//! try next, is decided by the `abridge` crate's Maintenance.
 //!
 //! Everything here plugs into the seam in [`abridge_compact`]: the methods
 //! implement [`CompactionMethod`](abridge_compact::CompactionMethod), the
 //! LLM summarizer implements [`Summarizer`](abridge_compact::Summarizer),
-//! and [`BasicService`] implements
-//! [`CompactService`](abridge_compact::CompactService).
+//! and the `abridge` crate's Maintenance walks them in order.
 //!
 //! # Example: compact offline with `digest`
 //!
 //! ```
-//! use std::sync::Arc;
-//! use abridge_compact::{CompactionMethod, Policy, Trigger, compact_session};
+//! use abridge_compact::{Policy, Trigger, compact_session};
 //! use abridge_compact_basic::DigestMethod;
 //! use abridge_llm::Message;
 //! use abridge_session::Session;
@@ -22,27 +21,22 @@
 //!     session.append_message(Message::user(format!("step {i}: please continue with the parser work")))?;
 //!     session.append_message(Message::assistant(format!("Done with step {i}. {}", "details ".repeat(60))))?;
 //! }
-//! let methods: Vec<Arc<dyn CompactionMethod>> = vec![Arc::new(DigestMethod)];
 //! let policy = Policy::default().with_keep_recent_tokens(500);
-//! let outcome = futures::executor::block_on(compact_session(&mut session, &methods, &policy, Trigger::Manual))?;
+//! let outcome = futures::executor::block_on(compact_session(&mut session, &DigestMethod, &policy, Trigger::Manual))?;
 //! assert!(outcome.tokens_after < outcome.tokens_before / 2);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod branch;
-mod budget;
 mod cache_aligned;
 mod candidates;
 mod digest;
-mod error;
 mod files;
 mod handoff;
 mod llm;
-mod overflow;
 mod prompts;
 #[cfg(feature = "remote")]
 mod remote;
-mod service;
 mod soft;
 mod transcript;
 
@@ -51,9 +45,6 @@ pub use branch::abandoned_messages;
 pub use branch::branch_message;
 pub use branch::navigate_with_summary;
 pub use branch::summarize_branch;
-pub use budget::Budget;
-pub use budget::DEFAULT_RESERVE_PERCENT;
-pub use budget::MIN_DEFAULT_RESERVE;
 pub use cache_aligned::AlignedPrefix;
 pub use cache_aligned::CACHE_ALIGNED_NOTICE;
 pub use cache_aligned::ConversationPrefix;
@@ -79,7 +70,6 @@ pub use digest::REQUESTS_HEAD;
 pub use digest::REQUESTS_TAIL;
 pub use digest::SUBSTANTIAL_CHARS;
 pub use digest::output_failed;
-pub use error::BudgetError;
 pub use files::MAX_FILES_LISTED;
 pub use files::clean_path;
 pub use files::collect_file_ops;
@@ -96,10 +86,6 @@ pub use llm::LlmSummarizer;
 pub use llm::RequestMode;
 pub use llm::build_summary_request;
 pub use llm::split_short;
-pub use overflow::DEFAULT_PRESSURE_ROUNDS;
-pub use overflow::Pressure;
-pub use overflow::compact_under_pressure;
-pub use overflow::recover_overflow;
 pub use prompts::BRANCH_OPENING;
 pub use prompts::BRANCH_SUMMARY;
 pub use prompts::SHORT_HEADING;
@@ -115,7 +101,6 @@ pub use remote::{
     RemoteMethod, ResponsesCompact, SUMMARY_ENDPOINT, SummaryEndpoint, endpoint_summarizer,
     native_replay, remote_method,
 };
-pub use service::BasicService;
 pub use soft::SOFT;
 pub use soft::SoftConfig;
 pub use soft::SoftMethod;

@@ -61,7 +61,7 @@ fn digest_lands_under_a_60_percent_budget_on_every_sample() {
         let outcome = rt
             .block_on(compact_session(
                 &mut session,
-                &methods,
+                &methods[0],
                 &policy,
                 Trigger::Threshold,
             ))
@@ -126,7 +126,7 @@ fn digest_with_the_token_meter_on_the_pi_sample() {
     let outcome = rt
         .block_on(compact_session(
             &mut session,
-            &methods,
+            &methods[0],
             &policy,
             Trigger::Threshold,
         ))

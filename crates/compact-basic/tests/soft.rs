@@ -231,7 +231,7 @@ fn soft_lands_a_checkpoint_with_turn_prefix_below() {
     ]);
     let outcome = run(compact_session(
         &mut session,
-        &[soft(client.clone(), SoftConfig::default())],
+        &soft(client.clone(), SoftConfig::default()),
         &policy(),
         Trigger::Manual,
     ))
@@ -281,15 +281,12 @@ fn assert_rejected(bad: Result<Response, LlmError>, reason: &str) {
     let client = ScriptedClient::new(vec![bad]);
     let error = run(compact_session(
         &mut session,
-        &[soft(client, SoftConfig::default())],
+        &soft(client, SoftConfig::default()),
         &policy(),
         Trigger::Manual,
     ))
     .unwrap_err();
-    let CompactError::AllFailed { failures } = &error else {
-        panic!("{error}")
-    };
-    assert_eq!(failures[0].1, reason);
+    assert_eq!(error.to_string(), reason);
     assert_eq!(session.surface(), &surface);
     let last = session.events().last().unwrap().log().unwrap();
     assert_eq!(last.kind, TYPE_COMPACTION_END);
@@ -327,32 +324,27 @@ fn a_tool_call_instead_of_a_summary_is_an_error() {
 }
 
 #[test]
-fn a_server_error_falls_through_to_digest() {
+fn a_server_error_is_recorded_and_leaves_the_surface() {
     let (mut session, _) = session();
     let client = ScriptedClient::new(vec![Err(LlmError::Server {
         provider: "scripted".into(),
         status: 503,
         message: "overloaded".into(),
     })]);
-    let methods = [
-        soft(client, SoftConfig::default()),
-        Arc::new(DigestMethod) as Arc<dyn CompactionMethod>,
-    ];
-    let outcome = run(compact_session(
+    let surface = session.surface().clone();
+    let error = run(compact_session(
         &mut session,
-        &methods,
+        &soft(client, SoftConfig::default()),
         &policy(),
         Trigger::Manual,
     ))
-    .unwrap();
-    assert_eq!(outcome.method, "digest");
+    .unwrap_err();
     assert_eq!(
-        outcome.failures,
-        vec![(
-            "soft".to_string(),
-            "method soft: model call failed: scripted: server error 503: overloaded".to_string()
-        )]
+        error.to_string(),
+        "method soft: model call failed: scripted: server error 503: overloaded"
     );
+    // The failure is recorded and leaves the surface for the next method.
+    assert_eq!(session.surface(), &surface);
     assert!(check_invariants(&session).is_ok());
 }
 
@@ -366,7 +358,7 @@ fn overflow_halves_the_window_and_retries() {
     };
     let outcome = run(compact_session(
         &mut session,
-        &[soft(client.clone(), config)],
+        &soft(client.clone(), config),
         &policy(),
         Trigger::Manual,
     ))
@@ -388,7 +380,7 @@ fn endless_overflow_gives_up_after_the_halving_limit() {
     };
     let error = run(compact_session(
         &mut session,
-        &[soft(client.clone(), config)],
+        &soft(client.clone(), config),
         &policy(),
         Trigger::Manual,
     ))
@@ -416,7 +408,7 @@ fn long_history_is_folded_through_windows() {
     };
     let outcome = run(compact_session(
         &mut session,
-        &[soft(client.clone(), config)],
+        &soft(client.clone(), config),
         &policy(),
         Trigger::Manual,
     ))
@@ -438,7 +430,7 @@ fn the_framed_digest_checkpoint() {
     let (mut session, _) = session();
     let outcome = run(compact_session(
         &mut session,
-        &[Arc::new(DigestMethod) as Arc<dyn CompactionMethod>],
+        &DigestMethod,
         &policy(),
         Trigger::Manual,
     ))
@@ -458,89 +450,4 @@ fn the_framed_digest_checkpoint() {
     }
     text.push_str(&format!("--- short\n{}\n", outcome.short_summary));
     insta::assert_snapshot!("framed_digest_checkpoint", text);
-}
-
-#[test]
-fn overflow_recovery_keeps_only_the_newest_unit() {
-    let (mut session, _) = session();
-    let methods: Vec<Arc<dyn CompactionMethod>> = vec![Arc::new(DigestMethod)];
-    let outcome = run(recover_overflow(&mut session, &methods, &Policy::default())).unwrap();
-    let surface = session.surface_messages();
-    // system, checkpoint, and the newest unit: call c4 with its result.
-    assert_eq!(surface.len(), 4);
-    assert_eq!(surface[0].role, Role::System);
-    assert!(is_checkpoint(&surface[1]));
-    assert_eq!(surface[2].tool_calls().next().unwrap().0, "c4");
-    assert!(outcome.tokens_after < outcome.tokens_before);
-    // Nothing left to reduce: a second recovery fails instead of looping.
-    let error = run(recover_overflow(&mut session, &methods, &Policy::default())).unwrap_err();
-    assert_eq!(error.kind(), "nothing_to_compact");
-    assert!(check_invariants(&session).is_ok());
-}
-
-#[test]
-fn pressure_compaction_stops_under_the_threshold() {
-    let (mut session, _) = session();
-    let methods: Vec<Arc<dyn CompactionMethod>> = vec![Arc::new(DigestMethod)];
-    let policy = Policy::default().with_keep_recent_tokens(400);
-    let start = policy.counter.context_tokens(&session);
-    let pressure = run(compact_under_pressure(
-        &mut session,
-        &methods,
-        &policy,
-        start / 2,
-        DEFAULT_PRESSURE_ROUNDS,
-    ))
-    .unwrap();
-    assert!(pressure.relieved(), "{pressure:?}");
-    assert!(!pressure.outcomes.is_empty() && pressure.outcomes.len() <= DEFAULT_PRESSURE_ROUNDS);
-    // Already under: nothing happens.
-    let again = run(compact_under_pressure(
-        &mut session,
-        &methods,
-        &policy,
-        start / 2,
-        DEFAULT_PRESSURE_ROUNDS,
-    ))
-    .unwrap();
-    assert!(again.outcomes.is_empty());
-}
-
-#[test]
-fn the_service_compacts_only_above_its_threshold() {
-    let (session, _) = session();
-    let methods: Vec<Arc<dyn CompactionMethod>> = vec![Arc::new(DigestMethod)];
-    let tokens = EstimateCounter::new().context_tokens(&session);
-    let mut budget = Budget::new(100_000);
-    budget.threshold = Some(tokens + 1);
-    budget.keep_recent_tokens = 40;
-    let service = BasicService::new(methods.clone(), Policy::default(), budget).unwrap();
-    let shared: SharedSession = Arc::new(Mutex::new(session));
-    assert_eq!(
-        run(service.compact_if_needed(&shared, Trigger::Threshold)).unwrap(),
-        None
-    );
-    let outcome = run(service.compact_if_needed(&shared, Trigger::Overflow))
-        .unwrap()
-        .unwrap();
-    assert!(outcome.tokens_after < outcome.tokens_before);
-    let error = run(service.compact_now(
-        &shared,
-        CompactRequest {
-            methods: vec!["nope".into()],
-            ..CompactRequest::manual()
-        },
-    ))
-    .unwrap_err();
-    assert_eq!(
-        error.to_string(),
-        "method nope is unavailable: not configured (configured: digest)"
-    );
-    // The service is usable as a trait object.
-    let service: Arc<dyn CompactService> = Arc::new(service);
-    assert!(
-        run(service.compact_if_needed(&shared, Trigger::Idle))
-            .unwrap()
-            .is_none()
-    );
 }

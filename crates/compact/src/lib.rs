@@ -20,8 +20,11 @@
 //!   a host joins in, and a harness calls compaction as a service.
 //! - [`check_invariants`]: what must hold of any session, for tests and
 //!   users.
-//! - [`compact_session`]: the plain driver (plan, then try each method in
-//!   turn until one lands).
+//! - [`attempt`]: one method, driven through the whole transaction
+//!   (plan afresh, availability, hooks, commit or abort, abort on drop);
+//!   [`compact_session`] is the same on a session the caller owns. Which
+//!   method to try next is decided above the seam, by the `abridge` crate's
+//!   Maintenance.
 //!
 //! # Why a three-step transaction
 //!
@@ -133,10 +136,11 @@ pub use plan::plan_maximal;
 pub use plan::plan_region;
 pub use plan::plan_with_keep;
 pub use plan::scale_keep;
+pub use run::Target;
+pub use run::attempt;
 pub use run::build_context;
 pub use run::compact_session;
 pub use run::compact_session_with;
-pub use run::compact_shared;
 pub use run::plan_for;
 pub use service::CompactRequest;
 pub use service::CompactService;

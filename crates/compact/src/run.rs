@@ -1,7 +1,10 @@
-//! Drivers: plan, then begin/run/commit each method in turn until one
-//! lands (a plain fall-through, each failure recorded and reported).
-
-use std::sync::Arc;
+//! One compaction attempt: plan, check availability, begin, run the hooks
+//! and the method, commit or abort, guarded against drop.
+//!
+//! This is the only place the transaction is driven. Deciding which
+//! method to try next, and whether a pass made enough progress, is not the
+//! seam's job: that walk lives in the `abridge` crate's Maintenance, which
+//! calls [`attempt`] once per method.
 
 use abridge_llm::SharedMessage;
 use abridge_session::Session;
@@ -17,7 +20,9 @@ use crate::method::MethodOutput;
 use crate::method::Trigger;
 use crate::plan::Plan;
 use crate::plan::Policy;
+use crate::plan::Span;
 use crate::plan::plan_maximal;
+use crate::plan::plan_region;
 use crate::plan::plan_with_keep;
 use crate::service::Outcome;
 use crate::service::SharedSession;
@@ -44,76 +49,87 @@ pub fn plan_for(session: &Session, policy: &Policy, trigger: Trigger) -> Option<
     Some(plan)
 }
 
-/// Compacts `session` with the first of `methods` that lands, holding the
-/// `&mut Session` throughout (for the command line and other callers that
-/// own the session outright). See [`compact_session_with`].
+/// What an attempt compacts: the policy's plan for a trigger, or exactly
+/// one span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// Plan afresh for this trigger (see [`plan_for`]).
+    Trigger(Trigger),
+    /// Exactly this span of surface positions (see
+    /// [`plan_region`](crate::plan_region)).
+    Region(Span),
+}
+
+impl Target {
+    fn plan(self, session: &Session, policy: &Policy) -> Result<Plan, CompactError> {
+        match self {
+            Target::Trigger(trigger) => {
+                plan_for(session, policy, trigger).ok_or_else(|| nothing_to_compact(session))
+            }
+            Target::Region(span) => plan_region(session, policy, span),
+        }
+    }
+}
+
+/// Compacts `session`, which the caller owns outright, with one method and
+/// no hooks. For callers that need no concurrency (tests, one-shot tools);
+/// an agent with turns in flight uses [`attempt`] on a [`SharedSession`].
 ///
 /// # Errors
-/// See [`compact_session_with`].
+/// As [`attempt`].
 pub async fn compact_session(
     session: &mut Session,
-    methods: &[Arc<dyn CompactionMethod>],
+    method: &dyn CompactionMethod,
     policy: &Policy,
     trigger: Trigger,
 ) -> Result<Outcome, CompactError> {
-    compact_session_with(
-        session,
-        methods,
+    run_attempt(
+        Owned(session),
+        method,
         policy,
-        trigger,
+        Target::Trigger(trigger),
         &NoHooks,
         &MethodContext::default(),
     )
     .await
 }
 
-/// Plans once, then for each method in order: skips it when unavailable,
-/// begins, runs the hooks and the method, commits. A failure is recorded
-/// as `compaction/end` and the next method is tried, except after
-/// `Busy`, `Cancelled` or `Persistence`, which end the attempt.
+/// [`compact_session`] with hooks, a method context and any [`Target`].
 ///
 /// # Errors
-/// [`CompactError::NothingToCompact`] when there is no plan;
-/// [`CompactError::AllFailed`] listing each method's failure; `Busy`,
-/// `Cancelled`, `Persistence` as they happen.
+/// As [`attempt`].
 pub async fn compact_session_with(
     session: &mut Session,
-    methods: &[Arc<dyn CompactionMethod>],
+    method: &dyn CompactionMethod,
     policy: &Policy,
-    trigger: Trigger,
+    target: Target,
     hooks: &dyn CompactionHooks,
     context: &MethodContext,
 ) -> Result<Outcome, CompactError> {
-    let Some(plan) = plan_for(session, policy, trigger) else {
-        return Err(nothing_to_compact(session));
-    };
-    let mut failures: Vec<(String, String)> = Vec::new();
-    for method in methods {
-        let name = method.name().to_string();
-        if let Availability::Unavailable { reason } = method.available(context) {
-            failures.push((name, format!("unavailable: {reason}")));
-            continue;
-        }
-        let mut ticket = begin(session, plan.clone(), &name)?;
-        let output = produce(method.as_ref(), &mut ticket, hooks).await;
-        let result = match output {
-            Ok(output) => commit(session, ticket, output),
-            Err(error) => {
-                abort(session, ticket, &error)?;
-                Err(error)
-            }
-        };
-        match result {
-            Ok(mut outcome) => {
-                outcome.failures = failures;
-                hooks.after_compaction(&outcome).await;
-                return Ok(outcome);
-            }
-            Err(error) if error.stops_fallthrough() => return Err(error),
-            Err(error) => failures.push((name, error.to_string())),
-        }
-    }
-    Err(CompactError::AllFailed { failures })
+    run_attempt(Owned(session), method, policy, target, hooks, context).await
+}
+
+/// One attempt on a shared session: plans afresh for `target`, refuses an
+/// unavailable method, begins, asks the hooks, runs the method and commits
+/// (or records the failure in `compaction/end`). The lock is taken only to
+/// plan, begin and commit, so the agent can append while the method runs.
+/// Dropping the returned future while the method runs ends the compaction
+/// as `cancelled` with the surface unchanged.
+///
+/// # Errors
+/// [`CompactError::NothingToCompact`] when there is no plan (nothing is
+/// written); [`CompactError::Unavailable`] when the method says so (nothing
+/// is written); any error of the method or the commit, already recorded as
+/// `compaction/end`.
+pub async fn attempt(
+    session: &SharedSession,
+    method: &dyn CompactionMethod,
+    policy: &Policy,
+    target: Target,
+    hooks: &dyn CompactionHooks,
+    context: &MethodContext,
+) -> Result<Outcome, CompactError> {
+    run_attempt(Shared(session), method, policy, target, hooks, context).await
 }
 
 fn nothing_to_compact(session: &Session) -> CompactError {
@@ -123,6 +139,69 @@ fn nothing_to_compact(session: &Session) -> CompactError {
             session.surface().len()
         ),
     }
+}
+
+/// How an attempt reaches the session: owned outright, or through the lock.
+trait Access {
+    fn with<R>(&mut self, f: impl FnOnce(&mut Session) -> R) -> R;
+}
+
+struct Owned<'a>(&'a mut Session);
+
+impl Access for Owned<'_> {
+    fn with<R>(&mut self, f: impl FnOnce(&mut Session) -> R) -> R {
+        f(self.0)
+    }
+}
+
+struct Shared<'a>(&'a SharedSession);
+
+impl Access for Shared<'_> {
+    fn with<R>(&mut self, f: impl FnOnce(&mut Session) -> R) -> R {
+        f(&mut lock_session(self.0))
+    }
+}
+
+async fn run_attempt<A: Access>(
+    mut access: A,
+    method: &dyn CompactionMethod,
+    policy: &Policy,
+    target: Target,
+    hooks: &dyn CompactionHooks,
+    context: &MethodContext,
+) -> Result<Outcome, CompactError> {
+    let name = method.name().to_string();
+    if let Availability::Unavailable { reason } = method.available(context) {
+        return Err(CompactError::Unavailable {
+            method: name,
+            reason,
+        });
+    }
+    let ticket = access.with(|session| {
+        let plan = target.plan(session, policy)?;
+        begin(session, plan, &name)
+    })?;
+    let mut guard = AbortOnDrop {
+        access,
+        ticket: Some(ticket),
+    };
+    let output = match guard.ticket.as_mut() {
+        Some(ticket) => produce(method, ticket, hooks).await,
+        None => Err(CompactError::Commit {
+            reason: "the compaction's ticket was lost".to_string(),
+        }),
+    };
+    let Some(ticket) = guard.ticket.take() else {
+        return output.and(Err(CompactError::Commit {
+            reason: "the compaction's ticket was lost".to_string(),
+        }));
+    };
+    let outcome = guard.access.with(|session| match output {
+        Ok(output) => commit(session, ticket, output),
+        Err(error) => abort(session, ticket, &error).and(Err(error)),
+    })?;
+    hooks.after_compaction(&outcome).await;
+    Ok(outcome)
 }
 
 /// Runs the hooks and the method on the ticket's plan.
@@ -148,83 +227,20 @@ async fn produce(
 }
 
 /// Ends the compaction as cancelled if the future running it is dropped.
-#[derive(Debug)]
-struct AbortOnDrop<'a> {
-    session: &'a SharedSession,
+struct AbortOnDrop<A: Access> {
+    access: A,
     ticket: Option<Ticket>,
 }
 
-impl Drop for AbortOnDrop<'_> {
+impl<A: Access> Drop for AbortOnDrop<A> {
     fn drop(&mut self) {
         if let Some(ticket) = self.ticket.take() {
-            let mut session = lock_session(self.session);
             let error = CompactError::Cancelled {
                 by: "the caller (the compaction's future was dropped)".to_string(),
             };
-            if let Err(end_error) = abort(&mut session, ticket, &error) {
+            if let Err(end_error) = self.access.with(|session| abort(session, ticket, &error)) {
                 tracing::error!(%end_error, "could not record the cancelled compaction's end");
             }
         }
     }
-}
-
-/// Like [`compact_session_with`] on a shared session: the lock is taken
-/// only to plan, begin and commit, so the agent can append while a method
-/// runs. If the returned future is dropped while a method runs, the
-/// compaction ends with kind `cancelled` and the surface is unchanged.
-///
-/// # Errors
-/// As [`compact_session_with`]; [`CompactError::Changed`] (recorded, then
-/// falling through) when the session moved under the plan.
-pub async fn compact_shared(
-    session: &SharedSession,
-    methods: &[Arc<dyn CompactionMethod>],
-    policy: &Policy,
-    trigger: Trigger,
-    hooks: &dyn CompactionHooks,
-    context: &MethodContext,
-) -> Result<Outcome, CompactError> {
-    let mut failures: Vec<(String, String)> = Vec::new();
-    for method in methods {
-        let name = method.name().to_string();
-        if let Availability::Unavailable { reason } = method.available(context) {
-            failures.push((name, format!("unavailable: {reason}")));
-            continue;
-        }
-        let ticket = {
-            let mut guard = lock_session(session);
-            let Some(plan) = plan_for(&guard, policy, trigger) else {
-                return Err(nothing_to_compact(&guard));
-            };
-            begin(&mut guard, plan, &name)?
-        };
-        let mut holder = AbortOnDrop {
-            session,
-            ticket: Some(ticket),
-        };
-        let output = match holder.ticket.as_mut() {
-            Some(ticket) => produce(method.as_ref(), ticket, hooks).await,
-            None => continue,
-        };
-        let Some(ticket) = holder.ticket.take() else {
-            continue;
-        };
-        let result = {
-            let mut guard = lock_session(session);
-            match output {
-                Ok(output) => commit(&mut guard, ticket, output),
-                Err(error) => abort(&mut guard, ticket, &error).and(Err(error)),
-            }
-        };
-        match result {
-            Ok(mut outcome) => {
-                outcome.failures = failures;
-                hooks.after_compaction(&outcome).await;
-                return Ok(outcome);
-            }
-            Err(error) if error.stops_fallthrough() => return Err(error),
-            Err(error) => failures.push((name, error.to_string())),
-        }
-    }
-    Err(CompactError::AllFailed { failures })
 }

@@ -113,7 +113,7 @@ proptest! {
                 Op::Compact(keep) => {
                     let policy = Policy::default().with_keep_recent_tokens(keep);
                     // Failing is fine; what matters is what it leaves.
-                    let landed = rt.block_on(compact_session(&mut session, &methods, &policy, Trigger::MidTurn));
+                    let landed = rt.block_on(compact_session(&mut session, &methods[0], &policy, Trigger::MidTurn));
                     // Head-anchored: a landed checkpoint always sits first.
                     if let Ok(outcome) = landed {
                         prop_assert_eq!(Some(session.surface().seqs()[0]), outcome.checkpoint_seq);

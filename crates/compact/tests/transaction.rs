@@ -164,7 +164,7 @@ fn a_landed_compaction_writes_start_summary_checkpoint_end() {
     let before = session.surface().len();
     let outcome = run(compact_session(
         &mut session,
-        &[method("ok", Behaviour::Land)],
+        &method("ok", Behaviour::Land),
         &policy(),
         Trigger::Manual,
     ))
@@ -203,12 +203,12 @@ fn assert_fails_cleanly(behaviour: Behaviour, kind: &str) {
     let surface = session.surface().clone();
     let error = run(compact_session(
         &mut session,
-        &[method("m", behaviour)],
+        &method("m", behaviour),
         &policy(),
         Trigger::Manual,
     ))
     .unwrap_err();
-    assert!(matches!(error, CompactError::AllFailed { .. }), "{error}");
+    assert_eq!(error.kind(), kind, "{error}");
     assert_eq!(session.surface(), &surface);
     let ends = ends(&session);
     assert_eq!(ends.len(), 1);
@@ -230,33 +230,6 @@ fn an_empty_checkpoint_is_refused() {
 #[test]
 fn a_checkpoint_larger_than_the_span_is_refused() {
     assert_fails_cleanly(Behaviour::Huge, "not_smaller");
-}
-
-#[test]
-fn fall_through_reports_each_failure_and_lands_on_the_next() {
-    let store = MemoryStore::new();
-    let mut session = session_in(&store, 6);
-    let methods = [
-        method("bad", Behaviour::Fail),
-        method("big", Behaviour::Huge),
-        method("ok", Behaviour::Land),
-    ];
-    let outcome = run(compact_session(
-        &mut session,
-        &methods,
-        &policy(),
-        Trigger::Manual,
-    ))
-    .unwrap();
-    assert_eq!(outcome.method, "ok");
-    let failed: Vec<&str> = outcome.failures.iter().map(|(m, _)| m.as_str()).collect();
-    assert_eq!(failed, vec!["bad", "big"]);
-    let statuses: Vec<EndStatus> = ends(&session).iter().map(|e| e.status).collect();
-    assert_eq!(
-        statuses,
-        vec![EndStatus::Error, EndStatus::Error, EndStatus::Ok]
-    );
-    assert!(check_invariants(&session).is_ok());
 }
 
 #[test]
@@ -303,7 +276,7 @@ fn a_start_left_by_a_crash_is_stale_after_reopening() {
     assert!(!unmatched[0].live);
     let outcome = run(compact_session(
         &mut session,
-        &[method("ok", Behaviour::Land)],
+        &method("ok", Behaviour::Land),
         &policy(),
         Trigger::Manual,
     ))
@@ -334,25 +307,21 @@ fn a_store_failure_at_commit_rolls_back_and_records_the_end() {
 fn a_span_changed_while_the_method_ran_is_not_committed() {
     let store = MemoryStore::new();
     let shared: SharedSession = Arc::new(Mutex::new(session_in(&store, 6)));
-    let methods = [method("racy", Behaviour::ChangeSpan(shared.clone()))];
-    let error = run(compact_shared(
+    let racy = method("racy", Behaviour::ChangeSpan(shared.clone()));
+    let error = run(attempt(
         &shared,
-        &methods,
+        &racy,
         &policy(),
-        Trigger::Manual,
+        Target::Trigger(Trigger::Manual),
         &NoHooks,
         &MethodContext::default(),
     ))
     .unwrap_err();
-    let CompactError::AllFailed { failures } = error else {
-        panic!("{error}")
-    };
     assert!(
-        failures[0]
-            .1
+        error
+            .to_string()
             .starts_with("the session changed while compacting: position"),
-        "{}",
-        failures[0].1
+        "{error}"
     );
     let session = lock_session(&shared);
     assert_eq!(ends(&session)[0].kind.as_deref(), Some("changed"));
@@ -382,14 +351,14 @@ fn dropping_a_stalled_compaction_records_a_cancelled_end() {
     let store = MemoryStore::new();
     let shared: SharedSession = Arc::new(Mutex::new(session_in(&store, 6)));
     let surface = lock_session(&shared).surface().clone();
-    let methods = [method("slow", Behaviour::Stall)];
+    let slow = method("slow", Behaviour::Stall);
     let policy = policy();
     let context = MethodContext::default();
-    let future = compact_shared(
+    let future = attempt(
         &shared,
-        &methods,
+        &slow,
         &policy,
-        Trigger::Manual,
+        Target::Trigger(Trigger::Manual),
         &NoHooks,
         &context,
     );
@@ -431,9 +400,9 @@ fn hooks_cancel_supply_and_preserve() {
     };
     let error = run(compact_session_with(
         &mut session,
-        &[method("ok", Behaviour::Land)],
+        &method("ok", Behaviour::Land),
         &policy(),
-        Trigger::Manual,
+        Target::Trigger(Trigger::Manual),
         &cancel,
         &MethodContext::default(),
     ))
@@ -449,9 +418,9 @@ fn hooks_cancel_supply_and_preserve() {
     };
     let outcome = run(compact_session_with(
         &mut session,
-        &[method("bad", Behaviour::Fail)],
+        &method("bad", Behaviour::Fail),
         &policy(),
-        Trigger::Manual,
+        Target::Trigger(Trigger::Manual),
         &supply,
         &MethodContext::default(),
     ))
@@ -472,9 +441,9 @@ fn hooks_cancel_supply_and_preserve() {
     }
     let outcome = run(compact_session_with(
         &mut session,
-        &[method("ok", Behaviour::Land)],
+        &method("ok", Behaviour::Land),
         &policy(),
-        Trigger::Manual,
+        Target::Trigger(Trigger::Manual),
         &proceed,
         &MethodContext::default(),
     ))
@@ -496,7 +465,7 @@ fn the_previous_checkpoint_is_folded_into_the_next() {
     let mut session = session_in(&store, 6);
     let first = run(compact_session(
         &mut session,
-        &[method("ok", Behaviour::Land)],
+        &method("ok", Behaviour::Land),
         &policy(),
         Trigger::Manual,
     ))

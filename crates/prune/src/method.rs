@@ -29,7 +29,7 @@ pub const METHOD_NAMES: [&str; 3] = ["prune", "shake", "trim"];
 
 /// Settings of all three methods, for a settings file or the command line.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ReclaimConfig {
     /// The `prune` method.
     pub prune: PruneConfig,
@@ -240,11 +240,11 @@ mod tests {
 
     fn compact(
         b: &mut Builder,
-        method: Arc<dyn CompactionMethod>,
+        method: &dyn CompactionMethod,
         trigger: Trigger,
     ) -> Result<abridge_compact::Outcome, CompactError> {
         let policy = Policy::default().with_keep_recent_tokens(100);
-        futures::executor::block_on(compact_session(&mut b.session, &[method], &policy, trigger))
+        futures::executor::block_on(compact_session(&mut b.session, method, &policy, trigger))
     }
 
     fn loose() -> ReclaimConfig {
@@ -284,7 +284,7 @@ mod tests {
         let old: Vec<_> = (0..4).map(|_| b.output(300)).collect();
         b.say("next");
         let method = loose().method("prune", store()).unwrap().unwrap();
-        let outcome = compact(&mut b, method, Trigger::Manual).unwrap();
+        let outcome = compact(&mut b, &*method, Trigger::Manual).unwrap();
         assert!(outcome.tokens_after < outcome.tokens_before);
         assert!(check_invariants(&b.session).is_ok());
         assert_eq!(check_pairing(&b.session), ["c0", "c1", "c2", "c3"]);
@@ -309,11 +309,11 @@ mod tests {
             protect_tokens: 0,
             ..PruneConfig::default()
         }));
-        let error = compact(&mut b, method, Trigger::Manual).unwrap_err();
+        let error = compact(&mut b, &*method, Trigger::Manual).unwrap_err();
         let text = error.to_string();
         assert!(
             text.starts_with(
-                "every method failed: prune: nothing to compact: prune found no tool output \
+                "nothing to compact: prune found no tool output \
                  to reclaim (pruning would save only "
             ),
             "{text}"
@@ -350,7 +350,7 @@ mod tests {
         }
         let store = Arc::new(MemoryArtifactStore::new());
         let method = Arc::new(ShakeMethod::new(store.clone()));
-        let outcome = compact(&mut b, method, Trigger::Overflow).unwrap();
+        let outcome = compact(&mut b, &*method, Trigger::Overflow).unwrap();
         assert!(outcome.tokens_after < outcome.tokens_before);
         assert_eq!(store.len(), 1);
         assert!(check_invariants(&b.session).is_ok());
@@ -362,7 +362,7 @@ mod tests {
         b.call("bash", json!({}), &"z".repeat(20_000));
         b.say("next");
         let method = Arc::new(TrimMethod::new(TrimConfig::default()).unwrap());
-        let outcome = compact(&mut b, method, Trigger::Manual).unwrap();
+        let outcome = compact(&mut b, &*method, Trigger::Manual).unwrap();
         assert!(outcome.tokens_after < outcome.tokens_before);
         assert!(check_invariants(&b.session).is_ok());
     }

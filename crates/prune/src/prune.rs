@@ -26,7 +26,7 @@ use crate::scan::Snapshot;
 
 /// Settings of a prune pass. Every default is the documented one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct PruneConfig {
     /// The newest tool output, this many tokens of it, is never pruned
     /// (default 40000): the model is most likely still using it.

@@ -62,7 +62,7 @@ pub enum ShakePreset {
 
 /// Settings of a shake pass.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ShakeConfig {
     /// The newest messages, this many tokens of them, are left alone.
     pub keep_recent_tokens: u64,

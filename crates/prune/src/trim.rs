@@ -18,7 +18,7 @@ use crate::scan::Snapshot;
 
 /// Settings of a trim pass, in characters (Unicode scalar values).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct TrimConfig {
     /// A text block of a tool result longer than this is trimmed (default
     /// 8192).

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use std::time::Instant;
 
-use abridge_compact::CompactionMethod;
 use abridge_compact::EstimateCounter;
 use abridge_compact::MeterCounter;
 use abridge_compact::Policy;
@@ -137,13 +136,12 @@ pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
 
     // A whole digest compaction (plan, begin, run, commit), on a copy.
     let mut copy = generate()?;
-    let methods: Vec<Arc<dyn CompactionMethod>> = vec![Arc::new(DigestMethod)];
     let policy = Policy::new(Arc::new(EstimateCounter::new()));
     let start = Instant::now();
     let runtime = tokio::runtime::Builder::new_current_thread().build()?;
     let outcome = runtime.block_on(compact_session(
         &mut copy,
-        &methods,
+        &DigestMethod,
         &policy,
         Trigger::Manual,
     ))?;

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 pub(crate) mod compact;
 pub(crate) mod llm;
+pub(crate) mod maintenance;
 pub(crate) mod meter;
 pub(crate) mod prune;
 pub(crate) mod session;

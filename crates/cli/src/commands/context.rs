@@ -4,7 +4,6 @@ use std::path::PathBuf;
 
 use abridge_llm::Block;
 use abridge_llm::ImageSource;
-use abridge_llm::Message;
 
 use crate::open::open_session;
 
@@ -22,7 +21,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (session, _) = open_session(&args.session, false)?;
     let messages = abridge_compact::build_context(&session);
     if args.json {
-        let expanded = expand_frames(&session)?;
+        let expanded = abridge::expand_frames(&session)?;
         println!("{}", serde_json::to_string_pretty(&expanded)?);
         return Ok(());
     }
@@ -38,31 +37,6 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
 /// The surface with snapcompact frame references drawn into PNG images:
 /// the wire form a provider receives. References are never sent as they
 /// are stored.
-pub(crate) fn expand_frames(session: &abridge_session::Session) -> anyhow::Result<Vec<Message>> {
-    let cache = abridge_snapcompact::FrameCache::default();
-    let mut out = Vec::with_capacity(session.surface().len());
-    for seq in session.surface().seqs() {
-        let Some(message) = session.message(*seq) else {
-            continue;
-        };
-        if !abridge_snapcompact::is_snapcompact_checkpoint(message) {
-            out.push(message.as_ref().clone());
-            continue;
-        }
-        let summary = abridge_compact::summary_of_checkpoint(session, *seq)
-            .ok_or_else(|| anyhow::anyhow!("checkpoint {seq} has no compaction/summary event"))?;
-        let archive =
-            abridge_snapcompact::Archive::from_summary(&summary.summary, &summary.details)
-                .ok_or_else(|| {
-                    anyhow::anyhow!("checkpoint {seq}: its snapcompact archive cannot be read back")
-                })?;
-        let mut expanded = message.as_ref().clone();
-        expanded.content = archive.expand(&message.content, &cache)?;
-        out.push(expanded);
-    }
-    Ok(out)
-}
-
 fn render_blocks(blocks: &[Block], out: &mut String, indent: &str) {
     for block in blocks {
         match block {

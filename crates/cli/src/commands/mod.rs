@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub(crate) mod branch;
 pub(crate) mod check;
 pub(crate) mod compact;
 pub(crate) mod context;

@@ -60,9 +60,9 @@ fn build(
     entry: &abridge_llm::ModelEntry,
 ) -> anyhow::Result<String> {
     let window = entry.context_window;
-    let threshold = abridge_compact_basic::Budget::new(window)
-        .threshold()
-        .unwrap_or(window);
+    let threshold = abridge::Settings::default()
+        .limits(window)
+        .map_or(window, |limits| limits.threshold);
     let mut facts = Facts::default();
     let points = replay(session, entry, &mut facts)?;
     expand(session, &mut facts);
@@ -198,7 +198,7 @@ fn replay(
 /// page shows the images the model sees. A checkpoint whose archive cannot
 /// be read back is shown with its references and a warning on stderr.
 fn expand(session: &Session, facts: &mut Facts) {
-    match super::context::expand_frames(session) {
+    match abridge::expand_frames(session) {
         Ok(expanded) => {
             for (seq, message) in session.surface().seqs().iter().zip(expanded) {
                 if abridge_compact::is_checkpoint(&message) {

@@ -10,17 +10,18 @@
 //! exists after a simulated compaction. Both runs therefore measure with
 //! the model's own tokenizer estimate.
 //!
-//! When every method fails, the failure is recorded and the simulation
-//! backs off until the context grows by another 5% of the window before
-//! trying again, instead of retrying on every append.
+//! Compaction is decided by the same Maintenance a library user's Harness
+//! runs: after every replayed message it is asked for a threshold pass
+//! (mid-turn inside a tool loop). Its progress rule, fall-through and
+//! breaker are what the report shows, trigger by trigger.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
-use abridge_compact::CompactError;
+use abridge::Harness;
+use abridge::MethodFailure;
+use abridge::PassStatus;
 use abridge_compact::MeterCounter;
-use abridge_compact::Policy;
 use abridge_compact::Trigger;
 use abridge_llm::Role;
 use abridge_session::EventBody;
@@ -29,15 +30,12 @@ use abridge_session::SurfaceOp;
 use serde::Serialize;
 
 use crate::limits::BudgetArgs;
-use crate::limits::Limits;
 use crate::methods;
 use crate::model;
 use crate::open::open_session;
 
 /// After a failed compaction, wait for this percentage of the window of
 /// growth before trying again.
-const BACKOFF_PERCENT: u64 = 5;
-
 /// Arguments of `abridge simulate`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -60,11 +58,16 @@ pub(crate) struct Args {
 struct Compaction {
     /// Index (0-based) of the replayed message after which it fired.
     at_message: usize,
+    /// The trigger Maintenance ran for.
+    trigger: Trigger,
+    /// The methods that landed in the pass, joined with `+`.
     method: String,
     tokens_before: u64,
     tokens_after: u64,
-    /// Methods that failed before this one landed.
-    failures: Vec<(String, String)>,
+    /// How the pass ended.
+    status: PassStatus,
+    /// Methods that failed or were skipped in the pass.
+    failures: Vec<MethodFailure>,
     millis: u128,
 }
 
@@ -72,8 +75,10 @@ struct Compaction {
 #[derive(Debug, Serialize)]
 struct Failure {
     at_message: usize,
+    trigger: Trigger,
     tokens: u64,
-    failures: Vec<(String, String)>,
+    status: PassStatus,
+    failures: Vec<MethodFailure>,
     millis: u128,
 }
 
@@ -108,6 +113,9 @@ struct Report {
     threshold: u64,
     keep: u64,
     methods: Vec<String>,
+    /// Methods of the order that never ran (not configured, or
+    /// unavailable for the model), each once, with why.
+    skipped: Vec<MethodFailure>,
     messages: usize,
     assistant_turns: usize,
     compaction_count: usize,
@@ -123,17 +131,18 @@ struct Report {
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (source, _) = open_session(&args.session, false)?;
     let (model_id, lookup) = model::resolve(&source, args.budget.model.as_deref());
-    let Limits {
-        window,
-        threshold,
-        keep,
-    } = args.budget.limits(lookup.entry.context_window)?;
+    let (settings, limits) = args
+        .budget
+        .resolve(&args.session, lookup.entry.context_window)?;
+    let (window, threshold, keep) = (limits.window, limits.threshold, limits.keep);
+    let method_names = settings.method_order.clone();
     // Artifacts (shake) stay in memory: a simulation writes nothing to disk.
-    let methods = methods::build(
-        &args.budget.method,
+    let sources = methods::sources(
         &args.llm,
         methods::Artifacts::Memory,
         &model_id,
+        &settings.method_order,
+        !args.budget.method.is_empty(),
     )?;
     let messages = replayed_messages(&source);
     if messages.is_empty() {
@@ -144,13 +153,17 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     }
 
     let message_count = messages.len();
-    let counter = Arc::new(MeterCounter::for_model(&lookup.entry));
-    let base_counter = MeterCounter::for_model(&lookup.entry);
-    let policy = Policy::new(counter.clone()).with_keep_recent_tokens(keep);
+    let harness = Harness::builder(Session::in_memory("simulate"), model_id.clone())
+        .settings(settings)
+        .window(window)
+        .sources(sources)
+        .build()?;
+    let mut lookup_entry = lookup.entry;
+    lookup_entry.context_window = window;
+    let base_counter = MeterCounter::for_model(&lookup_entry);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let mut sim = Session::in_memory("simulate");
     let mut base = Session::in_memory("simulate-baseline");
     let mut simulated = Run::default();
     let mut baseline = Run::default();
@@ -159,9 +172,6 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let mut assistant_turns = 0;
     let mut sim_tokens = 0;
     let mut base_tokens = 0;
-    // After a failure, no new attempt until the context reaches this.
-    let mut retry_at = threshold;
-    let backoff = (window * BACKOFF_PERCENT / 100).max(1);
 
     for (index, message) in messages.into_iter().enumerate() {
         if message.role == Role::Assistant {
@@ -170,53 +180,50 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             simulated.turn(sim_tokens, window);
             baseline.turn(base_tokens, window);
         }
+        // Inside a tool loop (after a call's result) the next request
+        // comes without a user turn: that is a mid-turn check.
+        let trigger = if message.role == Role::Tool {
+            Trigger::MidTurn
+        } else {
+            Trigger::Threshold
+        };
         base.append_message(message.clone())?;
         base_tokens = base_counter.measure(&base).tokens;
-        sim.append_message(message)?;
-        sim_tokens = counter.measure(&sim).tokens;
-        if sim_tokens < threshold.max(retry_at) {
-            continue;
-        }
+        harness.append(message)?;
         let started = Instant::now();
-        let result = runtime.block_on(abridge_compact::compact_session(
-            &mut sim,
-            &methods,
-            &policy,
-            Trigger::Threshold,
-        ));
+        let pass = runtime.block_on(async {
+            match trigger {
+                Trigger::MidTurn => harness.mid_turn().await,
+                _ => harness.after_turn().await,
+            }
+        })?;
         let millis = started.elapsed().as_millis();
-        match result {
-            Ok(outcome) => {
-                sim_tokens = counter.measure(&sim).tokens;
-                retry_at = threshold;
-                compactions.push(Compaction {
-                    at_message: index,
-                    method: outcome.method,
-                    tokens_before: outcome.tokens_before,
-                    tokens_after: outcome.tokens_after,
-                    failures: outcome.failures,
-                    millis,
-                });
-            }
-            Err(CompactError::AllFailed { failures }) => {
-                retry_at = sim_tokens + backoff;
-                failed_attempts.push(Failure {
-                    at_message: index,
-                    tokens: sim_tokens,
-                    failures,
-                    millis,
-                });
-            }
-            Err(CompactError::NothingToCompact { reason }) => {
-                retry_at = sim_tokens + backoff;
-                failed_attempts.push(Failure {
-                    at_message: index,
-                    tokens: sim_tokens,
-                    failures: vec![("plan".to_string(), reason)],
-                    millis,
-                });
-            }
-            Err(error) => return Err(error.into()),
+        sim_tokens = harness.tokens();
+        match pass.status {
+            PassStatus::NotNeeded | PassStatus::Disabled | PassStatus::BreakerOpen => {}
+            _ if pass.landed() => compactions.push(Compaction {
+                at_message: index,
+                trigger,
+                method: pass
+                    .outcomes
+                    .iter()
+                    .map(|o| o.method.as_str())
+                    .collect::<Vec<_>>()
+                    .join("+"),
+                tokens_before: pass.tokens_before,
+                tokens_after: pass.tokens_after,
+                status: pass.status,
+                failures: pass.failures,
+                millis,
+            }),
+            _ => failed_attempts.push(Failure {
+                at_message: index,
+                trigger,
+                tokens: pass.tokens_before,
+                status: pass.status,
+                failures: pass.failures,
+                millis,
+            }),
         }
     }
     simulated.final_context = sim_tokens;
@@ -228,7 +235,8 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         window,
         threshold,
         keep,
-        methods: args.budget.method.clone(),
+        methods: method_names,
+        skipped: skipped(&compactions, &failed_attempts),
         messages: message_count,
         assistant_turns,
         compaction_count: compactions.len(),
@@ -267,6 +275,27 @@ fn percent_less(before: u64, after: u64) -> f64 {
     100.0 * (1.0 - after as f64 / before.max(1) as f64)
 }
 
+/// Failures that say a method could not run at all, rather than that it
+/// tried and failed.
+fn is_skip(failure: &MethodFailure) -> bool {
+    failure.kind == "not_configured" || failure.kind == "unavailable"
+}
+
+/// Every skip seen in the replay, once per method and reason.
+fn skipped(compactions: &[Compaction], failed: &[Failure]) -> Vec<MethodFailure> {
+    let mut out: Vec<MethodFailure> = Vec::new();
+    let all = compactions
+        .iter()
+        .flat_map(|c| &c.failures)
+        .chain(failed.iter().flat_map(|f| &f.failures));
+    for failure in all.filter(|f| is_skip(f)) {
+        if !out.contains(failure) {
+            out.push(failure.clone());
+        }
+    }
+    out
+}
+
 fn print_human(report: &Report, timings: bool) {
     println!(
         "{}: {} messages, {} assistant turns; model {}, window {}, threshold {}, keep {}, methods {}",
@@ -279,6 +308,9 @@ fn print_human(report: &Report, timings: bool) {
         report.keep,
         report.methods.join(",")
     );
+    for skip in &report.skipped {
+        println!("skipped: {}", skip.message);
+    }
     if !report.compactions.is_empty() || !report.failed_attempts.is_empty() {
         let time = if timings {
             format!(" {:>8}", "ms")
@@ -304,8 +336,14 @@ fn print_human(report: &Report, timings: bool) {
             c.tokens_after,
             percent_less(c.tokens_before, c.tokens_after)
         );
-        for (method, error) in &c.failures {
-            println!("         {method} failed first: {error}");
+        if c.status != PassStatus::Succeeded {
+            println!("         pass {:?} ({})", c.status, c.trigger.as_str());
+        }
+        for failure in c.failures.iter().filter(|f| !is_skip(f)) {
+            println!(
+                "         {} failed first: {}",
+                failure.method, failure.message
+            );
         }
     }
     for f in &report.failed_attempts {
@@ -318,8 +356,8 @@ fn print_human(report: &Report, timings: bool) {
             "{:>7}  {:<12} {:>9} {:>9} {:>6}{time}",
             f.at_message, "(failed)", f.tokens, "-", "-"
         );
-        for (method, error) in &f.failures {
-            println!("         {method}: {error}");
+        for failure in f.failures.iter().filter(|f| !is_skip(f)) {
+            println!("         {}: {}", failure.method, failure.message);
         }
     }
     let (s, b) = (&report.simulated, &report.baseline);

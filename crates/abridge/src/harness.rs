@@ -1,0 +1,447 @@
+//! `Harness`: what an agent loop calls. It owns the session, its one token
+//! counter and its Maintenance; it builds each request and records each
+//! reply.
+//!
+//! The loop a framework writes:
+//!
+//! 1. `harness.append(user message)`;
+//! 2. `harness.request()` gives the messages to send;
+//! 3. on a reply, `harness.record(response)`, then `harness.after_turn()`
+//!    (or `mid_turn()` inside a tool loop); on an error,
+//!    `harness.on_error(&error)` and retry when it says so.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+
+use abridge_compact::CompactionHooks;
+use abridge_compact::CompactionMethod;
+use abridge_compact::MeterCounter;
+use abridge_compact::Policy;
+use abridge_compact::SharedSession;
+use abridge_compact::TokenCounter;
+use abridge_compact::Trigger;
+use abridge_compact::lock_session;
+use abridge_llm::Catalog;
+use abridge_llm::LlmClient;
+use abridge_llm::LlmError;
+use abridge_llm::Message;
+use abridge_llm::ModelEntry;
+use abridge_llm::Purpose;
+use abridge_llm::Request;
+use abridge_llm::Response;
+use abridge_session::Seq;
+use abridge_session::Session;
+
+use crate::error::HarnessError;
+use crate::maintenance::Maintenance;
+use crate::maintenance::Observer;
+use crate::maintenance::Pass;
+use crate::maintenance::PassStatus;
+use crate::methods::MethodSources;
+use crate::methods::build_methods;
+use crate::request::expand_frames;
+use crate::settings::Limits;
+use crate::settings::Settings;
+
+/// Builds a [`Harness`].
+#[derive(Debug)]
+pub struct HarnessBuilder {
+    session: SharedSession,
+    client: Option<Arc<dyn LlmClient>>,
+    model: String,
+    catalog: Catalog,
+    settings: Settings,
+    window: Option<u64>,
+    methods: Option<Vec<Arc<dyn CompactionMethod>>>,
+    sources: Option<MethodSources>,
+    hooks: Option<Arc<dyn CompactionHooks>>,
+    observer: Option<ObserverSlot>,
+}
+
+struct ObserverSlot(Observer);
+
+impl std::fmt::Debug for ObserverSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Observer")
+    }
+}
+
+impl HarnessBuilder {
+    /// A harness over `session` for `model` (looked up in the catalog for
+    /// its window, tokenizer and image rules).
+    pub fn new(session: Session, model: impl Into<String>) -> Self {
+        Self::shared(std::sync::Arc::new(Mutex::new(session)), model)
+    }
+
+    /// The same over a session the host already shares.
+    pub fn shared(session: SharedSession, model: impl Into<String>) -> Self {
+        HarnessBuilder {
+            session,
+            client: None,
+            model: model.into(),
+            catalog: Catalog::builtin(),
+            settings: Settings::default(),
+            window: None,
+            methods: None,
+            sources: None,
+            hooks: None,
+            observer: None,
+        }
+    }
+
+    /// The client the agent's turns go through ([`Harness::complete`]).
+    pub fn client(mut self, client: Arc<dyn LlmClient>) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// Settings; default [`Settings::default`].
+    pub fn settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// The catalog to look the model up in; default the built-in one.
+    pub fn catalog(mut self, catalog: Catalog) -> Self {
+        self.catalog = catalog;
+        self
+    }
+
+    /// Overrides the model's context window (a smaller deployment, a test).
+    pub fn window(mut self, tokens: u64) -> Self {
+        self.window = Some(tokens);
+        self
+    }
+
+    /// What the settings' method order is built from (summarizer, remote
+    /// endpoint, artifact store). Default: model-free methods only.
+    pub fn sources(mut self, sources: MethodSources) -> Self {
+        self.sources = Some(sources);
+        self
+    }
+
+    /// Exactly these methods, in this order, instead of building the
+    /// settings' order.
+    pub fn methods(mut self, methods: Vec<Arc<dyn CompactionMethod>>) -> Self {
+        self.methods = Some(methods);
+        self
+    }
+
+    /// Host hooks around every compaction.
+    pub fn hooks(mut self, hooks: Arc<dyn CompactionHooks>) -> Self {
+        self.hooks = Some(hooks);
+        self
+    }
+
+    /// Receives every maintenance step.
+    pub fn observer(mut self, observer: Observer) -> Self {
+        self.observer = Some(ObserverSlot(observer));
+        self
+    }
+
+    /// Builds the harness.
+    ///
+    /// # Errors
+    /// [`HarnessError::Settings`] when the settings cannot work with the
+    /// model's window.
+    pub fn build(self) -> Result<Harness, HarnessError> {
+        let lookup = self.catalog.lookup(&self.model);
+        let mut entry = lookup.entry;
+        if let Some(window) = self.window {
+            entry.context_window = window;
+        }
+        let limits = self.settings.limits(entry.context_window)?;
+        let counter = Arc::new(MeterCounter::for_model(&entry));
+        let (methods, skipped) = match self.methods {
+            Some(methods) => (methods, Vec::new()),
+            None => {
+                let sources = self.sources.unwrap_or_else(|| MethodSources {
+                    catalog: self.catalog.clone(),
+                    ..MethodSources::offline(self.model.clone())
+                });
+                build_methods(&self.settings, &sources)
+            }
+        };
+        let policy = Policy::new(counter.clone());
+        let mut maintenance = Maintenance::new(methods, policy, limits)
+            .with_not_configured(skipped)
+            .with_enabled(self.settings.enabled)
+            .with_breaker(self.settings.breaker_failures)
+            .with_model(self.model.clone());
+        if let Some(hooks) = self.hooks {
+            maintenance = maintenance.with_hooks(hooks);
+        }
+        if let Some(ObserverSlot(observer)) = self.observer {
+            maintenance = maintenance.with_observer(observer);
+        }
+        Ok(Harness {
+            session: self.session,
+            client: self.client,
+            model: Mutex::new(self.model),
+            entry,
+            catalog: self.catalog,
+            counter,
+            maintenance,
+            settings: self.settings,
+        })
+    }
+}
+
+/// What [`Harness::on_error`] did about a failed request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recovery {
+    /// The error is not one compaction can fix; handle it as usual.
+    NotHandled,
+    /// Switched to a model with a larger window: retry the turn with
+    /// [`Harness::model`].
+    Promoted {
+        /// The new model.
+        model: String,
+    },
+    /// Compacted: retry the turn when the pass succeeded.
+    Compacted(Pass),
+}
+
+/// One session's agent-side room: request building, recording and
+/// maintenance.
+#[derive(Debug)]
+pub struct Harness {
+    session: SharedSession,
+    client: Option<Arc<dyn LlmClient>>,
+    model: Mutex<String>,
+    entry: ModelEntry,
+    catalog: Catalog,
+    counter: Arc<MeterCounter>,
+    maintenance: Maintenance,
+    settings: Settings,
+}
+
+impl Harness {
+    /// Starts a builder; see [`HarnessBuilder::new`].
+    pub fn builder(session: Session, model: impl Into<String>) -> HarnessBuilder {
+        HarnessBuilder::new(session, model)
+    }
+
+    /// The shared session (lock it briefly; never across an await).
+    pub fn session(&self) -> &SharedSession {
+        &self.session
+    }
+
+    /// The model the next turn should use (changes after a promotion).
+    pub fn model(&self) -> String {
+        self.model
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The catalog entry the session is measured with.
+    pub fn entry(&self) -> &ModelEntry {
+        &self.entry
+    }
+
+    /// The figures this session works under.
+    pub fn limits(&self) -> Limits {
+        self.maintenance.limits()
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The state machine, for manual passes and its state.
+    pub fn maintenance(&self) -> &Maintenance {
+        &self.maintenance
+    }
+
+    /// The figure every trigger acts on: `max(anchored, estimated)`.
+    pub fn tokens(&self) -> u64 {
+        self.counter.context_tokens(&lock_session(&self.session))
+    }
+
+    /// The meter's full measure (anchored, estimated, ratio).
+    pub fn measure(&self) -> abridge_meter::Measure {
+        self.counter.measure(&lock_session(&self.session))
+    }
+
+    /// Appends a user or tool message.
+    ///
+    /// # Errors
+    /// When the session rejects or cannot write it.
+    pub fn append(&self, message: Message) -> Result<Seq, HarnessError> {
+        Ok(lock_session(&self.session).append_message(message)?)
+    }
+
+    /// Appends the model's reply with its usage (which anchors the meter).
+    ///
+    /// # Errors
+    /// When the session rejects or cannot write it.
+    pub fn record(&self, response: &Response) -> Result<Seq, HarnessError> {
+        let mut message = response.message.clone();
+        message.meta.usage = Some(response.usage);
+        Ok(lock_session(&self.session).append_message(message)?)
+    }
+
+    /// Exactly what the next call sends: the surface, with snapcompact
+    /// frames drawn from their archives.
+    ///
+    /// # Errors
+    /// [`HarnessError::Frames`] when a checkpoint's archive cannot be read
+    /// back.
+    pub fn request(&self) -> Result<Vec<Message>, HarnessError> {
+        expand_frames(&lock_session(&self.session))
+    }
+
+    /// The next turn's request for the current model, for a host that sets
+    /// its own tools, output cap or temperature before sending it.
+    ///
+    /// # Errors
+    /// As [`request`](Self::request).
+    pub fn turn_request(&self) -> Result<Request, HarnessError> {
+        Ok(Request::new(self.model(), self.request()?, Purpose::Turn))
+    }
+
+    /// Sends [`request`](Self::request) through the client as a turn.
+    ///
+    /// # Errors
+    /// [`HarnessError::NoClient`], or the model call's error (hand it to
+    /// [`on_error`](Self::on_error)).
+    pub async fn complete(
+        &self,
+        tools: Vec<abridge_llm::ToolSpec>,
+    ) -> Result<Response, HarnessError> {
+        let client = self.client.clone().ok_or(HarnessError::NoClient)?;
+        let mut request = self.turn_request()?;
+        request.tools = tools;
+        Ok(client.complete(&request).await?)
+    }
+
+    /// After a good turn: a threshold pass when the context is above the
+    /// threshold, then the auto-continue message when one is set.
+    ///
+    /// # Errors
+    /// Only when the session cannot be written.
+    pub async fn after_turn(&self) -> Result<Pass, HarnessError> {
+        let pass = self
+            .maintenance
+            .run(&self.session, Trigger::Threshold)
+            .await?;
+        if pass.status == PassStatus::Succeeded
+            && let Some(text) = &self.settings.auto_continue
+        {
+            self.append(Message::user(text.clone()))?;
+        }
+        Ok(pass)
+    }
+
+    /// Between tool calls inside a turn, before the next request. Does
+    /// nothing when `mid_turn` is off in the settings.
+    ///
+    /// # Errors
+    /// Only when the session cannot be written.
+    pub async fn mid_turn(&self) -> Result<Pass, HarnessError> {
+        let tokens = self.tokens();
+        if !self.settings.mid_turn {
+            return Ok(self.idle_pass(Trigger::MidTurn, PassStatus::Disabled, tokens));
+        }
+        Ok(self
+            .maintenance
+            .run(&self.session, Trigger::MidTurn)
+            .await?)
+    }
+
+    /// When the user has been away `idle_minutes` (the host keeps time).
+    ///
+    /// # Errors
+    /// Only when the session cannot be written.
+    pub async fn idle(&self) -> Result<Pass, HarnessError> {
+        let tokens = self.tokens();
+        if self.settings.idle_minutes.is_none() {
+            return Ok(self.idle_pass(Trigger::Idle, PassStatus::Disabled, tokens));
+        }
+        Ok(self.maintenance.run(&self.session, Trigger::Idle).await?)
+    }
+
+    fn idle_pass(&self, trigger: Trigger, status: PassStatus, tokens: u64) -> Pass {
+        Pass {
+            trigger,
+            status,
+            tokens_before: tokens,
+            tokens_after: tokens,
+            goal: self.maintenance.goal(trigger),
+            outcomes: Vec::new(),
+            failures: Vec::new(),
+        }
+    }
+
+    /// A failed request: on a context overflow, promotes to the configured
+    /// larger-window model once, else runs an overflow pass.
+    ///
+    /// # Errors
+    /// Only when the session cannot be written.
+    pub async fn on_error(&self, error: &LlmError) -> Result<Recovery, HarnessError> {
+        if !error.is_context_overflow() {
+            return Ok(Recovery::NotHandled);
+        }
+        self.recover(Trigger::Overflow).await
+    }
+
+    /// The reply stopped at the output limit because the context left too
+    /// little room. Do not record the cut reply; call this and retry.
+    ///
+    /// # Errors
+    /// Only when the session cannot be written.
+    pub async fn on_length_stop(&self) -> Result<Recovery, HarnessError> {
+        self.recover(Trigger::IncompleteOutput).await
+    }
+
+    async fn recover(&self, trigger: Trigger) -> Result<Recovery, HarnessError> {
+        if let Some(model) = self.promotion() {
+            tracing::info!(%model, "context promotion");
+            *self
+                .model
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = model.clone();
+            return Ok(Recovery::Promoted { model });
+        }
+        Ok(Recovery::Compacted(
+            self.maintenance.run(&self.session, trigger).await?,
+        ))
+    }
+
+    /// The promotion model, when one is set, not yet in use, and has a
+    /// larger window than the current model.
+    fn promotion(&self) -> Option<String> {
+        let target = self.settings.promotion_model.as_ref()?;
+        if *target == self.model() {
+            return None;
+        }
+        let window = self.catalog.lookup(target).entry.context_window;
+        (window > self.entry.context_window).then(|| target.clone())
+    }
+
+    /// A manual pass: the named methods (empty: the configured order) with
+    /// optional focus instructions. Resets the breaker.
+    ///
+    /// # Errors
+    /// Only when the session cannot be written.
+    pub async fn compact(
+        &self,
+        methods: &[String],
+        instructions: Option<String>,
+    ) -> Result<Pass, HarnessError> {
+        Ok(self
+            .maintenance
+            .run_with(&self.session, Trigger::Manual, methods, instructions)
+            .await?)
+    }
+
+    /// Writes buffered events to the store.
+    ///
+    /// # Errors
+    /// When the store cannot write.
+    pub fn sync(&self) -> Result<(), HarnessError> {
+        Ok(lock_session(&self.session).sync()?)
+    }
+}

@@ -1,0 +1,646 @@
+//! `Maintenance`: the one state machine that decides when to compact and
+//! with what, for every trigger.
+//!
+//! A pass walks the method order. Each attempt plans afresh on the current
+//! surface (so a later method works on what an earlier one left), checks
+//! the method's availability, runs the hooks and is guarded against drop
+//! (see [`abridge_compact::attempt`]). A landed attempt that leaves the
+//! context above the pass's goal is kept, and the next method runs on the
+//! result. The pass succeeds when the context is at or below the goal:
+//! `target_percent` of the threshold, or, after an overflow or a length
+//! stop, the window minus the reserve. Failed automatic passes are counted;
+//! `breaker_failures` of them in a row stop automatic maintenance until a
+//! success or a manual run, so a session that cannot be reduced never
+//! loops.
+//!
+//! | trigger | runs when | skipped methods |
+//! |---|---|---|
+//! | threshold, mid-turn | context above the threshold | none |
+//! | idle | context above half the threshold | none |
+//! | overflow | always | `handoff` (it would resend the input that overflowed) |
+//! | incomplete output | always | none |
+//! | manual | always; the breaker is reset | none |
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
+
+use abridge_compact::CompactError;
+use abridge_compact::CompactionHooks;
+use abridge_compact::CompactionMethod;
+use abridge_compact::MethodContext;
+use abridge_compact::NoHooks;
+use abridge_compact::Outcome;
+use abridge_compact::Policy;
+use abridge_compact::SharedSession;
+use abridge_compact::Span;
+use abridge_compact::Target;
+use abridge_compact::Trigger;
+use abridge_compact::attempt;
+use abridge_compact::lock_session;
+use serde::Serialize;
+use tracing::Instrument;
+
+use crate::settings::Limits;
+
+/// One method's failure within a pass: typed, so hosts match on `kind`
+/// instead of parsing text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MethodFailure {
+    /// The method's name.
+    pub method: String,
+    /// The failure's kind: a [`CompactError::kind`] (`summary`,
+    /// `not_smaller`, `llm`, ...), `unavailable` or `not_configured`.
+    pub kind: String,
+    /// What happened, for people.
+    pub message: String,
+}
+
+impl MethodFailure {
+    fn from_error(method: &str, error: &CompactError) -> Self {
+        let kind = match error.inner() {
+            CompactError::Unavailable { .. } => "unavailable",
+            other => other.kind(),
+        };
+        MethodFailure {
+            method: method.to_string(),
+            kind: kind.to_string(),
+            message: error.to_string(),
+        }
+    }
+}
+
+/// How a pass ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PassStatus {
+    /// The trigger did not call for compaction (under the threshold).
+    NotNeeded,
+    /// Automatic maintenance is turned off in the settings.
+    Disabled,
+    /// The breaker is open after repeated failures; a manual run resets it.
+    BreakerOpen,
+    /// Another pass is running on this session.
+    Busy,
+    /// The context ended at or below the goal.
+    Succeeded,
+    /// Methods landed but the context is still above the goal.
+    Insufficient,
+    /// Nothing landed.
+    Failed,
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pass {
+    /// Why it ran.
+    pub trigger: Trigger,
+    /// How it ended.
+    pub status: PassStatus,
+    /// The figure to act on before the pass.
+    pub tokens_before: u64,
+    /// The same figure after.
+    pub tokens_after: u64,
+    /// The figure the pass had to reach.
+    pub goal: u64,
+    /// Every attempt that landed, in order.
+    pub outcomes: Vec<Outcome>,
+    /// Every method that failed or was skipped, in order.
+    pub failures: Vec<MethodFailure>,
+}
+
+impl Pass {
+    /// True when the surface changed.
+    pub fn landed(&self) -> bool {
+        !self.outcomes.is_empty()
+    }
+
+    fn idle(trigger: Trigger, status: PassStatus, tokens: u64, goal: u64) -> Self {
+        Pass {
+            trigger,
+            status,
+            tokens_before: tokens,
+            tokens_after: tokens,
+            goal,
+            outcomes: Vec::new(),
+            failures: Vec::new(),
+        }
+    }
+}
+
+/// Every step of maintenance, for a UI to follow. Each is also a tracing
+/// event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum MaintenanceEvent {
+    /// A pass begins.
+    PassStarted {
+        /// Why.
+        trigger: Trigger,
+        /// The figure now.
+        tokens: u64,
+        /// The figure to reach.
+        goal: u64,
+    },
+    /// A method is about to run.
+    AttemptStarted {
+        /// Its name.
+        method: String,
+    },
+    /// A method landed.
+    AttemptLanded {
+        /// Its name.
+        method: String,
+        /// The figure before it.
+        tokens_before: u64,
+        /// The figure after it.
+        tokens_after: u64,
+    },
+    /// A method failed or was skipped.
+    AttemptFailed(MethodFailure),
+    /// The pass ended.
+    PassEnded {
+        /// Why it ran.
+        trigger: Trigger,
+        /// How it ended.
+        status: PassStatus,
+        /// The figure after.
+        tokens: u64,
+    },
+    /// Automatic maintenance stopped after repeated failures.
+    BreakerOpened {
+        /// Failed passes in a row.
+        failures: u32,
+    },
+}
+
+/// Receives every [`MaintenanceEvent`]. Must return quickly: it is called
+/// inline.
+pub type Observer = Arc<dyn Fn(&MaintenanceEvent) + Send + Sync>;
+
+/// The state machine for one session. Build it with
+/// [`Maintenance::new`]; the [`Harness`](crate::Harness) owns one.
+#[derive(Clone)]
+pub struct Maintenance {
+    methods: Vec<Arc<dyn CompactionMethod>>,
+    not_configured: Vec<MethodFailure>,
+    policy: Policy,
+    limits: Limits,
+    enabled: bool,
+    breaker_failures: u32,
+    hooks: Arc<dyn CompactionHooks>,
+    model: Option<String>,
+    observer: Option<Observer>,
+    state: Arc<State>,
+}
+
+impl std::fmt::Debug for Maintenance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Maintenance")
+            .field(
+                "methods",
+                &self.methods.iter().map(|m| m.name()).collect::<Vec<_>>(),
+            )
+            .field("limits", &self.limits)
+            .field("enabled", &self.enabled)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    running: AtomicBool,
+    failures: Mutex<u32>,
+}
+
+/// Clears the running flag when a pass ends, however it ends.
+struct Running<'a>(&'a AtomicBool);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+impl Maintenance {
+    /// Maintenance over `methods` (in order) for a session measured by
+    /// `policy`'s counter, under `limits`.
+    pub fn new(methods: Vec<Arc<dyn CompactionMethod>>, policy: Policy, limits: Limits) -> Self {
+        let mut policy = policy;
+        policy.keep_recent_tokens = limits.keep;
+        Maintenance {
+            methods,
+            not_configured: Vec::new(),
+            policy,
+            limits,
+            enabled: true,
+            breaker_failures: crate::settings::DEFAULT_BREAKER_FAILURES,
+            hooks: Arc::new(NoHooks),
+            model: None,
+            observer: None,
+            state: Arc::new(State::default()),
+        }
+    }
+
+    /// Methods named in the order that could not be built, each with why;
+    /// reported as failures of kind `not_configured` in every pass.
+    pub fn with_not_configured(mut self, skipped: Vec<MethodFailure>) -> Self {
+        self.not_configured = skipped;
+        self
+    }
+
+    /// Turns automatic triggers on or off (manual runs always work).
+    pub fn with_enabled(mut self, enabled: bool) -> Self {
+        self.enabled = enabled;
+        self
+    }
+
+    /// Failed automatic passes in a row that open the breaker (at least 1).
+    pub fn with_breaker(mut self, failures: u32) -> Self {
+        self.breaker_failures = failures.max(1);
+        self
+    }
+
+    /// Host hooks, run around every attempt.
+    pub fn with_hooks(mut self, hooks: Arc<dyn CompactionHooks>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// The model the next turn uses, for methods' availability checks.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Receives every step.
+    pub fn with_observer(mut self, observer: Observer) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The figures this session works under.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The counting policy (counter and retention budget).
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The methods, in order.
+    pub fn methods(&self) -> &[Arc<dyn CompactionMethod>] {
+        &self.methods
+    }
+
+    /// Methods left out because they could not be built, with why.
+    pub fn not_configured(&self) -> &[MethodFailure] {
+        &self.not_configured
+    }
+
+    /// Failed automatic passes in a row.
+    pub fn consecutive_failures(&self) -> u32 {
+        *self.failures()
+    }
+
+    /// True when automatic triggers are stopped until a success or a
+    /// manual run.
+    pub fn breaker_open(&self) -> bool {
+        self.consecutive_failures() >= self.breaker_failures
+    }
+
+    fn failures(&self) -> std::sync::MutexGuard<'_, u32> {
+        self.state
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn emit(&self, event: &MaintenanceEvent) {
+        tracing::info!(?event, "maintenance");
+        if let Some(observer) = &self.observer {
+            observer(event);
+        }
+    }
+
+    /// The figure a pass for `trigger` must reach.
+    pub fn goal(&self, trigger: Trigger) -> u64 {
+        match trigger {
+            Trigger::Overflow | Trigger::IncompleteOutput => {
+                self.limits.window - self.limits.reserve
+            }
+            _ => self.limits.target,
+        }
+    }
+
+    /// Whether `trigger` calls for a pass at `tokens`.
+    pub fn needed(&self, trigger: Trigger, tokens: u64) -> bool {
+        match trigger {
+            Trigger::Threshold | Trigger::MidTurn => tokens > self.limits.threshold,
+            Trigger::Idle => tokens > self.limits.threshold / 2,
+            Trigger::Overflow | Trigger::IncompleteOutput | Trigger::Manual => true,
+        }
+    }
+
+    /// Runs one pass for `trigger` with the configured method order.
+    ///
+    /// # Errors
+    /// Only when the session cannot be written
+    /// ([`CompactError::Persistence`]); every other failure is in the
+    /// returned [`Pass`].
+    pub async fn run(
+        &self,
+        session: &SharedSession,
+        trigger: Trigger,
+    ) -> Result<Pass, CompactError> {
+        self.run_with(session, trigger, &[], None).await
+    }
+
+    /// Runs one pass with the named methods (empty: the configured order)
+    /// and focus instructions.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run); an unknown method name is a failure of kind
+    /// `not_configured` in the pass.
+    pub async fn run_with(
+        &self,
+        session: &SharedSession,
+        trigger: Trigger,
+        names: &[String],
+        instructions: Option<String>,
+    ) -> Result<Pass, CompactError> {
+        let span = tracing::info_span!("maintenance", trigger = trigger.as_str());
+        self.pass(session, trigger, names, instructions)
+            .instrument(span)
+            .await
+    }
+
+    async fn pass(
+        &self,
+        session: &SharedSession,
+        trigger: Trigger,
+        names: &[String],
+        instructions: Option<String>,
+    ) -> Result<Pass, CompactError> {
+        let tokens = self.policy.counter.context_tokens(&lock_session(session));
+        let goal = self.goal(trigger);
+        let manual = trigger == Trigger::Manual;
+        if !manual && !self.enabled {
+            return Ok(Pass::idle(trigger, PassStatus::Disabled, tokens, goal));
+        }
+        if !self.needed(trigger, tokens) {
+            return Ok(Pass::idle(trigger, PassStatus::NotNeeded, tokens, goal));
+        }
+        if !manual && self.breaker_open() {
+            return Ok(Pass::idle(trigger, PassStatus::BreakerOpen, tokens, goal));
+        }
+        if self.state.running.swap(true, Ordering::AcqRel) {
+            return Ok(Pass::idle(trigger, PassStatus::Busy, tokens, goal));
+        }
+        let _running = Running(&self.state.running);
+        self.emit(&MaintenanceEvent::PassStarted {
+            trigger,
+            tokens,
+            goal,
+        });
+        let mut policy = self.policy.clone();
+        if instructions.is_some() {
+            policy.instructions = instructions;
+        }
+        let (methods, mut failures) = self.pick(names);
+        for failure in &failures {
+            self.emit(&MaintenanceEvent::AttemptFailed(failure.clone()));
+        }
+        let mut pass = Pass {
+            trigger,
+            status: PassStatus::Failed,
+            tokens_before: tokens,
+            tokens_after: tokens,
+            goal,
+            outcomes: Vec::new(),
+            failures: Vec::new(),
+        };
+        for method in methods {
+            let name = method.name().to_string();
+            if trigger == Trigger::Overflow && name == "handoff" {
+                failures.push(MethodFailure {
+                    method: name,
+                    kind: "skipped".to_string(),
+                    message:
+                        "handoff is skipped on overflow: it would resend the input that overflowed"
+                            .to_string(),
+                });
+                continue;
+            }
+            self.emit(&MaintenanceEvent::AttemptStarted {
+                method: name.clone(),
+            });
+            let context = MethodContext {
+                model: self.model.clone(),
+                window: Some(self.limits.window),
+                tokens: pass.tokens_after,
+                threshold: Some(self.limits.threshold),
+                trigger: Some(trigger),
+            };
+            let result = attempt(
+                session,
+                method.as_ref(),
+                &policy,
+                Target::Trigger(trigger),
+                self.hooks.as_ref(),
+                &context,
+            )
+            .instrument(tracing::info_span!("attempt", method = %name))
+            .await;
+            match result {
+                Ok(outcome) => {
+                    let now = self.policy.counter.context_tokens(&lock_session(session));
+                    self.emit(&MaintenanceEvent::AttemptLanded {
+                        method: name,
+                        tokens_before: pass.tokens_after,
+                        tokens_after: now,
+                    });
+                    pass.tokens_after = now;
+                    pass.outcomes.push(outcome);
+                    if now <= goal {
+                        break;
+                    }
+                }
+                Err(CompactError::Persistence(error)) => {
+                    return Err(CompactError::Persistence(error));
+                }
+                Err(error) => {
+                    let failure = MethodFailure::from_error(&name, &error);
+                    self.emit(&MaintenanceEvent::AttemptFailed(failure.clone()));
+                    failures.push(failure);
+                    if matches!(error.inner(), CompactError::Busy { .. }) {
+                        pass.failures = failures;
+                        pass.status = PassStatus::Busy;
+                        return Ok(self.end(pass));
+                    }
+                    if error.stops_fallthrough() {
+                        break;
+                    }
+                }
+            }
+        }
+        pass.failures = failures;
+        pass.status = if pass.tokens_after <= goal && pass.landed() {
+            PassStatus::Succeeded
+        } else if pass.landed() {
+            PassStatus::Insufficient
+        } else {
+            PassStatus::Failed
+        };
+        Ok(self.end(pass))
+    }
+
+    /// Updates the breaker and reports the end of a pass.
+    fn end(&self, pass: Pass) -> Pass {
+        let opened = {
+            let mut failures = self.failures();
+            if pass.status == PassStatus::Succeeded || pass.trigger == Trigger::Manual {
+                *failures = 0;
+                false
+            } else if matches!(pass.status, PassStatus::Failed | PassStatus::Insufficient) {
+                *failures += 1;
+                *failures == self.breaker_failures
+            } else {
+                false
+            }
+        };
+        self.emit(&MaintenanceEvent::PassEnded {
+            trigger: pass.trigger,
+            status: pass.status,
+            tokens: pass.tokens_after,
+        });
+        if opened {
+            self.emit(&MaintenanceEvent::BreakerOpened {
+                failures: self.breaker_failures,
+            });
+        }
+        pass
+    }
+
+    /// The methods to walk: the named ones in the given order, or the
+    /// configured order; names that are not configured become failures.
+    fn pick(&self, names: &[String]) -> (Vec<Arc<dyn CompactionMethod>>, Vec<MethodFailure>) {
+        if names.is_empty() {
+            return (self.methods.clone(), self.not_configured.clone());
+        }
+        let mut methods = Vec::new();
+        let mut failures = Vec::new();
+        for name in names {
+            if let Some(method) = self.methods.iter().find(|m| m.name() == name) {
+                methods.push(method.clone());
+            } else if let Some(failure) = self.not_configured.iter().find(|f| &f.method == name) {
+                failures.push(failure.clone());
+            } else {
+                failures.push(MethodFailure {
+                    method: name.clone(),
+                    kind: "not_configured".to_string(),
+                    message: format!(
+                        "method {name} is not configured (configured: {})",
+                        self.methods
+                            .iter()
+                            .map(|m| m.name().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+            }
+        }
+        (methods, failures)
+    }
+
+    /// Compacts exactly `span` with the first method that lands.
+    ///
+    /// # Errors
+    /// The last method's error when none landed.
+    pub async fn region(
+        &self,
+        session: &SharedSession,
+        span: Span,
+    ) -> Result<Outcome, CompactError> {
+        let mut last = CompactError::NothingToCompact {
+            reason: "no method is configured".to_string(),
+        };
+        for method in &self.methods {
+            let context = MethodContext {
+                model: self.model.clone(),
+                window: Some(self.limits.window),
+                threshold: Some(self.limits.threshold),
+                trigger: Some(Trigger::Manual),
+                ..MethodContext::default()
+            };
+            match attempt(
+                session,
+                method.as_ref(),
+                &self.policy,
+                Target::Region(span),
+                self.hooks.as_ref(),
+                &context,
+            )
+            .await
+            {
+                Ok(outcome) => return Ok(outcome),
+                Err(error) if error.stops_fallthrough() => return Err(error),
+                Err(error) => last = error,
+            }
+        }
+        Err(last)
+    }
+}
+
+#[async_trait::async_trait]
+impl abridge_compact::CompactService for Maintenance {
+    async fn compact_if_needed(
+        &self,
+        session: &SharedSession,
+        trigger: Trigger,
+    ) -> Result<Option<Outcome>, CompactError> {
+        let pass = self.run(session, trigger).await?;
+        Ok(pass.outcomes.into_iter().last())
+    }
+
+    async fn compact_now(
+        &self,
+        session: &SharedSession,
+        request: abridge_compact::CompactRequest,
+    ) -> Result<Outcome, CompactError> {
+        let mut maintenance = self.clone();
+        if let Some(keep) = request.keep_recent_tokens {
+            maintenance.policy.keep_recent_tokens = keep;
+        }
+        let pass = maintenance
+            .run_with(
+                session,
+                request.trigger,
+                &request.methods,
+                request.instructions,
+            )
+            .await?;
+        let failures: Vec<(String, String)> = pass
+            .failures
+            .iter()
+            .map(|f| (f.method.clone(), f.message.clone()))
+            .collect();
+        match pass.outcomes.into_iter().last() {
+            Some(mut outcome) => {
+                outcome.failures = failures;
+                Ok(outcome)
+            }
+            None => Err(CompactError::AllFailed { failures }),
+        }
+    }
+
+    async fn compact_region(
+        &self,
+        session: &SharedSession,
+        span: Span,
+    ) -> Result<Outcome, CompactError> {
+        self.region(session, span).await
+    }
+}

@@ -1,0 +1,609 @@
+//! `Settings`: every knob of automatic compaction, with its documented
+//! default, loaded from TOML or JSON and checked before anything runs.
+//!
+//! A settings file is usually `abridge.toml` beside the session. Unknown
+//! keys are errors (a typo must not silently fall back to a default), and
+//! so are contradictions such as a retention budget at or above the
+//! threshold. Every error names the key and, for files, the line.
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use abridge_prune::PruneConfig;
+use abridge_prune::ShakeConfig;
+use abridge_prune::TrimConfig;
+use serde::Deserialize;
+use serde::Serialize;
+
+/// The default method order: cheap and lossless first, model calls in the
+/// middle, the model-free digest last so a pass can always land.
+pub const DEFAULT_METHOD_ORDER: &[&str] = &[
+    "prune",
+    "remote",
+    "snapcompact",
+    "handoff",
+    "shake",
+    "soft",
+    "digest",
+];
+
+/// Methods Maintenance knows how to build from settings.
+pub const KNOWN_METHODS: &[&str] = &[
+    "prune",
+    "remote",
+    "snapcompact",
+    "handoff",
+    "shake",
+    "soft",
+    "digest",
+    "trim",
+];
+
+/// The smallest default reserve, in tokens: room for the next reply and a
+/// summary call even on a small window.
+pub const MIN_DEFAULT_RESERVE: u64 = 16_384;
+
+/// The default reserve as a percentage of the window.
+pub const DEFAULT_RESERVE_PERCENT: u64 = 15;
+
+/// Newest tokens kept verbatim by default (capped at half the threshold).
+pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = abridge_compact::DEFAULT_KEEP_RECENT_TOKENS;
+
+/// A pass succeeds only when the context ends at or below this percentage
+/// of the threshold, so the next turn does not trigger again at once.
+pub const DEFAULT_TARGET_PERCENT: u64 = 80;
+
+/// Consecutive failed passes after which automatic maintenance stops
+/// until a success or a manual run.
+pub const DEFAULT_BREAKER_FAILURES: u32 = 3;
+
+/// When to compact: an absolute token count, or a share of the window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged, try_from = "ThresholdRepr")]
+pub enum Threshold {
+    /// Compact when the context passes this many tokens.
+    Tokens(u64),
+    /// Compact at this share of the window, written `"85%"`.
+    Percent(Percent),
+}
+
+/// How a threshold is written: a number, or a string like `"85%"`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ThresholdRepr {
+    Tokens(u64),
+    Text(String),
+}
+
+impl TryFrom<ThresholdRepr> for Threshold {
+    type Error = String;
+    fn try_from(repr: ThresholdRepr) -> Result<Self, Self::Error> {
+        match repr {
+            ThresholdRepr::Tokens(tokens) => Ok(Threshold::Tokens(tokens)),
+            ThresholdRepr::Text(text) => Percent::try_from(text).map(Threshold::Percent),
+        }
+    }
+}
+
+/// A percentage written as a string such as `"85%"` (1 to 100).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Percent(pub f64);
+
+impl TryFrom<String> for Percent {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        let number = text
+            .trim()
+            .strip_suffix('%')
+            .ok_or_else(|| format!("{text:?} is not a percentage; write it like \"85%\""))?;
+        let value: f64 = number
+            .trim()
+            .parse()
+            .map_err(|_| format!("{text:?} is not a percentage; write it like \"85%\""))?;
+        if !(value > 0.0 && value <= 100.0) {
+            return Err(format!("{text:?} must be above 0% and at most 100%"));
+        }
+        Ok(Percent(value))
+    }
+}
+
+impl From<Percent> for String {
+    fn from(percent: Percent) -> Self {
+        format!("{}%", percent.0)
+    }
+}
+
+/// Every knob of automatic compaction. `Settings::default()` is the
+/// documented behaviour; a file only names what it changes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Automatic maintenance on or off. Manual runs work either way.
+    pub enabled: bool,
+    /// Methods to try, in order, until a pass makes enough progress.
+    /// Methods that are unavailable for the model or not configured are
+    /// skipped with a line saying why.
+    pub method_order: Vec<String>,
+    /// When to compact; default: the window minus the reserve.
+    pub threshold: Option<Threshold>,
+    /// Tokens kept free for the reply; default max(15% of the window,
+    /// 16384), or 15% alone when that would leave too little.
+    pub reserve: Option<u64>,
+    /// Newest tokens kept verbatim; default 20000, at most half the
+    /// threshold.
+    pub keep_recent_tokens: Option<u64>,
+    /// A pass succeeds only at or below this percentage of the threshold.
+    pub target_percent: u64,
+    /// Compact between tool calls inside a turn, not only after turns.
+    pub mid_turn: bool,
+    /// Compact after this many idle minutes when above the idle threshold
+    /// (half the threshold); `None`: never.
+    pub idle_minutes: Option<u64>,
+    /// A user message appended after a threshold pass so the agent goes on
+    /// by itself; `None`: nothing is appended.
+    pub auto_continue: Option<String>,
+    /// Consecutive failed passes that stop automatic maintenance.
+    pub breaker_failures: u32,
+    /// Summarize an abandoned branch when navigating away from it.
+    pub branch_summaries: bool,
+    /// A model with a larger window to switch to on overflow or a length
+    /// stop before compacting (context promotion); `None`: never.
+    pub promotion_model: Option<String>,
+    /// Settings of `prune`.
+    pub prune: PruneConfig,
+    /// Settings of `shake`; `None` picks a preset from the trigger.
+    pub shake: Option<ShakeConfig>,
+    /// Settings of `trim`.
+    pub trim: TrimConfig,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            enabled: true,
+            method_order: DEFAULT_METHOD_ORDER.iter().map(|m| m.to_string()).collect(),
+            threshold: None,
+            reserve: None,
+            keep_recent_tokens: None,
+            target_percent: DEFAULT_TARGET_PERCENT,
+            mid_turn: true,
+            idle_minutes: None,
+            auto_continue: None,
+            breaker_failures: DEFAULT_BREAKER_FAILURES,
+            branch_summaries: true,
+            promotion_model: None,
+            prune: PruneConfig::default(),
+            shake: None,
+            trim: TrimConfig::default(),
+        }
+    }
+}
+
+/// A settings file or value that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// The file could not be read.
+    #[error("{path}: cannot read the settings file: {reason}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        reason: String,
+    },
+    /// The text does not parse, or names an unknown key or a bad value.
+    #[error("{origin}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Parse {
+        /// The file, or `settings` for text without one.
+        origin: String,
+        /// The 1-based line, when known.
+        line: Option<usize>,
+        /// What was wrong, naming the key.
+        message: String,
+    },
+    /// Two settings contradict each other, or one cannot work with the
+    /// window.
+    #[error("{origin}{}: {key}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Invalid {
+        /// The file, or `settings`.
+        origin: String,
+        /// The line of the key, when it came from a file.
+        line: Option<usize>,
+        /// The key at fault.
+        key: &'static str,
+        /// Why it cannot work.
+        message: String,
+    },
+}
+
+/// The figures one session works under, resolved from settings and the
+/// model's window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    /// The model's context window.
+    pub window: u64,
+    /// Compact above this.
+    pub threshold: u64,
+    /// Kept free for the reply.
+    pub reserve: u64,
+    /// Newest tokens kept verbatim.
+    pub keep: u64,
+    /// A pass must end at or below this.
+    pub target: u64,
+}
+
+impl Settings {
+    /// Parses TOML text. `origin` names it in errors (a path, usually).
+    ///
+    /// # Errors
+    /// [`SettingsError::Parse`] with the line and the key.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Self, SettingsError> {
+        let settings: Settings = toml::from_str(text).map_err(|error| {
+            let line = error
+                .span()
+                .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+            SettingsError::Parse {
+                origin: origin.to_string(),
+                line,
+                message: error.message().trim().to_string(),
+            }
+        })?;
+        settings
+            .validate_fields()
+            .map_err(|e| e.locate(text, origin))?;
+        Ok(settings)
+    }
+
+    /// Parses JSON text. `origin` names it in errors.
+    ///
+    /// # Errors
+    /// [`SettingsError::Parse`] with the line and the key.
+    pub fn from_json(text: &str, origin: &str) -> Result<Self, SettingsError> {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let settings: Settings =
+            serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+                let path = error.path().to_string();
+                let inner = error.into_inner();
+                SettingsError::Parse {
+                    origin: origin.to_string(),
+                    line: Some(inner.line()),
+                    message: if path == "." {
+                        inner.to_string()
+                    } else {
+                        format!("{path}: {inner}")
+                    },
+                }
+            })?;
+        settings
+            .validate_fields()
+            .map_err(|e| e.locate(text, origin))?;
+        Ok(settings)
+    }
+
+    /// Loads a file: `.json` as JSON, anything else as TOML.
+    ///
+    /// # Errors
+    /// [`SettingsError::Read`], or as [`from_toml`](Self::from_toml).
+    pub fn load(path: &Path) -> Result<Self, SettingsError> {
+        let text = std::fs::read_to_string(path).map_err(|error| SettingsError::Read {
+            path: path.to_path_buf(),
+            reason: error.to_string(),
+        })?;
+        let origin = path.display().to_string();
+        if path.extension().is_some_and(|e| e == "json") {
+            Self::from_json(&text, &origin)
+        } else {
+            Self::from_toml(&text, &origin)
+        }
+    }
+
+    /// `abridge.toml` in the session file's directory, when there is one.
+    ///
+    /// # Errors
+    /// As [`load`](Self::load), for a file that exists but cannot work.
+    pub fn beside(session_path: &Path) -> Result<Option<Self>, SettingsError> {
+        let dir = session_path.parent().unwrap_or(Path::new("."));
+        let candidate = dir.join("abridge.toml");
+        if candidate.is_file() {
+            Self::load(&candidate).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Checks what can be checked without a window.
+    fn validate_fields(&self) -> Result<(), Unlocated> {
+        for name in &self.method_order {
+            if !KNOWN_METHODS.contains(&name.as_str()) {
+                return Err(Unlocated {
+                    key: "method_order",
+                    message: format!(
+                        "unknown method {name:?}; known: {}",
+                        KNOWN_METHODS.join(", ")
+                    ),
+                });
+            }
+        }
+        if !(1..=100).contains(&self.target_percent) {
+            return Err(Unlocated {
+                key: "target_percent",
+                message: format!("{} must be 1 to 100", self.target_percent),
+            });
+        }
+        if self.breaker_failures == 0 {
+            return Err(Unlocated {
+                key: "breaker_failures",
+                message: "must be at least 1".to_string(),
+            });
+        }
+        if self.idle_minutes == Some(0) {
+            return Err(Unlocated {
+                key: "idle_minutes",
+                message: "must be at least 1; leave it out to turn idle compaction off".to_string(),
+            });
+        }
+        if let (Some(Threshold::Tokens(threshold)), Some(keep)) =
+            (self.threshold, self.keep_recent_tokens)
+            && keep >= threshold
+        {
+            return Err(Unlocated {
+                key: "keep_recent_tokens",
+                message: format!("{keep} must be below the threshold of {threshold} tokens"),
+            });
+        }
+        Ok(())
+    }
+
+    /// The figures for a model with `window` tokens.
+    ///
+    /// # Errors
+    /// [`SettingsError::Invalid`] naming the key: a zero window, a reserve
+    /// at or above the window, a threshold outside the window, a retention
+    /// budget at or above the threshold.
+    pub fn limits(&self, window: u64) -> Result<Limits, SettingsError> {
+        self.limits_unlocated(window)
+            .map_err(|e| e.into_error("settings", None))
+    }
+
+    fn limits_unlocated(&self, window: u64) -> Result<Limits, Unlocated> {
+        if window == 0 {
+            return Err(Unlocated {
+                key: "window",
+                message: "the context window is 0 tokens; set the model's window".to_string(),
+            });
+        }
+        let percent_reserve = window * DEFAULT_RESERVE_PERCENT / 100;
+        let reserve = match self.reserve {
+            Some(reserve) if reserve >= window => {
+                return Err(Unlocated {
+                    key: "reserve",
+                    message: format!(
+                        "{reserve} leaves nothing of the {window}-token window; use a smaller reserve"
+                    ),
+                });
+            }
+            Some(reserve) => reserve,
+            None => {
+                let reserve = percent_reserve.max(MIN_DEFAULT_RESERVE);
+                if reserve >= window
+                    || window - reserve < DEFAULT_KEEP_RECENT_TOKENS.min(window / 4)
+                {
+                    percent_reserve
+                } else {
+                    reserve
+                }
+            }
+        };
+        let threshold = match self.threshold {
+            Some(Threshold::Tokens(tokens)) => tokens,
+            Some(Threshold::Percent(Percent(p))) => (window as f64 * p / 100.0).floor() as u64,
+            None => window - reserve,
+        };
+        if threshold == 0 || threshold > window {
+            return Err(Unlocated {
+                key: "threshold",
+                message: format!(
+                    "{threshold} is outside the {window}-token window; use 1..={window}"
+                ),
+            });
+        }
+        let keep = self
+            .keep_recent_tokens
+            .unwrap_or_else(|| DEFAULT_KEEP_RECENT_TOKENS.min(threshold / 2));
+        if keep >= threshold {
+            return Err(Unlocated {
+                key: "keep_recent_tokens",
+                message: format!(
+                    "{keep} must be below the compaction threshold of {threshold} tokens (window {window})"
+                ),
+            });
+        }
+        Ok(Limits {
+            window,
+            threshold,
+            reserve,
+            keep,
+            target: threshold * self.target_percent / 100,
+        })
+    }
+
+    /// Checks the settings against a window, locating a bad key in `text`
+    /// (the file they came from).
+    ///
+    /// # Errors
+    /// As [`limits`](Self::limits), with the file's line.
+    pub fn limits_in(
+        &self,
+        window: u64,
+        text: &str,
+        origin: &str,
+    ) -> Result<Limits, SettingsError> {
+        self.limits_unlocated(window)
+            .map_err(|e| e.locate(text, origin))
+    }
+}
+
+/// A validation failure before its line is known.
+#[derive(Debug)]
+struct Unlocated {
+    key: &'static str,
+    message: String,
+}
+
+impl Unlocated {
+    fn locate(self, text: &str, origin: &str) -> SettingsError {
+        let line = line_of_key(text, self.key);
+        self.into_error(origin, line)
+    }
+
+    fn into_error(self, origin: &str, line: Option<usize>) -> SettingsError {
+        SettingsError::Invalid {
+            origin: origin.to_string(),
+            line,
+            key: self.key,
+            message: self.message,
+        }
+    }
+}
+
+/// The 1-based line where `key` is set, in TOML (`key =`) or JSON
+/// (`"key":`).
+fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            let line = line.trim_start();
+            let rest = line
+                .strip_prefix(key)
+                .or_else(|| line.strip_prefix(&format!("\"{key}\"")));
+            rest.is_some_and(|r| {
+                let r = r.trim_start();
+                r.starts_with('=') || r.starts_with(':')
+            })
+        })
+        .map(|i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_the_documented_rules() {
+        let limits = Settings::default().limits(200_000).unwrap();
+        assert_eq!(limits.reserve, 30_000);
+        assert_eq!(limits.threshold, 170_000);
+        assert_eq!(limits.keep, 20_000);
+        assert_eq!(limits.target, 136_000);
+        // Small window: the 16384 floor would leave too little, so 15%.
+        let small = Settings::default().limits(20_000).unwrap();
+        assert_eq!(small.threshold, 17_000);
+        assert_eq!(small.keep, 8_500);
+    }
+
+    #[test]
+    fn a_percent_threshold_is_a_share_of_the_window() {
+        let settings = Settings::from_toml("threshold = \"50%\"\n", "t").unwrap();
+        assert_eq!(settings.limits(100_000).unwrap().threshold, 50_000);
+    }
+
+    /// Every bad file gives an error that names the key (and the line).
+    #[test]
+    fn bad_files_name_the_key() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "enabled = true\nmethod_ordr = [\"digest\"]\n",
+                "t:2: unknown field `method_ordr`",
+            ),
+            (
+                "method_order = [\"digest\", \"magic\"]\n",
+                "t:1: method_order: unknown method \"magic\"",
+            ),
+            (
+                "threshold = 1000\nkeep_recent_tokens = 1000\n",
+                "t:2: keep_recent_tokens: 1000 must be below",
+            ),
+            ("threshold = \"85\"\n", "t:1:"),
+            (
+                "threshold = \"150%\"\n",
+                "must be above 0% and at most 100%",
+            ),
+            (
+                "target_percent = 0\n",
+                "t:1: target_percent: 0 must be 1 to 100",
+            ),
+            (
+                "breaker_failures = 0\n",
+                "t:1: breaker_failures: must be at least 1",
+            ),
+            (
+                "idle_minutes = 0\n",
+                "t:1: idle_minutes: must be at least 1",
+            ),
+            (
+                "[prune]\nprotect_tokns = 5\n",
+                "t:2: unknown field `protect_tokns`",
+            ),
+            ("enabled = \"yes\"\n", "t:1: invalid type"),
+        ];
+        for (text, expected) in cases {
+            let error = Settings::from_toml(text, "t").unwrap_err().to_string();
+            assert!(error.contains(expected), "{text:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn contradictions_with_the_window_name_the_key_and_line() {
+        let text = "# window 10k\nreserve = 10000\n";
+        let settings = Settings::from_toml(text, "abridge.toml").unwrap();
+        let error = settings
+            .limits_in(10_000, text, "abridge.toml")
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "abridge.toml:2: reserve: 10000 leaves nothing of the 10000-token window; use a smaller reserve"
+        );
+        let text = "threshold = 20000\n";
+        let settings = Settings::from_toml(text, "a").unwrap();
+        let error = settings.limits_in(10_000, text, "a").unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("a:1: threshold: 20000 is outside"),
+            "{error}"
+        );
+        let text = "keep_recent_tokens = 9000\n";
+        let settings = Settings::from_toml(text, "a").unwrap();
+        let error = settings.limits_in(10_000, text, "a").unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("a:1: keep_recent_tokens: 9000 must be below"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn json_errors_name_the_path_and_line() {
+        let error = Settings::from_json("{\n  \"prune\": {\"protect_tokens\": \"x\"}\n}", "s.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("s.json:2: prune.protect_tokens: invalid type"),
+            "{error}"
+        );
+        let ok = Settings::from_json("{\"method_order\": [\"digest\"]}", "s.json").unwrap();
+        assert_eq!(ok.method_order, vec!["digest"]);
+    }
+
+    #[test]
+    fn settings_round_trip_through_toml_and_json() {
+        let settings = Settings {
+            threshold: Some(Threshold::Percent(Percent(85.0))),
+            auto_continue: Some("Continue.".into()),
+            ..Settings::default()
+        };
+        let json = serde_json::to_string(&settings).unwrap();
+        assert_eq!(Settings::from_json(&json, "j").unwrap(), settings);
+    }
+}

@@ -1,0 +1,430 @@
+//! Maintenance with scripted methods: every trigger, fall-through, the
+//! progress rule, the breaker, one pass at a time, events, and
+//! cancellation at every await point.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::sync::Mutex;
+
+use abridge::Limits;
+use abridge::Maintenance;
+use abridge::MaintenanceEvent;
+use abridge::PassStatus;
+use abridge::compact::*;
+use abridge::llm::Block;
+use abridge::llm::Message;
+use abridge::llm::Role;
+use abridge::session::Session;
+use async_trait::async_trait;
+use futures::FutureExt;
+
+fn call(id: &str) -> Message {
+    Message {
+        role: Role::Assistant,
+        content: vec![
+            Block::text("Reading."),
+            Block::ToolCall {
+                id: id.into(),
+                name: "read".into(),
+                arguments: serde_json::json!({ "path": format!("src/{id}.rs") }),
+            },
+        ],
+        meta: Default::default(),
+    }
+}
+
+/// `turns` turns of request, read call, 800-character result, reply:
+/// about 230 bytes/4 tokens each.
+fn session(turns: usize) -> SharedSession {
+    let mut session = Session::in_memory("m");
+    for i in 0..turns {
+        append_turn(&mut session, i);
+    }
+    Arc::new(Mutex::new(session))
+}
+
+fn append_turn(session: &mut Session, i: usize) {
+    session
+        .append_message(Message::user(format!("request {i}")))
+        .unwrap();
+    session.append_message(call(&format!("c{i}"))).unwrap();
+    session
+        .append_message(Message::tool_result(
+            format!("c{i}"),
+            "x".repeat(800),
+            false,
+        ))
+        .unwrap();
+    session
+        .append_message(Message::assistant(format!("done {i}")))
+        .unwrap();
+}
+
+fn limits() -> Limits {
+    Limits {
+        window: 2_000,
+        threshold: 1_000,
+        reserve: 1_000,
+        keep: 300,
+        target: 800,
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Behaviour {
+    /// A small checkpoint.
+    Land,
+    /// A summary error.
+    Fail,
+    /// Never returns.
+    Stall,
+    /// Rewrites the oldest visible tool result to a short note: lands,
+    /// but saves only about 200 tokens.
+    Nibble,
+    /// Declines by saying it is unavailable.
+    Unavailable,
+}
+
+#[derive(Debug)]
+struct Scripted {
+    name: &'static str,
+    behaviour: Behaviour,
+    session: Option<SharedSession>,
+}
+
+#[async_trait]
+impl CompactionMethod for Scripted {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn available(&self, _context: &MethodContext) -> Availability {
+        match self.behaviour {
+            Behaviour::Unavailable => Availability::Unavailable {
+                reason: "scripted".into(),
+            },
+            _ => Availability::Ready,
+        }
+    }
+
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        match self.behaviour {
+            Behaviour::Land | Behaviour::Unavailable => Ok(MethodOutput::Checkpoint(Checkpoint {
+                content: vec![Block::text("## Goal\nread files")],
+                summary: "## Goal\nread files".into(),
+                short_summary: "short".into(),
+                files: FileOps::default(),
+                usage: None,
+                model: None,
+                details: serde_json::Value::Null,
+            })),
+            Behaviour::Fail => Err(CompactError::Summary {
+                method: self.name.into(),
+                reason: "scripted failure".into(),
+            }),
+            Behaviour::Stall => futures::future::pending().await,
+            Behaviour::Nibble => {
+                let session = lock_session(self.session.as_ref().unwrap());
+                let target = session
+                    .surface()
+                    .seqs()
+                    .iter()
+                    .copied()
+                    .find(|s| {
+                        session
+                            .message(*s)
+                            .is_some_and(|m| m.role == Role::Tool && m.plain_text().len() > 100)
+                    })
+                    .ok_or_else(|| CompactError::NothingToCompact {
+                        reason: "no long result".into(),
+                    })?;
+                let id = session
+                    .message(target)
+                    .unwrap()
+                    .tool_result_block()
+                    .unwrap()
+                    .0
+                    .to_string();
+                let _ = plan;
+                Ok(MethodOutput::Rewrites {
+                    rewrites: vec![Rewrite {
+                        target,
+                        message: Message::tool_result(id, "[pruned]", false),
+                    }],
+                    details: serde_json::Value::Null,
+                })
+            }
+        }
+    }
+}
+
+fn method(name: &'static str, behaviour: Behaviour) -> Arc<dyn CompactionMethod> {
+    Arc::new(Scripted {
+        name,
+        behaviour,
+        session: None,
+    })
+}
+
+fn maintenance(methods: Vec<Arc<dyn CompactionMethod>>) -> Maintenance {
+    Maintenance::new(methods, Policy::default(), limits())
+}
+
+fn run<T>(future: impl std::future::Future<Output = T>) -> T {
+    futures::executor::block_on(future)
+}
+
+fn tokens(session: &SharedSession) -> u64 {
+    EstimateCounter::new().context_tokens(&lock_session(session))
+}
+
+fn starts(session: &SharedSession) -> usize {
+    lock_session(session)
+        .events()
+        .iter()
+        .filter(|e| e.log().is_some_and(|l| l.kind == TYPE_COMPACTION_START))
+        .count()
+}
+
+#[test]
+fn under_the_threshold_nothing_runs() {
+    let shared = session(3);
+    assert!(tokens(&shared) < limits().threshold);
+    let m = maintenance(vec![method("ok", Behaviour::Land)]);
+    for trigger in [Trigger::Threshold, Trigger::MidTurn] {
+        let pass = run(m.run(&shared, trigger)).unwrap();
+        assert_eq!(pass.status, PassStatus::NotNeeded);
+    }
+    assert_eq!(starts(&shared), 0);
+    // Idle acts at half the threshold; manual and overflow always act.
+    let pass = run(m.run(&shared, Trigger::Idle)).unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+}
+
+#[test]
+fn fall_through_records_typed_failures_and_lands_on_the_next() {
+    let shared = session(6);
+    let m = maintenance(vec![
+        method("off", Behaviour::Unavailable),
+        method("bad", Behaviour::Fail),
+        method("ok", Behaviour::Land),
+    ]);
+    let pass = run(m.run(&shared, Trigger::Threshold)).unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded);
+    assert_eq!(pass.outcomes.len(), 1);
+    assert_eq!(pass.outcomes[0].method, "ok");
+    let kinds: Vec<(&str, &str)> = pass
+        .failures
+        .iter()
+        .map(|f| (f.method.as_str(), f.kind.as_str()))
+        .collect();
+    assert_eq!(kinds, vec![("off", "unavailable"), ("bad", "summary")]);
+    // The unavailable method wrote nothing; the failing one an error end.
+    assert_eq!(starts(&shared), 2);
+    assert!(check_invariants(&lock_session(&shared)).is_ok());
+}
+
+#[test]
+fn a_pass_that_lands_above_the_goal_runs_the_next_method_on_the_result() {
+    let shared = session(6);
+    let nibble = Arc::new(Scripted {
+        name: "nibble",
+        behaviour: Behaviour::Nibble,
+        session: Some(shared.clone()),
+    });
+    let m = maintenance(vec![nibble, method("ok", Behaviour::Land)]);
+    let before = tokens(&shared);
+    let pass = run(m.run(&shared, Trigger::Threshold)).unwrap();
+    let methods: Vec<&str> = pass.outcomes.iter().map(|o| o.method.as_str()).collect();
+    assert_eq!(methods, vec!["nibble", "ok"]);
+    assert_eq!(pass.status, PassStatus::Succeeded);
+    assert!(pass.tokens_after <= limits().target);
+    // The nibble landed but alone it would not have reached 80%.
+    assert!(
+        pass.outcomes[0].tokens_after > limits().target,
+        "{before} {pass:?}"
+    );
+}
+
+#[test]
+fn landing_only_above_the_goal_is_insufficient_and_counts_against_the_breaker() {
+    let shared = session(6);
+    let nibble = Arc::new(Scripted {
+        name: "nibble",
+        behaviour: Behaviour::Nibble,
+        session: Some(shared.clone()),
+    });
+    let m = maintenance(vec![nibble]);
+    let pass = run(m.run(&shared, Trigger::Threshold)).unwrap();
+    assert_eq!(pass.status, PassStatus::Insufficient);
+    assert_eq!(m.consecutive_failures(), 1);
+}
+
+#[test]
+fn the_breaker_stops_a_fourth_attempt_until_a_manual_run_or_a_success() {
+    let shared = session(6);
+    let m = maintenance(vec![method("bad", Behaviour::Fail)]);
+    for _ in 0..3 {
+        let pass = run(m.run(&shared, Trigger::Threshold)).unwrap();
+        assert_eq!(pass.status, PassStatus::Failed);
+    }
+    assert!(m.breaker_open());
+    let written = starts(&shared);
+    for trigger in [Trigger::Threshold, Trigger::MidTurn, Trigger::Overflow] {
+        let pass = run(m.run(&shared, trigger)).unwrap();
+        assert_eq!(pass.status, PassStatus::BreakerOpen);
+    }
+    assert_eq!(starts(&shared), written, "no fourth attempt was written");
+    // A manual run goes through and resets the breaker.
+    let pass = run(m.run(&shared, Trigger::Manual)).unwrap();
+    assert_eq!(pass.status, PassStatus::Failed);
+    assert!(!m.breaker_open());
+    assert_eq!(starts(&shared), written + 1);
+    // A success resets it too.
+    let m = maintenance(vec![method("ok", Behaviour::Land)]);
+    let shared = session(6);
+    let pass = run(m.run(&shared, Trigger::Threshold)).unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded);
+    assert_eq!(m.consecutive_failures(), 0);
+}
+
+#[test]
+fn overflow_skips_handoff_and_aims_below_the_window_minus_the_reserve() {
+    let shared = session(6);
+    let m = maintenance(vec![
+        method("handoff", Behaviour::Land),
+        method("ok", Behaviour::Land),
+    ]);
+    assert_eq!(
+        m.goal(Trigger::Overflow),
+        limits().window - limits().reserve
+    );
+    let pass = run(m.run(&shared, Trigger::Overflow)).unwrap();
+    assert_eq!(pass.outcomes[0].method, "ok");
+    assert_eq!(pass.failures[0].method, "handoff");
+    assert_eq!(pass.failures[0].kind, "skipped");
+    assert_eq!(pass.outcomes[0].trigger, Trigger::Overflow);
+}
+
+#[test]
+fn one_pass_at_a_time_and_a_dropped_pass_leaves_a_valid_log() {
+    let shared = session(6);
+    let m = maintenance(vec![method("slow", Behaviour::Stall)]);
+    let surface = lock_session(&shared).surface().clone();
+    {
+        let mut first = Box::pin(m.run(&shared, Trigger::Threshold));
+        assert!((&mut first).now_or_never().is_none());
+        let second = run(m.run(&shared, Trigger::Manual)).unwrap();
+        assert_eq!(second.status, PassStatus::Busy);
+    }
+    // The first pass was dropped mid-method: a cancelled end, nothing else.
+    let session = lock_session(&shared);
+    assert_eq!(session.surface(), &surface);
+    assert!(unmatched_starts(&session).is_empty());
+    assert!(check_invariants(&session).is_ok());
+    drop(session);
+    let m2 = maintenance(vec![method("ok", Behaviour::Land)]);
+    assert_eq!(
+        run(m2.run(&shared, Trigger::Threshold)).unwrap().status,
+        PassStatus::Succeeded
+    );
+}
+
+#[test]
+fn named_methods_run_in_the_given_order_and_unknown_names_are_failures() {
+    let shared = session(6);
+    let m = maintenance(vec![
+        method("a", Behaviour::Fail),
+        method("b", Behaviour::Land),
+    ]);
+    let pass =
+        run(m.run_with(&shared, Trigger::Manual, &["nope".into(), "b".into()], None)).unwrap();
+    assert_eq!(pass.outcomes[0].method, "b");
+    assert_eq!(pass.failures[0].kind, "not_configured");
+    assert_eq!(
+        pass.failures[0].message,
+        "method nope is not configured (configured: a, b)"
+    );
+}
+
+#[test]
+fn every_step_is_an_event() {
+    let shared = session(6);
+    let seen: Arc<Mutex<Vec<MaintenanceEvent>>> = Arc::default();
+    let sink = seen.clone();
+    let m = maintenance(vec![
+        method("bad", Behaviour::Fail),
+        method("ok", Behaviour::Land),
+    ])
+    .with_observer(Arc::new(move |e: &MaintenanceEvent| {
+        sink.lock().unwrap().push(e.clone())
+    }));
+    run(m.run(&shared, Trigger::Threshold)).unwrap();
+    let names: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            serde_json::to_value(e).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            "pass_started",
+            "attempt_started",
+            "attempt_failed",
+            "attempt_started",
+            "attempt_landed",
+            "pass_ended"
+        ]
+    );
+}
+
+proptest::proptest! {
+    /// Dropping a pass after any number of polls, with any mix of methods,
+    /// leaves a log whose invariants hold and no live compaction behind;
+    /// the next pass then works.
+    #[test]
+    fn cancellation_at_any_await_point_leaves_a_valid_log(
+        polls in 0usize..6,
+        kinds in proptest::collection::vec(0u8..4, 1..4),
+    ) {
+        let shared = session(6);
+        let methods: Vec<Arc<dyn CompactionMethod>> = kinds
+            .iter()
+            .map(|k| match k {
+                0 => method("ok", Behaviour::Land),
+                1 => method("bad", Behaviour::Fail),
+                2 => method("slow", Behaviour::Stall),
+                _ => Arc::new(Scripted { name: "nibble", behaviour: Behaviour::Nibble, session: Some(shared.clone()) }) as Arc<dyn CompactionMethod>,
+            })
+            .collect();
+        let m = maintenance(methods);
+        {
+            let mut pass = Box::pin(m.run(&shared, Trigger::Threshold));
+            let waker = futures::task::noop_waker();
+            let mut cx = std::task::Context::from_waker(&waker);
+            for _ in 0..polls {
+                if pass.as_mut().poll(&mut cx).is_ready() {
+                    break;
+                }
+            }
+        }
+        let session = lock_session(&shared);
+        proptest::prop_assert!(unmatched_starts(&session).is_empty());
+        let report = check_invariants(&session);
+        proptest::prop_assert!(report.is_ok(), "{:?}", report.violations);
+        drop(session);
+        for i in 10..16 {
+            append_turn(&mut lock_session(&shared), i);
+        }
+        let next = maintenance(vec![method("ok", Behaviour::Land)]);
+        let pass = run(next.run(&shared, Trigger::Manual)).unwrap();
+        proptest::prop_assert!(pass.landed());
+    }
+}
