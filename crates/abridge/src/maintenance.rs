@@ -393,7 +393,11 @@ impl Maintenance {
         if !self.needed(trigger, tokens) {
             return Ok(Pass::idle(trigger, PassStatus::NotNeeded, tokens, goal));
         }
-        if !manual && self.breaker_open() {
+        // Overflow and a cut reply are recovery, not upkeep: the request
+        // cannot be sent as it is, so they run even with the breaker open
+        // (each is one pass per failed request, so they cannot loop).
+        let recovery = matches!(trigger, Trigger::Overflow | Trigger::IncompleteOutput);
+        if !manual && !recovery && self.breaker_open() {
             return Ok(Pass::idle(trigger, PassStatus::BreakerOpen, tokens, goal));
         }
         if self.state.running.swap(true, Ordering::AcqRel) {
@@ -437,6 +441,16 @@ impl Maintenance {
             self.emit(&MaintenanceEvent::AttemptStarted {
                 method: name.clone(),
             });
+            // After a landed attempt that was not enough, the next one
+            // keeps less of the recent history: planned with the same
+            // budget it would find only the new checkpoint to fold.
+            let checkpoints = pass
+                .outcomes
+                .iter()
+                .filter(|o| o.checkpoint_seq.is_some())
+                .count();
+            let mut attempt_policy = policy.clone();
+            attempt_policy.keep_recent_tokens >>= checkpoints.min(16);
             let context = MethodContext {
                 model: self.model.clone(),
                 window: Some(self.limits.window),
@@ -447,7 +461,7 @@ impl Maintenance {
             let result = attempt(
                 session,
                 method.as_ref(),
-                &policy,
+                &attempt_policy,
                 Target::Trigger(trigger),
                 self.hooks.as_ref(),
                 &context,

@@ -271,11 +271,17 @@ fn the_breaker_stops_a_fourth_attempt_until_a_manual_run_or_a_success() {
     }
     assert!(m.breaker_open());
     let written = starts(&shared);
-    for trigger in [Trigger::Threshold, Trigger::MidTurn, Trigger::Overflow] {
+    for trigger in [Trigger::Threshold, Trigger::MidTurn, Trigger::Idle] {
         let pass = run(m.run(&shared, trigger)).unwrap();
         assert_eq!(pass.status, PassStatus::BreakerOpen);
     }
     assert_eq!(starts(&shared), written, "no fourth attempt was written");
+    // Recovery from a refused request still runs: the request cannot be
+    // sent as it is. It does not close the breaker when it fails.
+    let pass = run(m.run(&shared, Trigger::Overflow)).unwrap();
+    assert_eq!(pass.status, PassStatus::Failed);
+    assert!(m.breaker_open());
+    let written = written + 1;
     // A manual run goes through and resets the breaker.
     let pass = run(m.run(&shared, Trigger::Manual)).unwrap();
     assert_eq!(pass.status, PassStatus::Failed);
@@ -329,6 +335,29 @@ fn one_pass_at_a_time_and_a_dropped_pass_leaves_a_valid_log() {
         run(m2.run(&shared, Trigger::Threshold)).unwrap().status,
         PassStatus::Succeeded
     );
+}
+
+#[test]
+fn after_a_checkpoint_that_is_not_enough_the_next_method_keeps_less() {
+    // A checkpoint that lands but leaves the context above the goal: the
+    // next method, planned with the same budget, would find only that
+    // checkpoint to fold. It must be planned with a smaller budget.
+    let shared = session(12);
+    let mut limits = limits();
+    limits.keep = 1_600;
+    let m = Maintenance::new(
+        vec![
+            method("weak", Behaviour::Land),
+            method("ok", Behaviour::Land),
+        ],
+        Policy::default(),
+        limits,
+    );
+    let pass = run(m.run(&shared, Trigger::Threshold)).unwrap();
+    let methods: Vec<&str> = pass.outcomes.iter().map(|o| o.method.as_str()).collect();
+    assert_eq!(methods, vec!["weak", "ok"], "{pass:?}");
+    assert!(pass.outcomes[1].tokens_after < pass.outcomes[0].tokens_after);
+    assert!(check_invariants(&lock_session(&shared)).is_ok());
 }
 
 #[test]

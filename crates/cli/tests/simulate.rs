@@ -171,3 +171,47 @@ fn unknown_method_lists_the_known_ones() {
     assert!(error.contains("\"magic\""), "{error}");
     assert!(error.contains("digest"), "{error}");
 }
+
+/// Every bundled sample under a window small enough to force several
+/// passes, with the default method order (what a Harness runs): no turn
+/// over the window, no loop (the breaker bounds failed passes), and the
+/// simulated session's invariants hold.
+#[test]
+fn every_sample_under_a_small_window_stays_under_it_without_looping() {
+    let samples = [
+        // Windows at least as large as each sample's largest single unit
+        // (a unit larger than the window cannot be compacted below it).
+        (SWE, "swe.jsonl", "6000"),
+        (PI, "pi.jsonl", "16000"),
+        (
+            "claude-code__spotter__4d5611e5.jsonl",
+            "claude.jsonl",
+            "32000",
+        ),
+        (
+            "codex__localpush__rollout-2026-02-23T12-54-34-redacted.jsonl",
+            "codex.jsonl",
+            "16000",
+        ),
+    ];
+    for (name, out, window) in samples {
+        let dir = tempfile::tempdir().unwrap();
+        let session = imported(dir.path(), name, out);
+        let output = abridge_in(
+            dir.path(),
+            &[
+                "simulate", session, "--window", window, "--model", "gpt-4o", "--json",
+            ],
+        );
+        assert!(output.status.success(), "{name}: {}", stderr(&output));
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let sim = &report["simulated"];
+        assert!(u(&report["compaction_count"]) >= 2, "{name}: {report}");
+        assert_eq!(u(&sim["turns_over_window"]), 0, "{name}: {report}");
+        assert!(
+            report["failed_attempts"].as_array().unwrap().len() <= 3,
+            "{name}: more failed passes than the breaker allows: {report}"
+        );
+        assert_eq!(report["violations"], serde_json::json!([]), "{name}");
+    }
+}

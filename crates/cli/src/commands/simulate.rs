@@ -126,6 +126,10 @@ struct Report {
     failed_attempts: Vec<Failure>,
     simulated: Run,
     baseline: Run,
+    /// Invariant violations of the simulated session at the end (empty
+    /// when tool calls stay paired and checkpoints account for what they
+    /// hide).
+    violations: Vec<String>,
 }
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
@@ -174,6 +178,28 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let mut base_tokens = 0;
 
     for (index, message) in messages.into_iter().enumerate() {
+        if message.role == Role::Assistant && sim_tokens > window {
+            // A provider would refuse this request as too long: the host
+            // hands the error to the harness, which recovers.
+            let started = Instant::now();
+            let overflow = abridge_llm::LlmError::ContextOverflow {
+                provider: "simulated".into(),
+                message: format!("{sim_tokens} tokens exceed the {window}-token window"),
+            };
+            let recovery = runtime.block_on(harness.on_error(&overflow))?;
+            let millis = started.elapsed().as_millis();
+            sim_tokens = harness.tokens();
+            if let abridge::Recovery::Compacted(pass) = recovery {
+                record(
+                    &mut compactions,
+                    &mut failed_attempts,
+                    index,
+                    Trigger::Overflow,
+                    pass,
+                    millis,
+                );
+            }
+        }
         if message.role == Role::Assistant {
             // The prompt of this turn is the context just before its answer.
             assistant_turns += 1;
@@ -199,33 +225,21 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         })?;
         let millis = started.elapsed().as_millis();
         sim_tokens = harness.tokens();
-        match pass.status {
-            PassStatus::NotNeeded | PassStatus::Disabled | PassStatus::BreakerOpen => {}
-            _ if pass.landed() => compactions.push(Compaction {
-                at_message: index,
-                trigger,
-                method: pass
-                    .outcomes
-                    .iter()
-                    .map(|o| o.method.as_str())
-                    .collect::<Vec<_>>()
-                    .join("+"),
-                tokens_before: pass.tokens_before,
-                tokens_after: pass.tokens_after,
-                status: pass.status,
-                failures: pass.failures,
-                millis,
-            }),
-            _ => failed_attempts.push(Failure {
-                at_message: index,
-                trigger,
-                tokens: pass.tokens_before,
-                status: pass.status,
-                failures: pass.failures,
-                millis,
-            }),
-        }
+        record(
+            &mut compactions,
+            &mut failed_attempts,
+            index,
+            trigger,
+            pass,
+            millis,
+        );
     }
+    let violations =
+        abridge_compact::check_invariants(&abridge_compact::lock_session(harness.session()))
+            .violations
+            .iter()
+            .map(ToString::to_string)
+            .collect();
     simulated.final_context = sim_tokens;
     baseline.final_context = base_tokens;
 
@@ -245,6 +259,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         failed_attempts,
         simulated,
         baseline,
+        violations,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -273,6 +288,45 @@ fn replayed_messages(source: &Session) -> Vec<abridge_llm::Message> {
 
 fn percent_less(before: u64, after: u64) -> f64 {
     100.0 * (1.0 - after as f64 / before.max(1) as f64)
+}
+
+/// Files one pass of the replay under compactions (something landed) or
+/// failed attempts (it ran and nothing landed); passes that did not run
+/// are not listed.
+fn record(
+    compactions: &mut Vec<Compaction>,
+    failed: &mut Vec<Failure>,
+    at_message: usize,
+    trigger: Trigger,
+    pass: abridge::Pass,
+    millis: u128,
+) {
+    match pass.status {
+        PassStatus::NotNeeded | PassStatus::Disabled | PassStatus::BreakerOpen => {}
+        _ if pass.landed() => compactions.push(Compaction {
+            at_message,
+            trigger,
+            method: pass
+                .outcomes
+                .iter()
+                .map(|o| o.method.as_str())
+                .collect::<Vec<_>>()
+                .join("+"),
+            tokens_before: pass.tokens_before,
+            tokens_after: pass.tokens_after,
+            status: pass.status,
+            failures: pass.failures,
+            millis,
+        }),
+        _ => failed.push(Failure {
+            at_message,
+            trigger,
+            tokens: pass.tokens_before,
+            status: pass.status,
+            failures: pass.failures,
+            millis,
+        }),
+    }
 }
 
 /// Failures that say a method could not run at all, rather than that it
