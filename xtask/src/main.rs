@@ -128,12 +128,52 @@ fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
         }
         println!("bench {name}: {:.1}s", started.elapsed().as_secs_f64());
     }
-    let command = if areas.is_empty() {
-        "cargo xtask bench".to_string()
-    } else {
-        format!("cargo xtask bench {}", areas.join(" "))
+    if areas.is_empty() {
+        return write_report(root, "bench", "Benchmarks", "cargo xtask bench", &sections);
+    }
+    // A partial run replaces only its own sections, so the figures of the
+    // areas it did not run are kept; each says which command made it.
+    let command = format!("cargo xtask bench {}", areas.join(" "));
+    let path = root.join("BENCHMARKS.md");
+    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    for section in &sections {
+        let mut markdown = section.to_markdown();
+        markdown.push_str(&format!(
+            "Re-run alone by `{command}` on {}.\n\n",
+            abridge_session::time::now_rfc3339()
+        ));
+        text = replace_section(&text, &section.title, &markdown);
+    }
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    println!(
+        "updated {} section(s) of {}",
+        sections.len(),
+        path.display()
+    );
+    Ok(())
+}
+
+/// Replaces the `## title` section of the bench block (up to the next
+/// `## ` heading or the block's end), or adds it at the block's end.
+fn replace_section(text: &str, title: &str, markdown: &str) -> String {
+    let heading = format!("## {title}\n");
+    let end_marker = "<!-- end bench -->";
+    let Some(block_end) = text.find(end_marker) else {
+        return format!(
+            "{}\n<!-- begin bench -->\n{markdown}{end_marker}\n",
+            text.trim_end()
+        );
     };
-    write_report(root, "bench", "Benchmarks", &command, &sections)
+    match text[..block_end].find(&heading) {
+        Some(start) => {
+            let rest = &text[start + heading.len()..block_end];
+            let stop = rest
+                .find("\n## ")
+                .map_or(block_end, |i| start + heading.len() + i + 1);
+            format!("{}{markdown}{}", &text[..start], &text[stop..])
+        }
+        None => format!("{}{markdown}{}", &text[..block_end], &text[block_end..]),
+    }
 }
 
 fn run_eval(root: &Path) -> anyhow::Result<()> {

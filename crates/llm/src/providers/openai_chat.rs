@@ -280,9 +280,14 @@ fn image_part(block: &Block) -> Option<Value> {
     }
 }
 
+/// A user message's content: one string when it holds only text (a
+/// checkpoint is several text blocks; many OpenAI-compatible servers,
+/// llama.cpp's Python server among them, render chat templates that
+/// concatenate `content` as a string and fail on a list of parts), else
+/// a list of parts.
 fn user_content(blocks: &[Block]) -> Value {
-    if let [Block::Text { text }] = blocks {
-        return json!(text);
+    if blocks.iter().all(|b| matches!(b, Block::Text { .. })) {
+        return json!(wire::joined_text(blocks));
     }
     let parts: Vec<Value> = blocks
         .iter()
@@ -689,5 +694,15 @@ mod tests {
                 cache_write: 0
             }
         );
+    }
+
+    #[test]
+    fn a_user_message_of_text_blocks_is_one_string() {
+        let blocks = vec![
+            Block::text("opening"),
+            Block::text("body"),
+            Block::text("closing"),
+        ];
+        assert_eq!(user_content(&blocks), json!("opening\nbody\nclosing"));
     }
 }
