@@ -188,6 +188,15 @@ fn example_agent(_binary: &Path, base_url: &str, root: &Path, _work: &Path) -> a
         passes >= 2,
         "Maintenance landed {passes} times, expected at least 2:\n{stdout}"
     );
+    let largest = lines
+        .iter()
+        .filter_map(|l| l["request_tokens"].as_u64())
+        .max()
+        .unwrap_or(0);
+    println!(
+        "e2e: agent: {} turns, Maintenance landed {passes} times, largest request {largest} of {AGENT_WINDOW} tokens",
+        lines.len().saturating_sub(1)
+    );
     Ok(())
 }
 

@@ -77,8 +77,9 @@ impl<T: TokenCounter + ?Sized> TokenCounter for Box<T> {
     }
 }
 
-/// Tokens added per message for role and framing, as chat formats do.
-pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
+/// Tokens added per message for role and framing, as chat formats do: the
+/// meter's figure, so the estimate and the meter agree on it.
+pub const MESSAGE_OVERHEAD_TOKENS: u64 = abridge_meter::MESSAGE_OVERHEAD;
 
 /// A fast estimate: content bytes / 4, rounded up, plus
 /// [`MESSAGE_OVERHEAD_TOKENS`], cached by seq.
