@@ -49,6 +49,9 @@ enum Command {
     /// List a session's branches, or move to one (optionally summarizing
     /// the branch left behind).
     Branch(commands::branch::Args),
+    /// Close compaction starts that were never ended (after a crash or a
+    /// kill), recording why.
+    Repair(commands::repair::Args),
     /// Replay a recorded session under a given window and methods: when
     /// compaction fires and what the input tokens cost.
     Simulate(Box<commands::simulate::Args>),
@@ -92,6 +95,7 @@ fn main() -> std::process::ExitCode {
         Command::Report(args) => commands::report::run(&args),
         Command::Simulate(args) => commands::simulate::run(&args),
         Command::Branch(args) => commands::branch::run(&args),
+        Command::Repair(args) => commands::repair::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -404,3 +404,51 @@ fn piping_into_a_closed_reader_exits_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(!err.contains("Broken pipe"), "{err}");
 }
+
+/// A compaction killed between its start and its end leaves a stale
+/// start: `check` says so and fails, `repair` closes it with the reason,
+/// then `check` passes. Regression test for "check exits 0 on a stale
+/// start; nothing closes stale starts".
+#[test]
+fn check_fails_on_a_stale_start_and_repair_closes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    {
+        let store = abridge_session::JsonlStore::open(&session, Default::default()).unwrap();
+        let (mut s, _) = abridge_session::Session::open(Box::new(store)).unwrap();
+        let policy = abridge_compact::Policy::default().with_keep_recent_tokens(200);
+        let plan = abridge_compact::plan(&s, &policy).unwrap();
+        let ticket = abridge_compact::begin(&mut s, plan, "digest").unwrap();
+        // The process "dies" here: the ticket goes without an end.
+        drop(ticket);
+        s.sync().unwrap();
+    }
+    let path = session.to_str().unwrap();
+    let check = abridge(&["check", path]);
+    assert!(!check.status.success());
+    assert!(
+        stderr(&check).contains("abridge repair"),
+        "{}",
+        stderr(&check)
+    );
+    assert!(
+        stdout(&check).contains("stale compaction start"),
+        "{}",
+        stdout(&check)
+    );
+    let before = std::fs::read(&session).unwrap();
+    let repair = abridge(&["repair", path, "--json"]);
+    assert!(repair.status.success(), "{}", stderr(&repair));
+    let report: serde_json::Value = serde_json::from_slice(&repair.stdout).unwrap();
+    assert_eq!(report["closed"].as_array().unwrap().len(), 1);
+    assert!(std::fs::read(&session).unwrap().starts_with(&before));
+    let check = abridge(&["check", path]);
+    assert!(
+        check.status.success(),
+        "{}{}",
+        stdout(&check),
+        stderr(&check)
+    );
+    let again = abridge(&["repair", path]);
+    assert!(stdout(&again).contains("nothing to repair"));
+}

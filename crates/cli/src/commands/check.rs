@@ -70,7 +70,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
                 stale.seq, stale.compaction_id
             );
         }
-        if report.ok {
+        if report.ok && report.stale_starts.is_empty() {
             println!(
                 "ok: {} events, {} messages visible, tool calls paired, checkpoints account for what they hide",
                 report.events, report.visible
@@ -82,6 +82,13 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     }
     if !report.ok {
         anyhow::bail!("{} invariant violations", report.violations.len());
+    }
+    if !report.stale_starts.is_empty() {
+        anyhow::bail!(
+            "{} stale compaction start(s): a compaction was interrupted; run `abridge repair {}` to close them",
+            report.stale_starts.len(),
+            args.session.display()
+        );
     }
     Ok(())
 }

@@ -33,11 +33,13 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             out.display()
         );
     }
+    let progress = crate::progress::Progress::start("importing", true);
     let imported = import::read(&args.file, args.format)?;
     let store = JsonlStore::open(&out, JsonlOptions::default())?;
     let (session, report) = imported
         .into_session(Box::new(store))
         .with_context(|| format!("cannot write {}", out.display()))?;
+    progress.finish();
     if args.json {
         let value = serde_json::json!({
             "out": out.display().to_string(),

@@ -6,6 +6,7 @@ pub(crate) mod compact;
 pub(crate) mod context;
 pub(crate) mod import;
 pub(crate) mod render;
+pub(crate) mod repair;
 pub(crate) mod report;
 pub(crate) mod simulate;
 pub(crate) mod stats;

@@ -40,6 +40,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    let _progress = crate::progress::Progress::start("rendering frames", true);
     let mut spec = FrameSpec::for_model(&args.model);
     if let Some(name) = &args.shape {
         spec = spec.with_shape(Shape::by_name(name)?);
