@@ -325,6 +325,17 @@ impl Maintenance {
         }
     }
 
+    /// What a method may check before it runs.
+    fn method_context(&self, trigger: Trigger, tokens: u64) -> MethodContext {
+        MethodContext {
+            model: self.model.clone(),
+            window: Some(self.limits.window),
+            tokens,
+            threshold: Some(self.limits.threshold),
+            trigger: Some(trigger),
+        }
+    }
+
     /// The figure a pass for `trigger` must reach.
     pub fn goal(&self, trigger: Trigger) -> u64 {
         match trigger {
@@ -451,13 +462,7 @@ impl Maintenance {
                 .count();
             let mut attempt_policy = policy.clone();
             attempt_policy.keep_recent_tokens >>= checkpoints.min(16);
-            let context = MethodContext {
-                model: self.model.clone(),
-                window: Some(self.limits.window),
-                tokens: pass.tokens_after,
-                threshold: Some(self.limits.threshold),
-                trigger: Some(trigger),
-            };
+            let context = self.method_context(trigger, pass.tokens_after);
             let result = attempt(
                 session,
                 method.as_ref(),
@@ -582,13 +587,8 @@ impl Maintenance {
             reason: "no method is configured".to_string(),
         };
         for method in &self.methods {
-            let context = MethodContext {
-                model: self.model.clone(),
-                window: Some(self.limits.window),
-                threshold: Some(self.limits.threshold),
-                trigger: Some(Trigger::Manual),
-                ..MethodContext::default()
-            };
+            let tokens = self.policy.counter.context_tokens(&lock_session(session));
+            let context = self.method_context(Trigger::Manual, tokens);
             match attempt(
                 session,
                 method.as_ref(),
