@@ -1,0 +1,165 @@
+//! The Harness as an agent loop drives it: promotion before compaction on
+//! overflow, auto-continue after a threshold pass, settings that turn
+//! triggers off, and `request()` matching the surface.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use abridge::Harness;
+use abridge::PassStatus;
+use abridge::Recovery;
+use abridge::Settings;
+use abridge::llm::LlmError;
+use abridge::llm::Message;
+use abridge::session::Session;
+
+fn run<T>(future: impl std::future::Future<Output = T>) -> T {
+    futures::executor::block_on(future)
+}
+
+fn filled(harness: &Harness, turns: usize) {
+    for i in 0..turns {
+        harness
+            .append(Message::user(format!(
+                "step {i}: {}",
+                "context ".repeat(80)
+            )))
+            .unwrap();
+        harness
+            .append(Message::assistant(format!("did step {i}")))
+            .unwrap();
+    }
+}
+
+fn overflow() -> LlmError {
+    LlmError::ContextOverflow {
+        provider: "openai".into(),
+        message: "maximum context length exceeded".into(),
+    }
+}
+
+fn settings(toml: &str) -> Settings {
+    Settings::from_toml(toml, "abridge.toml").unwrap()
+}
+
+#[test]
+fn overflow_promotes_once_to_a_larger_window_then_compacts() {
+    let harness = Harness::builder(Session::in_memory("p"), "gpt-4o")
+        .settings(settings(
+            "method_order = [\"digest\"]\npromotion_model = \"gpt-4.1\"\n",
+        ))
+        .window(8_000)
+        .build()
+        .unwrap();
+    filled(&harness, 20);
+    let first = run(harness.on_error(&overflow())).unwrap();
+    assert_eq!(
+        first,
+        Recovery::Promoted {
+            model: "gpt-4.1".into()
+        }
+    );
+    assert_eq!(harness.model(), "gpt-4.1");
+    // Already promoted: the next overflow compacts.
+    match run(harness.on_error(&overflow())).unwrap() {
+        Recovery::Compacted(pass) => assert!(pass.landed(), "{pass:?}"),
+        other => panic!("{other:?}"),
+    }
+    // Errors compaction cannot fix are left to the host.
+    let limited = LlmError::RateLimited {
+        provider: "openai".into(),
+        retry_after: None,
+        message: "slow down".into(),
+    };
+    assert_eq!(
+        run(harness.on_error(&limited)).unwrap(),
+        Recovery::NotHandled
+    );
+}
+
+#[test]
+fn a_threshold_pass_appends_the_auto_continue_message() {
+    let harness = Harness::builder(Session::in_memory("c"), "gpt-4o")
+        .settings(settings(
+            "method_order = [\"digest\"]\nauto_continue = \"Carry on with the plan.\"\n",
+        ))
+        .window(8_000)
+        .build()
+        .unwrap();
+    filled(&harness, 100);
+    let pass = run(harness.after_turn()).unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+    let request = harness.request().unwrap();
+    assert_eq!(
+        request.last().unwrap().plain_text(),
+        "Carry on with the plan."
+    );
+    assert!(harness.tokens() <= harness.limits().target);
+}
+
+#[test]
+fn disabled_settings_stop_automatic_triggers_but_not_manual_runs() {
+    let harness = Harness::builder(Session::in_memory("d"), "gpt-4o")
+        .settings(settings(
+            "enabled = false\nmid_turn = false\nmethod_order = [\"digest\"]\n",
+        ))
+        .window(8_000)
+        .build()
+        .unwrap();
+    filled(&harness, 100);
+    assert!(harness.tokens() > harness.limits().threshold);
+    assert_eq!(
+        run(harness.after_turn()).unwrap().status,
+        PassStatus::Disabled
+    );
+    assert_eq!(
+        run(harness.mid_turn()).unwrap().status,
+        PassStatus::Disabled
+    );
+    assert_eq!(run(harness.idle()).unwrap().status, PassStatus::Disabled);
+    let pass = run(harness.compact(&[], None)).unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+}
+
+#[test]
+fn settings_that_do_not_fit_the_window_refuse_to_build() {
+    let error = Harness::builder(Session::in_memory("w"), "gpt-4o")
+        .settings(settings("keep_recent_tokens = 7000\n"))
+        .window(8_000)
+        .build()
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("keep_recent_tokens: 7000 must be below"),
+        "{error}"
+    );
+}
+
+#[test]
+fn unconfigured_methods_are_skipped_with_a_reason() {
+    let harness = Harness::builder(Session::in_memory("s"), "gpt-4o")
+        .window(8_000)
+        .build()
+        .unwrap();
+    let skipped: Vec<(&str, &str)> = harness
+        .maintenance()
+        .not_configured()
+        .iter()
+        .map(|f| (f.method.as_str(), f.kind.as_str()))
+        .collect();
+    assert_eq!(
+        skipped,
+        vec![
+            ("remote", "not_configured"),
+            ("handoff", "not_configured"),
+            ("soft", "not_configured")
+        ]
+    );
+    let names: Vec<&str> = harness
+        .maintenance()
+        .methods()
+        .iter()
+        .map(|m| m.name())
+        .collect();
+    assert_eq!(names, vec!["prune", "snapcompact", "shake", "digest"]);
+}
