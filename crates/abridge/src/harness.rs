@@ -341,9 +341,8 @@ impl Harness {
     /// # Errors
     /// Only when the session cannot be written.
     pub async fn mid_turn(&self) -> Result<Pass, HarnessError> {
-        let tokens = self.tokens();
         if !self.settings.mid_turn {
-            return Ok(self.idle_pass(Trigger::MidTurn, PassStatus::Disabled, tokens));
+            return Ok(self.not_run(Trigger::MidTurn));
         }
         Ok(self
             .maintenance
@@ -356,23 +355,20 @@ impl Harness {
     /// # Errors
     /// Only when the session cannot be written.
     pub async fn idle(&self) -> Result<Pass, HarnessError> {
-        let tokens = self.tokens();
         if self.settings.idle_minutes.is_none() {
-            return Ok(self.idle_pass(Trigger::Idle, PassStatus::Disabled, tokens));
+            return Ok(self.not_run(Trigger::Idle));
         }
         Ok(self.maintenance.run(&self.session, Trigger::Idle).await?)
     }
 
-    fn idle_pass(&self, trigger: Trigger, status: PassStatus, tokens: u64) -> Pass {
-        Pass {
+    /// The pass a trigger that the settings turn off reports.
+    fn not_run(&self, trigger: Trigger) -> Pass {
+        Pass::idle(
             trigger,
-            status,
-            tokens_before: tokens,
-            tokens_after: tokens,
-            goal: self.maintenance.goal(trigger),
-            outcomes: Vec::new(),
-            failures: Vec::new(),
-        }
+            PassStatus::Disabled,
+            self.tokens(),
+            self.maintenance.goal(trigger),
+        )
     }
 
     /// A failed request: on a context overflow, promotes to the configured

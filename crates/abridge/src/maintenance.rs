@@ -116,7 +116,8 @@ impl Pass {
         !self.outcomes.is_empty()
     }
 
-    fn idle(trigger: Trigger, status: PassStatus, tokens: u64, goal: u64) -> Self {
+    /// A pass that did not run: the figure is unchanged.
+    pub(crate) fn idle(trigger: Trigger, status: PassStatus, tokens: u64, goal: u64) -> Self {
         Pass {
             trigger,
             status,
