@@ -34,11 +34,11 @@ use abridge_session::Session;
 
 use crate::error::HarnessError;
 use crate::maintenance::Maintenance;
-use crate::maintenance::Observer;
-use crate::maintenance::Pass;
-use crate::maintenance::PassStatus;
 use crate::methods::MethodSources;
 use crate::methods::build_methods;
+use crate::pass::Observer;
+use crate::pass::Pass;
+use crate::pass::PassStatus;
 use crate::request::expand_frames;
 use crate::settings::Limits;
 use crate::settings::Settings;

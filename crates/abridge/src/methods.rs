@@ -16,7 +16,7 @@ use abridge_prune::ArtifactStore;
 use abridge_prune::MemoryArtifactStore;
 use abridge_prune::ReclaimConfig;
 
-use crate::maintenance::MethodFailure;
+use crate::pass::MethodFailure;
 use crate::settings::Settings;
 
 /// A model that writes summaries (`soft`, `handoff`).

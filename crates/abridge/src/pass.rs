@@ -1,0 +1,145 @@
+//! What a Maintenance pass reports: how it ended, what landed, what
+//! failed (typed), and the events a UI follows while it runs.
+
+use std::sync::Arc;
+
+use abridge_compact::CompactError;
+use abridge_compact::Outcome;
+use abridge_compact::Trigger;
+use serde::Serialize;
+
+/// One method's failure within a pass: typed, so hosts match on `kind`
+/// instead of parsing text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MethodFailure {
+    /// The method's name.
+    pub method: String,
+    /// The failure's kind: a [`CompactError::kind`] (`summary`,
+    /// `not_smaller`, `llm`, ...), `unavailable` or `not_configured`.
+    pub kind: String,
+    /// What happened, for people.
+    pub message: String,
+}
+
+impl MethodFailure {
+    pub(crate) fn from_error(method: &str, error: &CompactError) -> Self {
+        let kind = match error.inner() {
+            CompactError::Unavailable { .. } => "unavailable",
+            other => other.kind(),
+        };
+        MethodFailure {
+            method: method.to_string(),
+            kind: kind.to_string(),
+            message: error.to_string(),
+        }
+    }
+}
+
+/// How a pass ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PassStatus {
+    /// The trigger did not call for compaction (under the threshold).
+    NotNeeded,
+    /// Automatic maintenance is turned off in the settings.
+    Disabled,
+    /// The breaker is open after repeated failures; a manual run resets it.
+    BreakerOpen,
+    /// Another pass is running on this session.
+    Busy,
+    /// The context ended at or below the goal.
+    Succeeded,
+    /// Methods landed but the context is still above the goal.
+    Insufficient,
+    /// Nothing landed.
+    Failed,
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pass {
+    /// Why it ran.
+    pub trigger: Trigger,
+    /// How it ended.
+    pub status: PassStatus,
+    /// The figure to act on before the pass.
+    pub tokens_before: u64,
+    /// The same figure after.
+    pub tokens_after: u64,
+    /// The figure the pass had to reach.
+    pub goal: u64,
+    /// Every attempt that landed, in order.
+    pub outcomes: Vec<Outcome>,
+    /// Every method that failed or was skipped, in order.
+    pub failures: Vec<MethodFailure>,
+}
+
+impl Pass {
+    /// True when the surface changed.
+    pub fn landed(&self) -> bool {
+        !self.outcomes.is_empty()
+    }
+
+    /// A pass that did not run: the figure is unchanged.
+    pub(crate) fn idle(trigger: Trigger, status: PassStatus, tokens: u64, goal: u64) -> Self {
+        Pass {
+            trigger,
+            status,
+            tokens_before: tokens,
+            tokens_after: tokens,
+            goal,
+            outcomes: Vec::new(),
+            failures: Vec::new(),
+        }
+    }
+}
+
+/// Every step of maintenance, for a UI to follow. Each is also a tracing
+/// event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum MaintenanceEvent {
+    /// A pass begins.
+    PassStarted {
+        /// Why.
+        trigger: Trigger,
+        /// The figure now.
+        tokens: u64,
+        /// The figure to reach.
+        goal: u64,
+    },
+    /// A method is about to run.
+    AttemptStarted {
+        /// Its name.
+        method: String,
+    },
+    /// A method landed.
+    AttemptLanded {
+        /// Its name.
+        method: String,
+        /// The figure before it.
+        tokens_before: u64,
+        /// The figure after it.
+        tokens_after: u64,
+    },
+    /// A method failed or was skipped.
+    AttemptFailed(MethodFailure),
+    /// The pass ended.
+    PassEnded {
+        /// Why it ran.
+        trigger: Trigger,
+        /// How it ended.
+        status: PassStatus,
+        /// The figure after.
+        tokens: u64,
+    },
+    /// Automatic maintenance stopped after repeated failures.
+    BreakerOpened {
+        /// Failed passes in a row.
+        failures: u32,
+    },
+}
+
+/// Receives every [`MaintenanceEvent`]. Must return quickly: it is called
+/// inline.
+pub type Observer = Arc<dyn Fn(&MaintenanceEvent) + Send + Sync>;
