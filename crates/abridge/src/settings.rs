@@ -286,16 +286,34 @@ impl Settings {
     /// # Errors
     /// [`SettingsError::Read`], or as [`from_toml`](Self::from_toml).
     pub fn load(path: &Path) -> Result<Self, SettingsError> {
+        Self::load_with_text(path).map(|(settings, _)| settings)
+    }
+
+    /// Loads a file and keeps its text, so a later check against a window
+    /// ([`limits_in`](Self::limits_in)) can name the line of a bad key.
+    ///
+    /// # Errors
+    /// As [`load`](Self::load).
+    pub fn load_with_text(path: &Path) -> Result<(Self, String), SettingsError> {
         let text = std::fs::read_to_string(path).map_err(|error| SettingsError::Read {
             path: path.to_path_buf(),
             reason: error.to_string(),
         })?;
         let origin = path.display().to_string();
-        if path.extension().is_some_and(|e| e == "json") {
+        let settings = if path.extension().is_some_and(|e| e == "json") {
             Self::from_json(&text, &origin)
         } else {
             Self::from_toml(&text, &origin)
-        }
+        }?;
+        Ok((settings, text))
+    }
+
+    /// The settings file beside a session: `abridge.toml` in its directory.
+    pub fn beside_path(session_path: &Path) -> PathBuf {
+        session_path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("abridge.toml")
     }
 
     /// `abridge.toml` in the session file's directory, when there is one.
@@ -303,8 +321,7 @@ impl Settings {
     /// # Errors
     /// As [`load`](Self::load), for a file that exists but cannot work.
     pub fn beside(session_path: &Path) -> Result<Option<Self>, SettingsError> {
-        let dir = session_path.parent().unwrap_or(Path::new("."));
-        let candidate = dir.join("abridge.toml");
+        let candidate = Self::beside_path(session_path);
         if candidate.is_file() {
             Self::load(&candidate).map(Some)
         } else {

@@ -38,9 +38,18 @@ impl BudgetArgs {
         session: &Path,
         model_window: u64,
     ) -> anyhow::Result<(Settings, Limits)> {
-        let mut settings = match &self.settings {
-            Some(path) => Settings::load(path)?,
-            None => Settings::beside(session)?.unwrap_or_default(),
+        // The file's text is kept so a key that does not fit the window
+        // is reported at its line.
+        let file = match &self.settings {
+            Some(path) => Some(path.clone()),
+            None => Some(Settings::beside_path(session)).filter(|p| p.is_file()),
+        };
+        let (mut settings, source) = match &file {
+            Some(path) => {
+                let (settings, text) = Settings::load_with_text(path)?;
+                (settings, Some((text, path.display().to_string())))
+            }
+            None => (Settings::default(), None),
         };
         if !self.method.is_empty() {
             for name in &self.method {
@@ -57,20 +66,23 @@ impl BudgetArgs {
             settings.keep_recent_tokens = Some(keep);
         }
         let window = self.window.unwrap_or(model_window);
-        let limits = settings
-            .limits(window)
-            .map_err(|error| match (&error, self.keep) {
-                (
-                    abridge::SettingsError::Invalid {
-                        key: "keep_recent_tokens",
-                        message,
-                        ..
-                    },
-                    Some(_),
-                ) => anyhow::anyhow!("--keep {message}"),
-                _ => anyhow::anyhow!("{error}")
-                    .context(format!("settings for a {window}-token window")),
-            })?;
+        let limits = match &source {
+            Some((text, origin)) => settings.limits_in(window, text, origin),
+            None => settings.limits(window),
+        }
+        .map_err(|error| match (&error, self.keep) {
+            (
+                abridge::SettingsError::Invalid {
+                    key: "keep_recent_tokens",
+                    message,
+                    ..
+                },
+                Some(_),
+            ) => anyhow::anyhow!("--keep {message}"),
+            _ => {
+                anyhow::anyhow!("{error}").context(format!("settings for a {window}-token window"))
+            }
+        })?;
         Ok((settings, limits))
     }
 }

@@ -452,3 +452,41 @@ fn check_fails_on_a_stale_start_and_repair_closes_it() {
     let again = abridge(&["repair", path]);
     assert!(stdout(&again).contains("nothing to repair"));
 }
+
+#[test]
+fn a_bad_settings_file_is_named_with_its_line_and_key_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    let before = std::fs::read(&session).unwrap();
+    // Found beside the session without a flag.
+    std::fs::write(
+        dir.path().join("abridge.toml"),
+        "method_order = [\"digest\"]\nkeep_recnt_tokens = 10\n",
+    )
+    .unwrap();
+    let output = abridge(&["compact", session.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert!(
+        error.contains("abridge.toml:2:") && error.contains("keep_recnt_tokens"),
+        "{error}"
+    );
+    // Given with --settings, JSON: a contradiction names the key.
+    let json = dir.path().join("s.json");
+    std::fs::write(&json, "{\n  \"reserve\": 900000\n}\n").unwrap();
+    let output = abridge(&[
+        "simulate",
+        session.to_str().unwrap(),
+        "--settings",
+        json.to_str().unwrap(),
+        "--window",
+        "8000",
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("s.json:2: reserve: 900000 leaves nothing"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(std::fs::read(&session).unwrap(), before);
+}
