@@ -39,7 +39,8 @@ use crate::methods::build_methods;
 use crate::pass::Observer;
 use crate::pass::Pass;
 use crate::pass::PassStatus;
-use crate::request::expand_frames;
+use crate::request::RequestTarget;
+use crate::request::build_request;
 use crate::settings::Limits;
 use crate::settings::Settings;
 
@@ -284,13 +285,24 @@ impl Harness {
     }
 
     /// Exactly what the next call sends: the surface, with snapcompact
-    /// frames drawn from their archives.
+    /// frames drawn from their archives, a native compaction replayed to
+    /// the provider that wrote it, thinking kept only where the model reads
+    /// it, and every tool call paired (see [`build_request`]).
     ///
     /// # Errors
     /// [`HarnessError::Frames`] when a checkpoint's archive cannot be read
     /// back.
     pub fn request(&self) -> Result<Vec<Message>, HarnessError> {
-        expand_frames(&lock_session(&self.session))
+        build_request(&lock_session(&self.session), &self.request_target())
+    }
+
+    /// Who [`request`](Self::request) is shaped for: the client's provider
+    /// (none without a client) and the model's rule for earlier thinking.
+    pub fn request_target(&self) -> RequestTarget {
+        RequestTarget {
+            provider: self.client.as_ref().map(|c| c.provider().to_string()),
+            prior_thinking: abridge_meter::PriorThinking::for_model(&self.entry),
+        }
     }
 
     /// The next turn's request for the current model, for a host that sets

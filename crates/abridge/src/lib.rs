@@ -77,6 +77,8 @@ pub use pass::MethodFailure;
 pub use pass::Observer;
 pub use pass::Pass;
 pub use pass::PassStatus;
+pub use request::RequestTarget;
+pub use request::build_request;
 pub use request::expand_frames;
 pub use settings::DEFAULT_BREAKER_FAILURES;
 pub use settings::DEFAULT_KEEP_RECENT_TOKENS;

@@ -117,7 +117,9 @@ fn render_blocks(blocks: &[Block], out: &mut String) {
     for block in blocks {
         let piece = match block {
             Block::Text { text } => text.clone(),
-            Block::Thinking { .. } | Block::RedactedThinking { .. } => continue,
+            Block::Thinking { .. } | Block::RedactedThinking { .. } | Block::Native { .. } => {
+                continue;
+            }
             Block::Image {
                 source,
                 width,

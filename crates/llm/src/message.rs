@@ -105,6 +105,19 @@ pub enum Block {
         /// Opaque provider data.
         data: String,
     },
+    /// A provider's own item, sent verbatim to that provider and to no
+    /// other: the output of a native compaction (OpenAI's encrypted
+    /// `compaction` item, Anthropic's `compaction` block), replayed in
+    /// place of the checkpoint text it stands beside so the paid call is
+    /// not wasted. Encoders for other providers leave it out; the request
+    /// builder only puts one in a request bound for `provider`.
+    Native {
+        /// The client's provider name (`OpenAiResponsesClient::NAME`,
+        /// `AnthropicClient::NAME`).
+        provider: String,
+        /// The item as the provider gave it.
+        item: serde_json::Value,
+    },
     /// A picture. Pixel size, when known, decides what it costs.
     Image {
         /// Where the bytes are.
@@ -370,6 +383,7 @@ fn blocks_bytes(blocks: &[Block]) -> usize {
                 signature,
             } => thinking.len() + signature.as_ref().map_or(0, String::len),
             Block::RedactedThinking { data } => data.len(),
+            Block::Native { item, .. } => item.to_string().len(),
             Block::Image { source, .. } => match source {
                 ImageSource::Base64 { data, .. } => data.len(),
                 ImageSource::Url { url } => url.len(),

@@ -191,6 +191,8 @@ impl CostModel {
     ///   reasoning encrypted; the provider decrypts it and counts the
     ///   reasoning, not the base64. The visible text may be only a summary;
     /// - redacted thinking: the reasoning its opaque data carries;
+    /// - native provider item: an `encrypted_content` as opaque data,
+    ///   anything else as its JSON text;
     /// - image: what [`image_block_tokens`] bills;
     /// - tool call: name plus compact JSON arguments plus
     ///   [`TOOL_CALL_OVERHEAD`];
@@ -207,6 +209,14 @@ impl CostModel {
                     .text(thinking)
                     .max(signature.as_deref().map_or(0, |s| self.opaque(s.len()))),
                 Block::RedactedThinking { data } => self.opaque(data.len()),
+                // An encrypted compaction is sized like other opaque
+                // provider data; a readable one (Anthropic's) as its text.
+                Block::Native { item, .. } => {
+                    match item.get("encrypted_content").and_then(|v| v.as_str()) {
+                        Some(data) => self.opaque(data.len()),
+                        None => self.text(&item.to_string()),
+                    }
+                }
                 Block::Image {
                     source,
                     width,

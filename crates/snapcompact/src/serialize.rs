@@ -184,7 +184,9 @@ fn serialize_with<M: Borrow<Message>>(
                         Block::ToolResult {
                             content, is_error, ..
                         } => out.result(content, *is_error, config),
-                        Block::Thinking { .. } | Block::RedactedThinking { .. } => {}
+                        Block::Thinking { .. }
+                        | Block::RedactedThinking { .. }
+                        | Block::Native { .. } => {}
                     }
                 }
             }

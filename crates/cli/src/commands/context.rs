@@ -45,6 +45,15 @@ fn render_blocks(blocks: &[Block], out: &mut String, indent: &str) {
                 push_indented(out, indent, &format!("[thinking] {thinking}"));
             }
             Block::RedactedThinking { .. } => push_indented(out, indent, "[redacted thinking]"),
+            Block::Native { provider, item } => push_indented(
+                out,
+                indent,
+                &format!(
+                    "[{provider} native {}, {} bytes]",
+                    item.get("type").and_then(|t| t.as_str()).unwrap_or("item"),
+                    item.to_string().len()
+                ),
+            ),
             Block::Image {
                 source,
                 width,

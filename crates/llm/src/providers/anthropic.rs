@@ -241,6 +241,8 @@ fn media_block(block: &Block) -> Option<Value> {
             }
             ImageSource::Blob { .. } => json!({"type": "text", "text": wire::IMAGE_NOT_LOADED}),
         }),
+        // A compaction block this provider wrote, sent back as it came.
+        Block::Native { provider, item } if provider == AnthropicClient::NAME => Some(item.clone()),
         _ => None,
     }
 }

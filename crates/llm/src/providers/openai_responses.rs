@@ -191,6 +191,17 @@ fn input_part(block: &Block) -> Option<Value> {
     }
 }
 
+/// A native item addressed to this provider, verbatim; items for other
+/// providers are left out.
+fn own_native_item(block: &Block) -> Option<Value> {
+    match block {
+        Block::Native { provider, item } if provider == OpenAiResponsesClient::NAME => {
+            Some(item.clone())
+        }
+        _ => None,
+    }
+}
+
 /// A reasoning item this client stored as a thinking signature.
 fn reasoning_item(signature: Option<&String>) -> Option<Value> {
     let value: Value = serde_json::from_str(signature?).ok()?;
@@ -202,10 +213,20 @@ fn input_items(request: &Request) -> Vec<Value> {
     for message in &request.messages {
         match message.role {
             Role::System | Role::Developer | Role::User => {
+                // A replayed native compaction stands in the input as the
+                // provider's own items, before whatever text is left.
+                items.extend(message.content.iter().filter_map(own_native_item));
                 let parts: Vec<Value> = message.content.iter().filter_map(input_part).collect();
-                items.push(
-                    json!({"type": "message", "role": message.role.as_str(), "content": parts}),
-                );
+                let only_native = parts.is_empty()
+                    && message
+                        .content
+                        .iter()
+                        .any(|b| matches!(b, Block::Native { .. }));
+                if !only_native {
+                    items.push(
+                        json!({"type": "message", "role": message.role.as_str(), "content": parts}),
+                    );
+                }
             }
             Role::Assistant => {
                 let mut texts: Vec<Value> = Vec::new();
@@ -220,6 +241,12 @@ fn input_items(request: &Request) -> Vec<Value> {
                             .push(json!({"type": "output_text", "text": text, "annotations": []})),
                         Block::Thinking { signature, .. } => {
                             if let Some(item) = reasoning_item(signature.as_ref()) {
+                                flush(&mut texts, &mut items);
+                                items.push(item);
+                            }
+                        }
+                        Block::Native { .. } => {
+                            if let Some(item) = own_native_item(block) {
                                 flush(&mut texts, &mut items);
                                 items.push(item);
                             }
@@ -529,6 +556,32 @@ mod tests {
         let mut request = Request::new("m", vec![response.message], crate::Purpose::Turn);
         request.tools.clear();
         assert_eq!(input_items(&request), vec![item]);
+    }
+
+    #[test]
+    fn native_items_go_out_verbatim_only_to_their_own_provider() {
+        let kept = json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix the parser"}]});
+        let compaction = json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "zzz"});
+        let native = |provider: &str, item: &Value| Block::Native {
+            provider: provider.to_string(),
+            item: item.clone(),
+        };
+        let mut checkpoint = crate::message::Message::user("");
+        checkpoint.content = vec![
+            native(OpenAiResponsesClient::NAME, &kept),
+            native(OpenAiResponsesClient::NAME, &compaction),
+            native("anthropic", &json!({"type": "compaction", "content": "x"})),
+        ];
+        let request = Request::new(
+            "m",
+            vec![checkpoint, crate::message::Message::user("go on")],
+            crate::Purpose::Turn,
+        );
+        let items = input_items(&request);
+        assert_eq!(items.len(), 3, "{items:#?}");
+        assert_eq!(items[0], kept);
+        assert_eq!(items[1], compaction);
+        assert_eq!(items[2]["content"][0]["text"], "go on");
     }
 
     #[test]

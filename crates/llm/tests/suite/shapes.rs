@@ -272,3 +272,48 @@ fn the_output_cap_field_follows_the_catalog() {
         assert!(sent.get("max_completion_tokens").is_none(), "{model}");
     }
 }
+
+/// A replayed native compaction reaches the provider that wrote it as its
+/// own item, unchanged, and no other provider sees it at all.
+#[tokio::test]
+async fn native_items_reach_only_their_own_provider() {
+    let openai = serde_json::json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA-opaque"});
+    let anthropic =
+        serde_json::json!({"type": "compaction", "content": "Earlier: the parser was fixed."});
+    for kind in KINDS {
+        let server = server_answering(kind, kind.ok_json("ok")).await;
+        let client = kind.client(&server.uri());
+        let mut replay = abridge_llm::Message::assistant("");
+        replay.content = vec![
+            Block::Native {
+                provider: abridge_llm::OpenAiResponsesClient::NAME.to_string(),
+                item: openai.clone(),
+            },
+            Block::Native {
+                provider: abridge_llm::AnthropicClient::NAME.to_string(),
+                item: anthropic.clone(),
+            },
+        ];
+        let mut turn = request(Purpose::Turn);
+        turn.messages.insert(1, replay.into());
+        client.complete(&turn).await.unwrap();
+        let sent = &server.received_requests().await.unwrap()[0];
+        let body: Value = serde_json::from_slice(&sent.body).unwrap();
+        let text = body.to_string();
+        let (own, other) = match client.provider() {
+            p if p == abridge_llm::OpenAiResponsesClient::NAME => (Some(&openai), &anthropic),
+            p if p == abridge_llm::AnthropicClient::NAME => (Some(&anthropic), &openai),
+            _ => (None, &openai),
+        };
+        if let Some(own) = own {
+            assert!(text.contains(&own.to_string()), "{}: {text}", kind.name());
+        } else {
+            assert!(!text.contains("\"compaction\""), "{}: {text}", kind.name());
+        }
+        assert!(
+            !text.contains(&other.to_string()),
+            "{}: {text}",
+            kind.name()
+        );
+    }
+}

@@ -181,6 +181,15 @@ pub(crate) fn blocks(out: &mut String, content: &[Block]) {
             Block::RedactedThinking { .. } => {
                 out.push_str("<div class=\"note\">[redacted thinking]</div>\n");
             }
+            Block::Native { provider, item } => {
+                let _ = writeln!(
+                    out,
+                    "<div class=\"note\">[{} native {}, {} bytes]</div>",
+                    escape(provider),
+                    escape(item.get("type").and_then(|t| t.as_str()).unwrap_or("item")),
+                    item.to_string().len()
+                );
+            }
             Block::Image {
                 source,
                 width,

@@ -1,0 +1,179 @@
+//! A native compaction is paid for once and replayed on every later turn
+//! to the provider that wrote it; any other provider gets the checkpoint's
+//! text. Both ends are wiremock servers speaking the providers' documented
+//! shapes, and the turn goes through the Harness as an agent would send it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use abridge::Harness;
+use abridge::PassStatus;
+use abridge::Settings;
+use abridge::basic::RemoteConfig;
+use abridge::basic::RemoteKind;
+use abridge::basic::remote_method;
+use abridge::llm::Block;
+use abridge::llm::LlmClient;
+use abridge::llm::Message;
+use abridge::llm::OpenAiChatClient;
+use abridge::llm::OpenAiResponsesClient;
+use abridge::llm::ProviderConfig;
+use abridge::session::Session;
+use serde_json::Value;
+use serde_json::json;
+use wiremock::Mock;
+use wiremock::MockServer;
+use wiremock::ResponseTemplate;
+use wiremock::matchers::method;
+use wiremock::matchers::path;
+
+const OPAQUE: &str = "gAAAA-opaque-compaction";
+
+fn compact_answer() -> Value {
+    json!({
+        "id": "resp_cmp_1",
+        "object": "response.compaction",
+        "model": "gpt-5-codex",
+        "output": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Make the parser accept trailing commas."}]},
+            {"type": "compaction", "id": "cmp_1", "encrypted_content": OPAQUE},
+        ],
+        "usage": {"input_tokens": 5000, "output_tokens": 300},
+    })
+}
+
+fn turn_answer() -> Value {
+    json!({
+        "id": "resp_2",
+        "object": "response",
+        "status": "completed",
+        "model": "gpt-5-codex",
+        "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Tests pass."}]}],
+        "usage": {"input_tokens": 900, "output_tokens": 4},
+    })
+}
+
+/// Ten turns of real-looking work, long enough to be worth compacting.
+fn session() -> Session {
+    let mut s = Session::in_memory("native");
+    s.append_message(Message::user("Make the parser accept trailing commas."))
+        .unwrap();
+    for i in 0..10 {
+        s.append_message(Message::assistant(format!(
+            "Step {i}: {}",
+            "read parse_list and its callers; ".repeat(30)
+        )))
+        .unwrap();
+        s.append_message(Message::user(format!("Continue with step {}.", i + 1)))
+            .unwrap();
+    }
+    s
+}
+
+async fn servers() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses/compact"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(compact_answer()))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(turn_answer()))
+        .mount(&server)
+        .await;
+    server
+}
+
+fn responses_client(server: &MockServer) -> Arc<dyn LlmClient> {
+    let config = ProviderConfig::new(format!("{}/v1", server.uri()));
+    Arc::new(OpenAiResponsesClient::new(config, Default::default()).unwrap())
+}
+
+fn settings() -> Settings {
+    Settings::from_toml(
+        "method_order = [\"remote\"]\nkeep_recent_tokens = 200\n",
+        "t",
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn the_responses_provider_gets_its_compaction_back_and_others_get_text() {
+    let server = servers().await;
+    let mut config = RemoteConfig::new(
+        RemoteKind::ResponsesCompact,
+        format!("{}/v1", server.uri()),
+        "gpt-5-codex",
+    );
+    config.retry = abridge::llm::RetryPolicy::no_retries();
+    let remote = remote_method(config).unwrap();
+    let harness = Harness::builder(session(), "gpt-5-codex")
+        .client(responses_client(&server))
+        .settings(settings())
+        .methods(vec![remote])
+        .window(8_000)
+        .build()
+        .unwrap();
+    let pass = harness.compact(&[], None).await.unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+
+    // What the Harness says it will send, and what reaches the wire.
+    let request = harness.request().unwrap();
+    let native: Vec<&Value> = request[0]
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Native { item, .. } => Some(item),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(native.len(), 2, "{:?}", request[0]);
+    harness.complete(Vec::new()).await.unwrap();
+    let sent = server.received_requests().await.unwrap();
+    let turn = sent
+        .iter()
+        .find(|r| r.url.path() == "/v1/responses")
+        .unwrap();
+    let body: Value = serde_json::from_slice(&turn.body).unwrap();
+    let input = body["input"].as_array().unwrap();
+    assert_eq!(input[0], compact_answer()["output"][0]);
+    assert_eq!(input[1]["encrypted_content"], OPAQUE);
+    // The checkpoint's text is not sent beside it: the output stands for
+    // the span.
+    let stored = {
+        let session = abridge::compact::lock_session(harness.session());
+        session.surface_messages()[0].plain_text()
+    };
+    let line = stored.lines().find(|l| l.len() > 20).unwrap().to_string();
+    assert!(
+        !body.to_string().contains(&line),
+        "{line:?} was sent: {body}"
+    );
+
+    // The same session sent elsewhere carries the text and no opaque item.
+    let chat = Arc::new(
+        OpenAiChatClient::new(
+            ProviderConfig::new(format!("{}/v1", server.uri())),
+            Default::default(),
+        )
+        .unwrap(),
+    );
+    let elsewhere = abridge::HarnessBuilder::shared(harness.session().clone(), "gpt-4o")
+        .client(chat)
+        .settings(settings())
+        .build()
+        .unwrap();
+    let request = elsewhere.request().unwrap();
+    assert!(
+        request[0]
+            .content
+            .iter()
+            .all(|b| !matches!(b, Block::Native { .. })),
+        "{:?}",
+        request[0]
+    );
+    assert_eq!(request[0].plain_text(), stored);
+    assert!(!format!("{request:?}").contains(OPAQUE));
+}
