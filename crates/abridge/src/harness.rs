@@ -168,6 +168,11 @@ impl HarnessBuilder {
             .with_not_configured(skipped)
             .with_enabled(self.settings.enabled)
             .with_breaker(self.settings.breaker_failures)
+            .with_speculation(
+                self.settings
+                    .speculative_percent
+                    .map_or(0, |p| limits.threshold * p / 100),
+            )
             .with_model(self.model.clone());
         if let Some(hooks) = self.hooks {
             maintenance = maintenance.with_hooks(hooks);

@@ -63,6 +63,7 @@ mod methods;
 mod pass;
 mod request;
 mod settings;
+mod speculation;
 
 pub use error::HarnessError;
 pub use harness::Harness;
@@ -92,6 +93,7 @@ pub use settings::Percent;
 pub use settings::Settings;
 pub use settings::SettingsError;
 pub use settings::Threshold;
+pub use speculation::SPECULATIVE_METHODS;
 
 #[doc(inline)]
 pub use abridge_compact as compact;

@@ -20,6 +20,11 @@
 //! | overflow | always | `handoff` (it would resend the input that overflowed) |
 //! | incomplete output | always | none |
 //! | manual | always; the breaker is reset | none |
+//!
+//! Below the threshold, inside the speculative band, a threshold or
+//! mid-turn call starts the model-backed method early (see
+//! [`speculation`](crate::speculation)); the pass that later reaches that
+//! method commits its output when the history it summarized is unchanged.
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -47,6 +52,10 @@ use crate::pass::Observer;
 use crate::pass::Pass;
 use crate::pass::PassStatus;
 use crate::settings::Limits;
+use crate::speculation::SPECULATIVE_METHODS;
+use crate::speculation::Slot;
+use crate::speculation::Speculation;
+use crate::speculation::Supplied;
 
 /// The state machine for one session. Build it with
 /// [`Maintenance::new`]; the [`Harness`](crate::Harness) owns one.
@@ -61,6 +70,8 @@ pub struct Maintenance {
     hooks: Arc<dyn CompactionHooks>,
     model: Option<String>,
     observer: Option<Observer>,
+    /// Tokens below the threshold where speculation starts; `None`: off.
+    speculative_band: Option<u64>,
     state: Arc<State>,
 }
 
@@ -77,10 +88,11 @@ impl std::fmt::Debug for Maintenance {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct State {
     running: AtomicBool,
     failures: Mutex<u32>,
+    speculation: Slot,
 }
 
 /// Clears the running flag when a pass ends, however it ends.
@@ -108,6 +120,7 @@ impl Maintenance {
             hooks: Arc::new(NoHooks),
             model: None,
             observer: None,
+            speculative_band: None,
             state: Arc::new(State::default()),
         }
     }
@@ -141,6 +154,19 @@ impl Maintenance {
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
         self
+    }
+
+    /// Starts the model-backed method early when the context is within
+    /// `band` tokens below the threshold (needs a tokio runtime).
+    pub fn with_speculation(mut self, band: u64) -> Self {
+        self.speculative_band = (band > 0).then_some(band);
+        self
+    }
+
+    /// Whether a speculative checkpoint is held and finished: the next
+    /// pass that reaches its method commits it without a model call.
+    pub fn speculation_ready(&self) -> bool {
+        self.state.speculation.ready()
     }
 
     /// Receives every step.
@@ -270,7 +296,16 @@ impl Maintenance {
         if !manual && !self.enabled {
             return Ok(Pass::idle(trigger, PassStatus::Disabled, tokens, goal));
         }
+        if manual && let Some(method) = self.drop_speculation() {
+            self.emit(&MaintenanceEvent::SpeculationDropped {
+                method,
+                reason: "a manual pass came first".to_string(),
+            });
+        }
         if !self.needed(trigger, tokens) {
+            if matches!(trigger, Trigger::Threshold | Trigger::MidTurn) {
+                self.maybe_speculate(session, tokens);
+            }
             return Ok(Pass::idle(trigger, PassStatus::NotNeeded, tokens, goal));
         }
         // Overflow and a cut reply are recovery, not upkeep: the request
@@ -332,16 +367,24 @@ impl Maintenance {
             let mut attempt_policy = policy.clone();
             attempt_policy.keep_recent_tokens >>= checkpoints.min(16);
             let context = self.method_context(trigger, pass.tokens_after);
-            let result = attempt(
-                session,
-                method.as_ref(),
-                &attempt_policy,
-                Target::Trigger(trigger),
-                self.hooks.as_ref(),
-                &context,
-            )
-            .instrument(tracing::info_span!("attempt", method = %name))
-            .await;
+            let speculated = self
+                .commit_speculation(session, method.as_ref(), &attempt_policy, &context)
+                .await;
+            let result = match speculated {
+                Some(result) => result,
+                None => {
+                    attempt(
+                        session,
+                        method.as_ref(),
+                        &attempt_policy,
+                        Target::Trigger(trigger),
+                        self.hooks.as_ref(),
+                        &context,
+                    )
+                    .instrument(tracing::info_span!("attempt", method = %name))
+                    .await
+                }
+            };
             match result {
                 Ok(outcome) => {
                     let now = self.policy.counter.context_tokens(&lock_session(session));
@@ -383,6 +426,106 @@ impl Maintenance {
             PassStatus::Failed
         };
         Ok(self.end(pass))
+    }
+
+    /// Drops the held speculation; its method's name when there was one.
+    fn drop_speculation(&self) -> Option<String> {
+        self.state
+            .speculation
+            .take_for_any()
+            .map(|s| s.method.clone())
+    }
+
+    /// Starts a speculation when `tokens` is inside the band, nothing is
+    /// running or held, and a model-backed method is ready.
+    fn maybe_speculate(&self, session: &SharedSession, tokens: u64) {
+        let Some(band) = self.speculative_band else {
+            return;
+        };
+        if !self.enabled
+            || tokens <= self.limits.threshold.saturating_sub(band)
+            || self.breaker_open()
+            || self.state.running.load(Ordering::Acquire)
+            || self.state.speculation.occupied()
+        {
+            return;
+        }
+        let context = self.method_context(Trigger::Threshold, tokens);
+        let Some(method) = self.methods.iter().find(|m| {
+            SPECULATIVE_METHODS.contains(&m.name())
+                && matches!(m.available(&context), abridge_compact::Availability::Ready)
+        }) else {
+            return;
+        };
+        let plan = {
+            let session = lock_session(session);
+            abridge_compact::plan_for(&session, &self.policy, Trigger::Threshold)
+        };
+        let Some(plan) = plan else {
+            return;
+        };
+        if let Some(speculation) = Speculation::start(Arc::clone(method), plan) {
+            self.emit(&MaintenanceEvent::SpeculationStarted {
+                method: speculation.method.clone(),
+                tokens,
+            });
+            self.state.speculation.put(speculation);
+        }
+    }
+
+    /// Commits the held speculation when it was written by `method` and
+    /// still fits the session: `None` when there is none to use (the
+    /// caller runs the method live), else the attempt's result.
+    async fn commit_speculation(
+        &self,
+        session: &SharedSession,
+        method: &dyn CompactionMethod,
+        policy: &Policy,
+        context: &abridge_compact::MethodContext,
+    ) -> Option<Result<Outcome, CompactError>> {
+        let mut speculation = self.state.speculation.take_for(method.name())?;
+        let name = speculation.method.clone();
+        let span = speculation.span;
+        let dropped = |reason: String| {
+            self.emit(&MaintenanceEvent::SpeculationDropped {
+                method: name.clone(),
+                reason,
+            });
+        };
+        if !speculation.still_fits(&lock_session(session)) {
+            dropped("the history it summarized changed".to_string());
+            return None;
+        }
+        let output = match speculation.output().await {
+            Ok(output) => output,
+            Err(error) => {
+                dropped(format!("it failed: {error}"));
+                return None;
+            }
+        };
+        // The session may have moved while the task finished.
+        if !speculation.still_fits(&lock_session(session)) {
+            dropped("the history it summarized changed".to_string());
+            return None;
+        }
+        let hooks = Supplied {
+            inner: Arc::clone(&self.hooks),
+            output: Mutex::new(Some(output)),
+        };
+        let result = attempt(
+            session,
+            method,
+            policy,
+            Target::Region(span),
+            &hooks,
+            context,
+        )
+        .instrument(tracing::info_span!("attempt", method = %name, speculative = true))
+        .await;
+        if result.is_ok() {
+            self.emit(&MaintenanceEvent::SpeculationCommitted { method: name });
+        }
+        Some(result)
     }
 
     /// Updates the breaker and reports the end of a pass.

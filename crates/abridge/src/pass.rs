@@ -133,6 +133,26 @@ pub enum MaintenanceEvent {
         /// The figure after.
         tokens: u64,
     },
+    /// A model-backed method started early on a snapshot.
+    SpeculationStarted {
+        /// The method.
+        method: String,
+        /// The figure when it started.
+        tokens: u64,
+    },
+    /// A finished speculation was committed instead of a live call.
+    SpeculationCommitted {
+        /// The method that wrote it.
+        method: String,
+    },
+    /// A speculation was thrown away.
+    SpeculationDropped {
+        /// The method that was writing it.
+        method: String,
+        /// Why: the history it summarized changed, it failed, or a manual
+        /// pass came first.
+        reason: String,
+    },
     /// Automatic maintenance stopped after repeated failures.
     BreakerOpened {
         /// Failed passes in a row.

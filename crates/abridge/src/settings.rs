@@ -143,6 +143,13 @@ pub struct Settings {
     /// A user message appended after a threshold pass so the agent goes on
     /// by itself; `None`: nothing is appended.
     pub auto_continue: Option<String>,
+    /// Start the model-backed method early, on a snapshot, when the
+    /// context is within this percentage of the threshold below it, so
+    /// the threshold pass commits a finished checkpoint instead of waiting
+    /// for a model (see `speculation.rs`). `None` (the default): never; a
+    /// session that ends inside the band would have paid for a summary it
+    /// never used. Needs a tokio runtime.
+    pub speculative_percent: Option<u64>,
     /// Consecutive failed passes that stop automatic maintenance.
     pub breaker_failures: u32,
     /// Summarize an abandoned branch when navigating away from it.
@@ -170,6 +177,7 @@ impl Default for Settings {
             mid_turn: true,
             idle_minutes: None,
             auto_continue: None,
+            speculative_percent: None,
             breaker_failures: DEFAULT_BREAKER_FAILURES,
             branch_summaries: true,
             promotion_model: None,
@@ -346,6 +354,16 @@ impl Settings {
             return Err(Unlocated {
                 key: "target_percent",
                 message: format!("{} must be 1 to 100", self.target_percent),
+            });
+        }
+        if let Some(percent) = self.speculative_percent
+            && !(1..=50).contains(&percent)
+        {
+            return Err(Unlocated {
+                key: "speculative_percent",
+                message: format!(
+                    "{percent} must be 1 to 50 (percent of the threshold below it); leave it out to turn speculation off"
+                ),
             });
         }
         if self.breaker_failures == 0 {
@@ -552,6 +570,10 @@ mod tests {
             (
                 "breaker_failures = 0\n",
                 "t:1: breaker_failures: must be at least 1",
+            ),
+            (
+                "enabled = true\nspeculative_percent = 75\n",
+                "t:2: speculative_percent: 75 must be 1 to 50",
             ),
             (
                 "idle_minutes = 0\n",

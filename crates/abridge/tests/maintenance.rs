@@ -457,3 +457,199 @@ proptest::proptest! {
         proptest::prop_assert!(pass.landed());
     }
 }
+
+/// A model-backed method (by name) that counts its calls and says which
+/// span it summarized, so a test can tell a committed speculation from a
+/// live run.
+#[derive(Debug, Default)]
+struct Counted {
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl CompactionMethod for Counted {
+    fn name(&self) -> &str {
+        "soft"
+    }
+
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        let call = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let text = format!(
+            "call {call} summarized {}..={}",
+            plan.span.start, plan.span.end
+        );
+        Ok(MethodOutput::Checkpoint(Checkpoint {
+            content: vec![Block::text(text.clone())],
+            summary: text,
+            short_summary: "short".into(),
+            files: FileOps::default(),
+            usage: None,
+            model: None,
+            details: serde_json::Value::Null,
+        }))
+    }
+}
+
+/// Maintenance with a 300-token speculative band over a counted `soft`,
+/// recording its events.
+fn speculating(
+    methods: Vec<Arc<dyn CompactionMethod>>,
+) -> (Maintenance, Arc<Mutex<Vec<MaintenanceEvent>>>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let m = maintenance(methods)
+        .with_speculation(300)
+        .with_observer(Arc::new(move |e: &MaintenanceEvent| {
+            sink.lock().unwrap().push(e.clone())
+        }));
+    (m, events)
+}
+
+fn spoken(events: &Mutex<Vec<MaintenanceEvent>>) -> Vec<String> {
+    events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            MaintenanceEvent::SpeculationStarted { method, .. } => {
+                Some(format!("started {method}"))
+            }
+            MaintenanceEvent::SpeculationCommitted { method } => {
+                Some(format!("committed {method}"))
+            }
+            MaintenanceEvent::SpeculationDropped { method, reason } => {
+                Some(format!("dropped {method}: {reason}"))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn checkpoint_text(session: &SharedSession) -> String {
+    let session = lock_session(session);
+    session.surface_messages()[0].plain_text()
+}
+
+/// Runs until the speculation's task has finished.
+async fn settle(m: &Maintenance) {
+    for _ in 0..1000 {
+        if m.speculation_ready() {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("the speculation never finished");
+}
+
+#[tokio::test]
+async fn a_speculation_started_in_the_band_is_committed_at_the_threshold_without_a_call() {
+    let shared = session(4);
+    let before = tokens(&shared);
+    assert!(before > 700 && before <= 1_000, "{before}");
+    let soft = Arc::new(Counted::default());
+    let (m, events) = speculating(vec![soft.clone()]);
+    let pass = m.run(&shared, Trigger::Threshold).await.unwrap();
+    assert_eq!(pass.status, PassStatus::NotNeeded);
+    settle(&m).await;
+    assert_eq!(soft.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // Nothing was written while it ran.
+    assert_eq!(starts(&shared), 0);
+
+    append_turn(&mut lock_session(&shared), 4);
+    let pass = m.run(&shared, Trigger::Threshold).await.unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+    assert_eq!(soft.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(checkpoint_text(&shared).contains("call 1 summarized 0..="));
+    assert_eq!(spoken(&events), vec!["started soft", "committed soft"]);
+    assert!(check_invariants(&lock_session(&shared)).is_ok());
+}
+
+#[tokio::test]
+async fn a_pruned_span_still_takes_the_speculation() {
+    let shared = session(4);
+    let soft = Arc::new(Counted::default());
+    let prune = Arc::new(Scripted {
+        name: "prune",
+        behaviour: Behaviour::Nibble,
+        session: Some(shared.clone()),
+    });
+    let (m, events) = speculating(vec![prune, soft.clone()]);
+    m.run(&shared, Trigger::Threshold).await.unwrap();
+    settle(&m).await;
+    // Two more turns: the nibble lands but is not enough, then soft.
+    append_turn(&mut lock_session(&shared), 4);
+    append_turn(&mut lock_session(&shared), 5);
+    let pass = m.run(&shared, Trigger::Threshold).await.unwrap();
+    let methods: Vec<&str> = pass.outcomes.iter().map(|o| o.method.as_str()).collect();
+    assert_eq!(methods, vec!["prune", "soft"], "{pass:?}");
+    assert_eq!(soft.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(spoken(&events), vec!["started soft", "committed soft"]);
+    assert!(check_invariants(&lock_session(&shared)).is_ok());
+}
+
+#[tokio::test]
+async fn a_changed_prefix_drops_the_speculation_and_runs_live() {
+    let shared = session(4);
+    let soft = Arc::new(Counted::default());
+    let (m, events) = speculating(vec![soft.clone()]);
+    m.run(&shared, Trigger::Threshold).await.unwrap();
+    settle(&m).await;
+    {
+        // Back to the second turn's reply, then new work on that branch:
+        // the summarized history is no longer the session's.
+        let mut session = lock_session(&shared);
+        let second_reply = session.surface().seqs()[7];
+        session.navigate(Some(second_reply)).unwrap();
+        for i in 10..14 {
+            append_turn(&mut session, i);
+        }
+    }
+    let pass = m.run(&shared, Trigger::Threshold).await.unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+    assert_eq!(soft.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert!(checkpoint_text(&shared).contains("call 2 summarized"));
+    assert_eq!(
+        spoken(&events),
+        vec![
+            "started soft",
+            "dropped soft: the history it summarized changed"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_manual_pass_drops_the_speculation_first() {
+    let shared = session(4);
+    let soft = Arc::new(Counted::default());
+    let (m, events) = speculating(vec![soft.clone()]);
+    m.run(&shared, Trigger::Threshold).await.unwrap();
+    settle(&m).await;
+    let pass = m.run(&shared, Trigger::Manual).await.unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+    let spoken = spoken(&events);
+    assert_eq!(
+        spoken,
+        vec!["started soft", "dropped soft: a manual pass came first"]
+    );
+    assert!(checkpoint_text(&shared).contains("call 2 summarized"));
+    assert!(check_invariants(&lock_session(&shared)).is_ok());
+}
+
+#[test]
+fn without_a_tokio_runtime_nothing_is_speculated() {
+    let shared = session(4);
+    let soft = Arc::new(Counted::default());
+    let (m, events) = speculating(vec![soft.clone()]);
+    let pass = run(m.run(&shared, Trigger::Threshold)).unwrap();
+    assert_eq!(pass.status, PassStatus::NotNeeded);
+    assert!(spoken(&events).is_empty());
+    assert_eq!(soft.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn model_free_methods_are_never_speculated() {
+    let shared = session(4);
+    let (m, events) = speculating(vec![method("digest", Behaviour::Land)]);
+    m.run(&shared, Trigger::Threshold).await.unwrap();
+    assert!(spoken(&events).is_empty());
+}

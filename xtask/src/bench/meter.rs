@@ -111,6 +111,7 @@ fn message_text(message: &Message, out: &mut String) {
                     signature,
                 } => format!("{thinking}{}", signature.as_deref().unwrap_or("")),
                 Block::RedactedThinking { data } => data.clone(),
+                Block::Native { item, .. } => item.to_string(),
                 Block::ToolCall {
                     name, arguments, ..
                 } => format!("{name}{arguments}"),

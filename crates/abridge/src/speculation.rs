@@ -1,0 +1,216 @@
+//! Speculative compaction: the slow checkpoint written before it is
+//! needed.
+//!
+//! When the context enters a band below the threshold, the model-backed
+//! method of the order (`remote`, `handoff` or `soft`, whichever comes
+//! first) starts on a snapshot of the plan the threshold would make, in a
+//! tokio task. The log is not touched. When a later pass reaches that
+//! method, the speculation's output is committed for exactly the span it
+//! summarized (a plan of that region, then the commit: no model call on
+//! the agent's path), provided the span still holds the same history: the
+//! same messages at the same surface positions, where a message pruned or
+//! shaken since counts as the same one. A span whose history changed (a
+//! navigation, another checkpoint) drops the speculation and the method
+//! runs live. A manual pass drops any speculation first, so the two never
+//! race.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+
+use abridge_compact::Before;
+use abridge_compact::CompactError;
+use abridge_compact::CompactionHooks;
+use abridge_compact::CompactionMethod;
+use abridge_compact::Extra;
+use abridge_compact::MethodOutput;
+use abridge_compact::Outcome;
+use abridge_compact::Plan;
+use abridge_compact::Span;
+use abridge_session::Seq;
+use abridge_session::Session;
+use abridge_session::SurfaceOp;
+use async_trait::async_trait;
+use tokio::task::JoinHandle;
+
+/// Methods worth starting early: each calls a model and takes seconds.
+/// The model-free ones finish in milliseconds at the threshold itself.
+pub const SPECULATIVE_METHODS: [&str; 3] = ["remote", "handoff", "soft"];
+
+/// A speculative checkpoint in flight or finished.
+pub(crate) struct Speculation {
+    /// The method writing it.
+    pub(crate) method: String,
+    /// The surface positions it summarizes.
+    pub(crate) span: Span,
+    /// The session it belongs to.
+    session_id: String,
+    /// The seqs at `span` when it started.
+    seqs: Vec<Seq>,
+    task: JoinHandle<Result<MethodOutput, CompactError>>,
+}
+
+impl Drop for Speculation {
+    fn drop(&mut self) {
+        // A speculation nobody will commit stops spending.
+        self.task.abort();
+    }
+}
+
+impl Speculation {
+    /// Starts `method` on `plan` in a task on the current tokio runtime;
+    /// `None` outside one (a host on another executor gets no
+    /// speculation, and nothing else changes).
+    pub(crate) fn start(method: Arc<dyn CompactionMethod>, plan: Plan) -> Option<Self> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let span = plan.span;
+        let seqs = plan.seqs.clone();
+        let session_id = plan.session_id.clone();
+        let name = method.name().to_string();
+        let task = runtime.spawn(async move { method.run(&plan).await });
+        Some(Speculation {
+            method: name,
+            span,
+            session_id,
+            seqs,
+            task,
+        })
+    }
+
+    /// Whether the task has finished (its output is ready to commit).
+    pub(crate) fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Whether `session` still holds the summarized history at the same
+    /// positions: each position's message is the one summarized, or a
+    /// pruned or shaken rewrite of it.
+    pub(crate) fn still_fits(&self, session: &Session) -> bool {
+        if session.header().session_id != self.session_id {
+            return false;
+        }
+        let surface = session.surface().seqs();
+        let Some(now) = surface.get(self.span.start..=self.span.end) else {
+            return false;
+        };
+        now.iter()
+            .zip(&self.seqs)
+            .all(|(&current, &summarized)| original_of(session, current) == summarized)
+    }
+
+    /// Waits for the output.
+    ///
+    /// # Errors
+    /// The method's error, or [`CompactError::Cancelled`] when the task
+    /// was aborted or panicked.
+    pub(crate) async fn output(&mut self) -> Result<MethodOutput, CompactError> {
+        match (&mut self.task).await {
+            Ok(result) => result,
+            Err(error) => Err(CompactError::Cancelled {
+                by: format!("the speculative task ({error})"),
+            }),
+        }
+    }
+}
+
+/// The message a surface seq stands for, through any chain of rewrites.
+fn original_of(session: &Session, seq: Seq) -> Seq {
+    let mut current = seq;
+    // A chain is at most one rewrite per pass; the bound only guards a
+    // malformed log.
+    for _ in 0..64 {
+        match session
+            .event(current)
+            .and_then(|e| e.message_event())
+            .map(|e| &e.op)
+        {
+            Some(SurfaceOp::Rewrite { target }) => current = *target,
+            _ => return current,
+        }
+    }
+    current
+}
+
+/// The slot a Maintenance keeps its one speculation in.
+#[derive(Default)]
+pub(crate) struct Slot(Mutex<Option<Speculation>>);
+
+impl Slot {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Speculation>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// True when a speculation is held.
+    pub(crate) fn occupied(&self) -> bool {
+        self.lock().is_some()
+    }
+
+    /// Holds `speculation`, dropping any earlier one.
+    pub(crate) fn put(&self, speculation: Speculation) {
+        *self.lock() = Some(speculation);
+    }
+
+    /// Takes the speculation when it was written by `method`.
+    pub(crate) fn take_for(&self, method: &str) -> Option<Speculation> {
+        let mut slot = self.lock();
+        if slot.as_ref().is_some_and(|s| s.method == method) {
+            slot.take()
+        } else {
+            None
+        }
+    }
+
+    /// Takes the speculation, whoever wrote it.
+    pub(crate) fn take_for_any(&self) -> Option<Speculation> {
+        self.lock().take()
+    }
+
+    /// Whether the held speculation is finished (false when empty).
+    pub(crate) fn ready(&self) -> bool {
+        self.lock().as_ref().is_some_and(Speculation::is_finished)
+    }
+}
+
+/// Hooks that hand a finished speculation's output to the commit, while
+/// the host's own hooks keep their say: a host that cancels or supplies
+/// still wins, and its `after_compaction` still runs.
+pub(crate) struct Supplied {
+    pub(crate) inner: Arc<dyn CompactionHooks>,
+    pub(crate) output: Mutex<Option<MethodOutput>>,
+}
+
+impl std::fmt::Debug for Supplied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supplied").finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl CompactionHooks for Supplied {
+    async fn before_compaction(&self, plan: &Plan, method: &str) -> Before {
+        match self.inner.before_compaction(plan, method).await {
+            Before::Proceed => {}
+            other => return other,
+        }
+        let output = self
+            .output
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match output {
+            Some(output) => Before::Supply(output),
+            None => Before::Cancel {
+                reason: "the speculative output was already used".to_string(),
+            },
+        }
+    }
+
+    async fn while_compacting(&self, plan: &Plan) -> Extra {
+        self.inner.while_compacting(plan).await
+    }
+
+    async fn after_compaction(&self, outcome: &Outcome) {
+        self.inner.after_compaction(outcome).await;
+    }
+}
