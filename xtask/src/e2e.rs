@@ -99,7 +99,8 @@ fn ensure_model(cache: &Path, python: &Path) -> anyhow::Result<PathBuf> {
     Ok(model)
 }
 
-fn build_cli(root: &Path) -> anyhow::Result<PathBuf> {
+/// Builds the release `abridge` binary and returns its path.
+pub(crate) fn build_cli(root: &Path) -> anyhow::Result<PathBuf> {
     run_cmd(Command::new("cargo").args(["build", "--quiet", "--release", "-p", "abridge-cli"]))?;
     Ok(root.join("target").join("release").join("abridge"))
 }

@@ -9,68 +9,17 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
-use std::hash::Hasher;
 
 use crate::pretokenize::Pattern;
 use crate::pretokenize::for_each_piece;
+use crate::rank_table::RankTable;
 
 /// Rank of a token (its id).
 pub(crate) type Rank = u32;
 
-/// FxHash (the rustc hasher): fast for short byte keys, and the key set is
-/// fixed, so flooding is not a concern.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct Fx(u64);
-
-const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl Fx {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
-    }
-}
-
-impl Hasher for Fx {
-    #[inline]
-    fn write(&mut self, mut bytes: &[u8]) {
-        while bytes.len() >= 8 {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(&bytes[..8]);
-            self.add(u64::from_le_bytes(word));
-            bytes = &bytes[8..];
-        }
-        if bytes.len() >= 4 {
-            let mut word = [0u8; 4];
-            word.copy_from_slice(&bytes[..4]);
-            self.add(u64::from(u32::from_le_bytes(word)));
-            bytes = &bytes[4..];
-        }
-        for &b in bytes {
-            self.add(u64::from(b));
-        }
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
-
 /// One encoding: its ranks and split pattern.
 pub(crate) struct Bpe {
-    ranks: FxMap<Box<[u8]>, Rank>,
+    ranks: RankTable,
     pattern: Pattern,
 }
 
@@ -88,22 +37,8 @@ impl std::fmt::Debug for Bpe {
 const LARGE_PIECE: usize = 128;
 
 impl Bpe {
-    /// Reads the ordinary (non-special) tokens out of a tiktoken-rs encoder.
-    pub(crate) fn from_core(core: &tiktoken_rs::CoreBPE, pattern: Pattern) -> Self {
-        let special: Vec<Vec<u8>> = core
-            .special_tokens()
-            .into_iter()
-            .map(|s| s.as_bytes().to_vec())
-            .collect();
-        let mut ranks = FxMap::default();
-        // Both vocabularies are below 2^18 ids; missing ids are gaps.
-        for rank in 0..(1 << 18) {
-            if let Ok(bytes) = core.decode_bytes(&[rank])
-                && !special.contains(&bytes)
-            {
-                ranks.insert(bytes.into_boxed_slice(), rank);
-            }
-        }
+    /// An encoding over a compiled-in rank table.
+    pub(crate) fn new(ranks: RankTable, pattern: Pattern) -> Self {
         Bpe { ranks, pattern }
     }
 
@@ -111,7 +46,7 @@ impl Bpe {
     /// tables fail to load, so counts err high.
     pub(crate) fn empty(pattern: Pattern) -> Self {
         Bpe {
-            ranks: FxMap::default(),
+            ranks: RankTable::empty(),
             pattern,
         }
     }
@@ -124,7 +59,7 @@ impl Bpe {
 
     #[inline]
     fn rank(&self, bytes: &[u8]) -> Option<Rank> {
-        self.ranks.get(bytes).copied()
+        self.ranks.rank(bytes)
     }
 
     /// Tokens in `text`, special-token strings counted as ordinary text
@@ -132,7 +67,7 @@ impl Bpe {
     pub(crate) fn count(&self, text: &str) -> usize {
         let mut n = 0;
         for_each_piece(self.pattern, text, |piece| {
-            n += if self.ranks.contains_key(piece) {
+            n += if self.ranks.rank(piece).is_some() {
                 1
             } else {
                 self.merge(piece, |_| {})

@@ -54,6 +54,7 @@ mod cost;
 mod image;
 mod meter;
 mod pretokenize;
+mod rank_table;
 mod stats;
 mod tokenizer;
 

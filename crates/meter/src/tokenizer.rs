@@ -8,6 +8,7 @@ use abridge_llm::TokenizerFamily;
 
 use crate::bpe::Bpe;
 use crate::pretokenize::Pattern;
+use crate::rank_table::RankTable;
 
 /// Counts the tokens of a text.
 ///
@@ -113,8 +114,8 @@ pub enum Encoding {
 }
 
 impl Encoding {
-    /// The encoding's tables, built on first use and kept for the life of
-    /// the process (about 0.3 s and 20 MB for o200k).
+    /// The encoding's tables: compiled in, read in place on first use
+    /// (microseconds; nothing is parsed or hashed at run time).
     pub(crate) fn bpe(self) -> &'static Bpe {
         static O200K: OnceLock<Bpe> = OnceLock::new();
         static CL100K: OnceLock<Bpe> = OnceLock::new();
@@ -133,33 +134,25 @@ impl Encoding {
     }
 }
 
+/// The rank tables `build.rs` wrote from tiktoken-rs's published files.
+static O200K_TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k.table"));
+static CL100K_TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.table"));
+
 fn build(encoding: Encoding) -> Bpe {
-    let _span = tracing::debug_span!("meter.tokenizer.init", encoding = encoding.name()).entered();
-    // The tiktoken-rs encoder is built once here, read, and dropped; its
-    // tables are the files OpenAI publishes, compiled into that crate.
-    let core = match encoding {
-        Encoding::O200k => tiktoken_rs::o200k_base(),
-        Encoding::Cl100k => tiktoken_rs::cl100k_base(),
+    let (table, pattern) = match encoding {
+        Encoding::O200k => (O200K_TABLE, Pattern::O200k),
+        Encoding::Cl100k => (CL100K_TABLE, Pattern::Cl100k),
     };
-    let pattern = match encoding {
-        Encoding::O200k => Pattern::O200k,
-        Encoding::Cl100k => Pattern::Cl100k,
-    };
-    match core {
-        Ok(core) => {
-            let bpe = Bpe::from_core(&core, pattern);
-            // Freeing tiktoken-rs's maps and regex copies takes a quarter
-            // of the build time; nobody needs to wait for it.
-            let _ = std::thread::Builder::new()
-                .name("meter-drop-tables".into())
-                .spawn(move || drop(core));
-            bpe
-        }
-        // tiktoken-rs parses tables compiled into it; this cannot fail for a
-        // published build. Should it, every count falls back to bytes, which
-        // over-counts: compaction fires early, never late.
-        Err(error) => {
-            tracing::error!(%error, encoding = encoding.name(), "tokenizer tables failed to load");
+    match RankTable::new(table) {
+        Some(ranks) => Bpe::new(ranks, pattern),
+        // The build script wrote these bytes; this cannot fail for a
+        // finished build. Should it, every count falls back to bytes,
+        // which over-counts: compaction fires early, never late.
+        None => {
+            tracing::error!(
+                encoding = encoding.name(),
+                "the compiled-in tokenizer table is malformed"
+            );
             Bpe::empty(pattern)
         }
     }
@@ -196,8 +189,9 @@ impl Tiktoken {
         self.encoding
     }
 
-    /// Builds the tables now rather than on the first count, so a latency-
-    /// sensitive caller pays the start-up cost when it chooses.
+    /// Touches the tables now rather than on the first count. They are
+    /// compiled in, so this costs microseconds; kept for callers that
+    /// warmed up when it cost a parse.
     pub fn warm_up(&self) {
         let _ = self.encoding.bpe();
     }
