@@ -328,6 +328,7 @@ impl Maintenance {
         if instructions.is_some() {
             policy.instructions = instructions;
         }
+        policy.keep_recent_tokens = self.keep_beside_overhead(session, tokens, goal);
         let (methods, mut failures) = self.pick(names);
         for failure in &failures {
             self.emit(&MaintenanceEvent::AttemptFailed(failure.clone()));
@@ -426,6 +427,38 @@ impl Maintenance {
             PassStatus::Failed
         };
         Ok(self.end(pass))
+    }
+
+    /// The retention budget for a pass that must reach `goal`: the
+    /// configured one, shrunk in proportion to the share of the goal the
+    /// unseen overhead takes (the system prompt and tool definitions a
+    /// provider's usage report counts and the log never holds: `tokens`
+    /// minus the surface's own estimate). With no overhead it is the
+    /// configured budget; without the shrink, a session whose overhead is
+    /// large against the threshold keeps so much verbatim that no
+    /// checkpoint can reach the goal.
+    fn keep_beside_overhead(&self, session: &SharedSession, tokens: u64, goal: u64) -> u64 {
+        let estimate: u64 = {
+            let session = lock_session(session);
+            session
+                .surface()
+                .seqs()
+                .iter()
+                .filter_map(|seq| {
+                    session
+                        .message(*seq)
+                        .map(|m| self.policy.counter.message_tokens(Some(*seq), m))
+                })
+                .sum()
+        };
+        let overhead = tokens.saturating_sub(estimate);
+        let keep = self.policy.keep_recent_tokens;
+        if overhead == 0 || goal == 0 {
+            return keep;
+        }
+        let room = goal.saturating_sub(overhead);
+        let scaled = u128::from(keep) * u128::from(room) / u128::from(goal);
+        u64::try_from(scaled).unwrap_or(keep).clamp(1, keep.max(1))
     }
 
     /// Drops the held speculation; its method's name when there was one.

@@ -84,6 +84,9 @@ enum Behaviour {
     Nibble,
     /// Declines by saying it is unavailable.
     Unavailable,
+    /// A checkpoint of about 600 tokens: lands, but too big to reach the
+    /// goal beside what is kept.
+    Bulky,
 }
 
 #[derive(Debug)]
@@ -113,6 +116,15 @@ impl CompactionMethod for Scripted {
             Behaviour::Land | Behaviour::Unavailable => Ok(MethodOutput::Checkpoint(Checkpoint {
                 content: vec![Block::text("## Goal\nread files")],
                 summary: "## Goal\nread files".into(),
+                short_summary: "short".into(),
+                files: FileOps::default(),
+                usage: None,
+                model: None,
+                details: serde_json::Value::Null,
+            })),
+            Behaviour::Bulky => Ok(MethodOutput::Checkpoint(Checkpoint {
+                content: vec![Block::text("long summary ".repeat(185))],
+                summary: "long summary".into(),
                 short_summary: "short".into(),
                 files: FileOps::default(),
                 usage: None,
@@ -343,15 +355,13 @@ fn after_a_checkpoint_that_is_not_enough_the_next_method_keeps_less() {
     // next method, planned with the same budget, would find only that
     // checkpoint to fold. It must be planned with a smaller budget.
     let shared = session(12);
-    let mut limits = limits();
-    limits.keep = 1_600;
     let m = Maintenance::new(
         vec![
-            method("weak", Behaviour::Land),
+            method("weak", Behaviour::Bulky),
             method("ok", Behaviour::Land),
         ],
         Policy::default(),
-        limits,
+        limits(),
     );
     let pass = run(m.run(&shared, Trigger::Threshold)).unwrap();
     let methods: Vec<&str> = pass.outcomes.iter().map(|o| o.method.as_str()).collect();
@@ -652,4 +662,38 @@ async fn model_free_methods_are_never_speculated() {
     let (m, events) = speculating(vec![method("digest", Behaviour::Land)]);
     m.run(&shared, Trigger::Threshold).await.unwrap();
     assert!(spoken(&events).is_empty());
+}
+
+/// Counts like bytes/4 but reports 600 more for the whole context: the
+/// system prompt and tools a provider's usage includes and the log never
+/// holds.
+#[derive(Debug, Default)]
+struct WithOverhead(EstimateCounter);
+
+impl TokenCounter for WithOverhead {
+    fn message_tokens(&self, seq: Option<abridge::session::Seq>, message: &Message) -> u64 {
+        self.0.message_tokens(seq, message)
+    }
+
+    fn context_tokens(&self, session: &Session) -> u64 {
+        self.0.context_tokens(session) + 600
+    }
+}
+
+#[test]
+fn recent_history_is_kept_only_as_far_as_the_unseen_overhead_leaves_room() {
+    // Goal 800 with 600 tokens of overhead: only 200 are left for the
+    // checkpoint and what is kept. The configured 300 of recent history
+    // would miss the goal with any checkpoint; the pass keeps a quarter
+    // of it (the share of the goal the overhead leaves).
+    let shared = session(8);
+    let m = Maintenance::new(
+        vec![method("ok", Behaviour::Land)],
+        Policy::new(Arc::new(WithOverhead::default())),
+        limits(),
+    );
+    let pass = run(m.run(&shared, Trigger::Threshold)).unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+    assert_eq!(pass.outcomes.len(), 1);
+    assert!(pass.tokens_after <= 800, "{pass:?}");
 }
