@@ -438,19 +438,7 @@ impl Maintenance {
     /// large against the threshold keeps so much verbatim that no
     /// checkpoint can reach the goal.
     fn keep_beside_overhead(&self, session: &SharedSession, tokens: u64, goal: u64) -> u64 {
-        let estimate: u64 = {
-            let session = lock_session(session);
-            session
-                .surface()
-                .seqs()
-                .iter()
-                .filter_map(|seq| {
-                    session
-                        .message(*seq)
-                        .map(|m| self.policy.counter.message_tokens(Some(*seq), m))
-                })
-                .sum()
-        };
+        let estimate = self.policy.counter.surface_tokens(&lock_session(session));
         let overhead = tokens.saturating_sub(estimate);
         let keep = self.policy.keep_recent_tokens;
         if overhead == 0 || goal == 0 {

@@ -671,12 +671,16 @@ async fn model_free_methods_are_never_speculated() {
 struct WithOverhead(EstimateCounter);
 
 impl TokenCounter for WithOverhead {
-    fn message_tokens(&self, seq: Option<abridge::session::Seq>, message: &Message) -> u64 {
-        self.0.message_tokens(seq, message)
+    fn message_tokens(&self, message: &Message) -> u64 {
+        self.0.message_tokens(message)
+    }
+
+    fn seq_tokens(&self, session: &Session, seq: abridge::session::Seq) -> u64 {
+        self.0.seq_tokens(session, seq)
     }
 
     fn context_tokens(&self, session: &Session) -> u64 {
-        self.0.context_tokens(session) + 600
+        self.surface_tokens(session) + 600
     }
 }
 

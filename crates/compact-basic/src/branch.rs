@@ -62,7 +62,7 @@ pub fn abandoned_messages(
         let Some(message) = session.message(*seq) else {
             continue;
         };
-        let cost = counter.message_tokens(Some(*seq), message);
+        let cost = counter.seq_tokens(session, *seq);
         if !picked.is_empty() && used + cost > budget {
             break;
         }

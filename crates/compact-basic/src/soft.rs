@@ -19,6 +19,7 @@ use abridge_compact::SummaryRequest;
 use abridge_llm::Block;
 use abridge_llm::SharedMessage;
 use abridge_llm::Usage;
+use abridge_meter::estimate_tokens;
 use async_trait::async_trait;
 
 use crate::files::cumulative_file_ops;
@@ -116,7 +117,7 @@ impl SoftMethod {
         };
         let mut at = 0;
         while at < messages.len() {
-            let running_cost = (folded.text.len() as u64).div_ceil(4);
+            let running_cost = estimate_tokens(folded.text.len());
             let room = window.saturating_sub(running_cost).max(1);
             let mut end = at;
             let mut used = 0u64;

@@ -18,6 +18,9 @@
 //! - [`Summarizer`], [`CompactionHooks`], [`CompactService`]: the other
 //!   seams, so an LLM, a remote service or a test script writes summaries,
 //!   a host joins in, and a harness calls compaction as a service.
+//! - [`TokenCounter`] (with [`MeterCounter`] and [`EstimateCounter`]):
+//!   the one figure every step counts with, carried by the [`Policy`] into
+//!   every [`Plan`]. It is the meter's, re-exported here.
 //! - [`check_invariants`]: what must hold of any session, for tests and
 //!   users.
 //! - [`attempt`]: one method, driven through the whole transaction
@@ -88,7 +91,6 @@ mod plan;
 mod run;
 mod service;
 mod summarizer;
-mod tokens;
 mod txn;
 
 pub use check::InvariantReport;
@@ -152,10 +154,18 @@ pub use summarizer::Summarizer;
 pub use summarizer::Summary;
 pub use summarizer::SummaryFuture;
 pub use summarizer::SummaryRequest;
-pub use tokens::EstimateCounter;
-pub use tokens::MESSAGE_OVERHEAD_TOKENS;
-pub use tokens::MeterCounter;
-pub use tokens::TokenCounter;
+// Counting is the meter's; the seam re-exports it so that backends and
+// hosts name one `TokenCounter` through the crate they already use.
+#[doc(inline)]
+pub use abridge_meter::EstimateCounter;
+/// Tokens added per message for role and framing: the meter's
+/// [`MESSAGE_OVERHEAD`](abridge_meter::MESSAGE_OVERHEAD), under the name
+/// this crate has always given it.
+pub use abridge_meter::MESSAGE_OVERHEAD as MESSAGE_OVERHEAD_TOKENS;
+#[doc(inline)]
+pub use abridge_meter::MeterCounter;
+#[doc(inline)]
+pub use abridge_meter::TokenCounter;
 pub use txn::Ticket;
 pub use txn::abort;
 pub use txn::begin;

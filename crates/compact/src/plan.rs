@@ -22,6 +22,8 @@ use std::sync::Arc;
 
 use abridge_llm::Role;
 use abridge_llm::SharedMessage;
+use abridge_meter::EstimateCounter;
+use abridge_meter::TokenCounter;
 use abridge_session::Seq;
 use abridge_session::Session;
 use abridge_session::SurfaceOp;
@@ -32,8 +34,6 @@ use crate::error::CompactError;
 use crate::frame::checkpoint_body;
 use crate::method::FileOps;
 use crate::method::Trigger;
-use crate::tokens::EstimateCounter;
-use crate::tokens::TokenCounter;
 
 /// How many of the newest tokens a compaction keeps verbatim by default.
 pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
@@ -172,12 +172,18 @@ pub struct Plan {
     pub seqs: Vec<Seq>,
     /// Their messages, in order.
     pub messages: Vec<SharedMessage>,
+    /// What each of `messages` costs, by `counter`, counted when planned:
+    /// the plan holds no session, so a method reads the costs here rather
+    /// than counting the messages again.
+    pub message_costs: Vec<u64>,
     /// Leading system/developer messages, never compacted.
     pub head: Vec<SharedMessage>,
     /// Messages after the span, kept verbatim.
     pub kept: Vec<SharedMessage>,
     /// Their seqs.
     pub kept_seqs: Vec<Seq>,
+    /// What each of `kept` costs, as [`message_costs`](Self::message_costs).
+    pub kept_costs: Vec<u64>,
     /// The checkpoint at the span's head, if any.
     pub previous: Option<PreviousCheckpoint>,
     /// Set when the cut falls inside a turn.
@@ -220,9 +226,10 @@ impl Plan {
         }
     }
 
-    /// Tokens `message` would cost, counted as the plan counts.
+    /// Tokens `message` would cost, counted as the plan counts (uncached:
+    /// for messages the plan does not hold a cost for).
     pub fn count(&self, message: &abridge_llm::Message) -> u64 {
-        self.counter.message_tokens(None, message)
+        self.counter.message_tokens(message)
     }
 }
 
@@ -245,7 +252,8 @@ fn head_len(session: &Session) -> usize {
 /// only the previous checkpoint).
 ///
 /// Costs O(kept part) token lookups plus O(span) pointer copies; with a
-/// counter that caches by seq, planning again after one append is cheap.
+/// counter that caches per message (as the meter does), planning again
+/// after one append is cheap.
 pub fn plan(session: &Session, policy: &Policy) -> Option<Plan> {
     plan_with_keep(
         session,
@@ -367,7 +375,7 @@ fn retention_cut(session: &Session, policy: &Policy, head: usize, keep: u64) -> 
         for index in (head..surface.len()).rev() {
             let seq = surface[index];
             let message = session.message(seq)?;
-            kept += policy.counter.message_tokens(Some(seq), message);
+            kept += policy.counter.seq_tokens(session, seq);
             if let Some((id, _, _)) = message.tool_result_block()
                 && !ignore.contains(id)
             {
@@ -399,36 +407,37 @@ fn retention_cut(session: &Session, policy: &Policy, head: usize, keep: u64) -> 
 fn build(session: &Session, policy: &Policy, span: Span, trigger: Trigger) -> Plan {
     let surface = session.surface();
     let all = surface.seqs();
-    let message = |seq: &Seq| session.message(*seq).cloned();
-    let count = |seqs: &[Seq]| -> u64 {
+    // The messages at `seqs`, with what each costs.
+    let priced = |seqs: &[Seq]| -> (Vec<SharedMessage>, Vec<u64>) {
         seqs.iter()
-            .filter_map(|seq| {
-                session
-                    .message(*seq)
-                    .map(|m| policy.counter.message_tokens(Some(*seq), m))
+            .filter_map(|&seq| {
+                let message = session.message(seq)?.clone();
+                Some((message, policy.counter.seq_tokens(session, seq)))
             })
-            .sum()
+            .unzip()
     };
     let seqs = all[span.start..=span.end].to_vec();
-    let messages: Vec<SharedMessage> = seqs.iter().filter_map(message).collect();
+    let (messages, message_costs) = priced(&seqs);
     let kept_seqs = all[span.end + 1..].to_vec();
-    let kept: Vec<SharedMessage> = kept_seqs.iter().filter_map(message).collect();
-    let head: Vec<SharedMessage> = all[..span.start].iter().filter_map(message).collect();
+    let (kept, kept_costs) = priced(&kept_seqs);
+    let (head, head_costs) = priced(&all[..span.start]);
     let previous = previous_checkpoint(session, seqs[0]);
     let split_turn = split_turn(&messages, kept.first(), previous.is_some());
     let tokens = PlanTokens {
-        hidden: count(&seqs),
-        kept: count(&kept_seqs),
-        head: count(&all[..span.start]),
+        hidden: message_costs.iter().sum(),
+        kept: kept_costs.iter().sum(),
+        head: head_costs.iter().sum(),
     };
     Plan {
         session_id: session.header().session_id.clone(),
         span,
         seqs,
         messages,
+        message_costs,
         head,
         kept,
         kept_seqs,
+        kept_costs,
         previous,
         split_turn,
         generation: surface.generation(),

@@ -331,7 +331,7 @@ fn prepare_checkpoint(
         checkpoint.content,
         &plan.preserve,
     );
-    let new_tokens = plan.counter.message_tokens(None, &framed);
+    let new_tokens = plan.counter.message_tokens(&framed);
     let hidden_tokens = plan.tokens.hidden;
     if new_tokens >= hidden_tokens {
         return Err(CompactError::NotSmaller {
@@ -419,8 +419,8 @@ fn prepare_rewrites(
                 ),
             });
         }
-        hidden_tokens += counter.message_tokens(Some(target), old);
-        new_tokens += counter.message_tokens(None, &rewrite.message);
+        hidden_tokens += counter.seq_tokens(session, target);
+        new_tokens += counter.message_tokens(&rewrite.message);
     }
     if new_tokens >= hidden_tokens {
         return Err(CompactError::NotSmaller {

@@ -18,6 +18,10 @@
 //!   so measuring after an append is O(1). [`Measure`] holds our estimate,
 //!   the figure anchored on the provider's last reported usage, and
 //!   `tokens = max(anchored, estimate)`.
+//! - [`TokenCounter`]: what compaction asks. [`MeterCounter`] answers
+//!   from a [`TokenMeter`]; [`EstimateCounter`] is the bytes/4 fallback
+//!   ([`estimate_tokens`]) that tests predict by hand. Cached counts are
+//!   keyed by session and seq, so one counter may serve several sessions.
 //! - [`token_stats`] / [`model_token_stats`]: where the tokens go, by role,
 //!   by tool, largest items, for a chosen model.
 //!
@@ -51,6 +55,7 @@
 
 mod bpe;
 mod cost;
+mod counter;
 mod image;
 mod meter;
 mod pretokenize;
@@ -66,6 +71,9 @@ pub use cost::PriorThinking;
 pub use cost::TOOL_CALL_OVERHEAD;
 pub use cost::TOOL_ERROR_OVERHEAD;
 pub use cost::TOOL_RESULT_OVERHEAD;
+pub use counter::EstimateCounter;
+pub use counter::MeterCounter;
+pub use counter::TokenCounter;
 pub use image::MAX_IMAGE_EDGE;
 pub use image::UNKNOWN_IMAGE_EDGE;
 pub use image::image_block_tokens;
@@ -86,4 +94,5 @@ pub use tokenizer::Encoding;
 pub use tokenizer::Estimate;
 pub use tokenizer::Tiktoken;
 pub use tokenizer::Tokenizer;
+pub use tokenizer::estimate_tokens;
 pub use tokenizer::tokenizer_for;

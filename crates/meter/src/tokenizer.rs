@@ -95,12 +95,22 @@ pub struct Estimate;
 /// Bytes per token assumed by [`Estimate`].
 pub const ESTIMATE_BYTES_PER_TOKEN: usize = 4;
 
+/// The estimate's tokens for `bytes` bytes of text: bytes / 4, rounded up.
+///
+/// The workspace's one bytes/4 rule. [`Estimate`] counts text with it and
+/// `EstimateCounter` counts messages with it; anything else that guesses
+/// tokens from a byte length without a tokenizer calls it too, so the
+/// guesses agree and the ratio lives in one place.
+pub fn estimate_tokens(bytes: usize) -> u64 {
+    u64::try_from(bytes.div_ceil(ESTIMATE_BYTES_PER_TOKEN)).unwrap_or(u64::MAX)
+}
+
 impl Tokenizer for Estimate {
     fn name(&self) -> &str {
         "bytes/4"
     }
     fn count(&self, text: &str) -> usize {
-        text.len().div_ceil(ESTIMATE_BYTES_PER_TOKEN)
+        usize::try_from(estimate_tokens(text.len())).unwrap_or(usize::MAX)
     }
 }
 

@@ -21,8 +21,10 @@
 //! Each pass is a pure function from a session and its configuration to a
 //! [`Reclaim`]: rewrites for the compaction transaction (or drafts for
 //! `Session::append_batch`) and a [`Report`]. Passes read a [`Snapshot`]
-//! of the surface and count with the seam's `TokenCounter`, so they
-//! measure exactly as the trigger and the commit check do.
+//! of the surface, whose costs the seam's `TokenCounter` counted (the
+//! plan's, inside a method), and price their rewrites with that same
+//! counter, so they measure exactly as the trigger and the commit check
+//! do.
 //!
 //! # Methods
 //!
@@ -62,7 +64,7 @@
 //! // Protect nothing and accept any saving, to show one rewrite.
 //! let config = PruneConfig { protect_tokens: 0, min_saving_tokens: 0, ..PruneConfig::default() };
 //! let counter = EstimateCounter::new();
-//! let snapshot = Snapshot::of_session(&session);
+//! let snapshot = Snapshot::of_session(&session, &counter);
 //! let reclaim = prune(&snapshot, &config, &PassContext::compaction(), &counter);
 //! assert_eq!(reclaim.rewrites.len(), 1);
 //! session.append_batch(reclaim.drafts())?;

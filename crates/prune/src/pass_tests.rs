@@ -12,6 +12,7 @@ use abridge_llm::Message;
 use abridge_llm::Meta;
 use abridge_llm::Origin;
 use abridge_llm::Role;
+use abridge_meter::estimate_tokens;
 use abridge_session::Draft;
 use abridge_session::Seq;
 use pretty_assertions::assert_eq;
@@ -25,7 +26,7 @@ use crate::*;
 
 fn run_prune(b: &Builder, config: &PruneConfig) -> Reclaim {
     prune(
-        &Snapshot::of_session(&b.session),
+        &Snapshot::of_session(&b.session, &EstimateCounter::new()),
         config,
         &PassContext::compaction(),
         &EstimateCounter::new(),
@@ -355,7 +356,7 @@ fn cache_guard_holds_old_rewrites_until_the_cache_is_cold() {
     };
     let pass = |b: &Builder, context: PassContext| {
         prune(
-            &Snapshot::of_session(&b.session),
+            &Snapshot::of_session(&b.session, &EstimateCounter::new()),
             &config,
             &context,
             &EstimateCounter::new(),
@@ -388,7 +389,7 @@ fn cache_guard_holds_old_rewrites_until_the_cache_is_cold() {
         ..config.clone()
     };
     let near_tail = prune(
-        &Snapshot::of_session(&b.session),
+        &Snapshot::of_session(&b.session, &EstimateCounter::new()),
         &roomy,
         &PassContext::per_turn(None, None),
         &EstimateCounter::new(),
@@ -469,7 +470,7 @@ fn shake_rescue(b: &Builder, store: &dyn ArtifactStore) -> Reclaim {
         ..ShakeConfig::preset(ShakePreset::Rescue)
     };
     shake(
-        &Snapshot::of_session(&b.session),
+        &Snapshot::of_session(&b.session, &EstimateCounter::new()),
         &config,
         &PassContext::compaction(),
         &EstimateCounter::new(),
@@ -504,7 +505,7 @@ fn shake_moves_a_large_result_whole_and_reads_it_back() {
         placeholder::shaken(
             "tool output",
             reference,
-            (region.end - region.start).div_ceil(4)
+            estimate_tokens(usize::try_from(region.end - region.start).unwrap())
         )
     );
 }
@@ -526,7 +527,7 @@ fn shake_moves_fenced_and_xml_blocks_and_keeps_the_rest() {
     b.say("and now the next step");
     let store = MemoryArtifactStore::new();
     let reclaim = shake(
-        &Snapshot::of_session(&b.session),
+        &Snapshot::of_session(&b.session, &EstimateCounter::new()),
         &config,
         &PassContext::compaction(),
         &EstimateCounter::new(),
@@ -574,7 +575,7 @@ fn shake_leaves_recent_protected_and_small_results() {
         ..ShakeConfig::preset(ShakePreset::Rescue)
     };
     let reclaim = shake(
-        &Snapshot::of_session(&b.session),
+        &Snapshot::of_session(&b.session, &EstimateCounter::new()),
         &config,
         &PassContext::compaction(),
         &EstimateCounter::new(),
@@ -634,7 +635,7 @@ fn shake_keeps_images_or_records_them_never_drops_them() {
             ..ShakeConfig::preset(ShakePreset::Rescue)
         };
         let reclaim = shake(
-            &Snapshot::of_session(&b.session),
+            &Snapshot::of_session(&b.session, &EstimateCounter::new()),
             &config,
             &PassContext::compaction(),
             &EstimateCounter::new(),
@@ -702,7 +703,7 @@ fn trim_over_the_limit_keeps_head_and_tail() {
     );
     let over = b.call("bash", json!({}), &over_text);
     let reclaim = trim(
-        &Snapshot::of_session(&b.session),
+        &Snapshot::of_session(&b.session, &EstimateCounter::new()),
         &TrimConfig::default(),
         &PassContext::compaction(),
         &EstimateCounter::new(),
@@ -794,7 +795,7 @@ fn what_the_model_sees_after_prune_then_shake() {
         ..PruneConfig::default()
     };
     let pruned = prune(
-        &Snapshot::of_session(&b.session),
+        &Snapshot::of_session(&b.session, &counter),
         &config,
         &PassContext::compaction(),
         &counter,
@@ -808,7 +809,7 @@ fn what_the_model_sees_after_prune_then_shake() {
         ..ShakeConfig::preset(ShakePreset::Manual)
     };
     let shaken = shake(
-        &Snapshot::of_session(&b.session),
+        &Snapshot::of_session(&b.session, &counter),
         &shake_config,
         &PassContext::compaction(),
         &counter,
@@ -835,7 +836,7 @@ fn shake_thresholds_at_below_and_above() {
             ..ShakeConfig::preset(ShakePreset::Manual)
         };
         let store = MemoryArtifactStore::new();
-        let snapshot = Snapshot::of_session(&b.session);
+        let snapshot = Snapshot::of_session(&b.session, &counter);
         targets(
             &shake(
                 &snapshot,
@@ -859,9 +860,12 @@ fn shake_thresholds_at_below_and_above() {
     assert_eq!(run(0, 601), BTreeSet::new());
 
     // Block size: a fence of exactly `fence_tokens` moves at that minimum.
+    // A fresh counter: this session has the first one's id (`test`), and
+    // counters tell sessions apart by id.
     let mut b = Builder::new();
+    let counter = EstimateCounter::new();
     let fence = format!("```\n{}```", "0123456789abcdef\n".repeat(40));
-    let fence_tokens = (fence.len() as u64).div_ceil(4);
+    let fence_tokens = estimate_tokens(fence.len());
     let seq = b.call("bash", json!({}), &format!("intro\n{fence}\noutro"));
     b.say("a later message");
     let run = |min_block: u64| {
@@ -872,7 +876,7 @@ fn shake_thresholds_at_below_and_above() {
             ..ShakeConfig::preset(ShakePreset::Manual)
         };
         let store = MemoryArtifactStore::new();
-        let snapshot = Snapshot::of_session(&b.session);
+        let snapshot = Snapshot::of_session(&b.session, &counter);
         targets(
             &shake(
                 &snapshot,
@@ -901,8 +905,8 @@ fn per_turn_shake_respects_the_cache_guard() {
         ..ShakeConfig::preset(ShakePreset::Rescue)
     };
     let store = MemoryArtifactStore::new();
-    let snapshot = Snapshot::of_session(&b.session);
     let counter = EstimateCounter::new();
+    let snapshot = Snapshot::of_session(&b.session, &counter);
     let warm = shake(
         &snapshot,
         &config,

@@ -183,7 +183,7 @@ proptest! {
         let trim_config = TrimConfig { max_chars: 600, head_chars: 300, tail_chars: 100, ..TrimConfig::default() };
 
         for pass in 0..3 {
-            let snapshot = Snapshot::of_session(&session);
+            let snapshot = Snapshot::of_session(&session, &counter);
             let reclaim = match pass {
                 0 => prune(&snapshot, &prune_config, &context, &counter),
                 1 => shake(&snapshot, &shake_config, &context, &counter, &store).unwrap(),

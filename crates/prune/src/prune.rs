@@ -105,13 +105,16 @@ impl PruneConfig {
 /// Results that are already placeholders, protected tools and results
 /// under `min_result_tokens` are skipped; every rewrite is cheaper than
 /// what it replaces.
+///
+/// Current costs are the snapshot's; `counter` prices the rewrites, so
+/// pass the counter the snapshot was counted with.
 pub fn prune(
     snapshot: &Snapshot,
     config: &PruneConfig,
     context: &PassContext,
     counter: &dyn TokenCounter,
 ) -> Reclaim {
-    let scan = Scan::new(snapshot, counter);
+    let scan = Scan::new(snapshot);
     let _span = tracing::debug_span!("prune", surface = scan.items.len()).entered();
     let mut report = Report {
         surface_tokens: scan.total(),

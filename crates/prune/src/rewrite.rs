@@ -38,7 +38,7 @@ pub(crate) fn rewrite(
     rule: Rule,
     counter: &dyn TokenCounter,
 ) -> Option<(Rewrite, RewriteNote)> {
-    let tokens_after = counter.message_tokens(None, &message);
+    let tokens_after = counter.message_tokens(&message);
     if tokens_after >= item.tokens {
         return None;
     }

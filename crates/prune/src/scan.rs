@@ -17,52 +17,72 @@ use abridge_compact::TokenCounter;
 
 use crate::placeholder::is_placeholder;
 
-/// The visible messages a pass works on, with their seqs, oldest first.
+/// The visible messages a pass works on, with their seqs and what each
+/// costs, oldest first.
 ///
 /// Taken from a live [`Session`] or from a compaction [`Plan`] (whose
 /// head, span and kept part together are the surface), so the same pass
-/// serves a harness between turns and a `CompactionMethod`.
+/// serves a harness between turns and a `CompactionMethod`. Costs are
+/// counted when the snapshot is taken, while a session is at hand to key
+/// the counter's cache by; a plan brings the costs it was planned with.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     entries: Vec<(Seq, SharedMessage)>,
+    /// What each entry costs, in the same order.
+    costs: Vec<u64>,
 }
 
 impl Snapshot {
-    /// The surface of `session` (cheap: messages are shared).
-    pub fn of_session(session: &Session) -> Self {
+    /// The surface of `session`, each message counted by `counter` (cheap
+    /// after the first time with a caching counter: messages are shared).
+    pub fn of_session(session: &Session, counter: &dyn TokenCounter) -> Self {
+        let (entries, costs) = session
+            .surface()
+            .seqs()
+            .iter()
+            .filter_map(|&seq| {
+                let message = session.message(seq)?.clone();
+                Some(((seq, message), counter.seq_tokens(session, seq)))
+            })
+            .unzip();
+        Snapshot { entries, costs }
+    }
+
+    /// The surface a plan saw: its span then its kept part, with the costs
+    /// the plan counted. The plan's leading system messages carry no tool
+    /// results and precede every candidate, so they are left out.
+    pub fn of_plan(plan: &Plan) -> Self {
+        let seqs = plan.seqs.iter().chain(&plan.kept_seqs).copied();
+        let messages = plan.messages.iter().chain(&plan.kept).cloned();
         Snapshot {
-            entries: session
-                .surface()
-                .seqs()
+            entries: seqs.zip(messages).collect(),
+            costs: plan
+                .message_costs
                 .iter()
-                .filter_map(|seq| session.message(*seq).map(|m| (*seq, m.clone())))
+                .chain(&plan.kept_costs)
+                .copied()
                 .collect(),
         }
     }
 
-    /// The surface a plan saw: its span then its kept part. The plan's
-    /// leading system messages carry no tool results and precede every
-    /// candidate, so they are left out.
-    pub fn of_plan(plan: &Plan) -> Self {
-        let span = plan.seqs.iter().copied().zip(plan.messages.iter().cloned());
-        let kept = plan
-            .kept_seqs
+    /// Builds a snapshot from pairs, oldest first, each counted afresh by
+    /// `counter` (there is no session to cache by).
+    pub fn from_entries(entries: Vec<(Seq, SharedMessage)>, counter: &dyn TokenCounter) -> Self {
+        let costs = entries
             .iter()
-            .copied()
-            .zip(plan.kept.iter().cloned());
-        Snapshot {
-            entries: span.chain(kept).collect(),
-        }
-    }
-
-    /// Builds a snapshot from pairs, oldest first.
-    pub fn from_entries(entries: Vec<(Seq, SharedMessage)>) -> Self {
-        Snapshot { entries }
+            .map(|(_, message)| counter.message_tokens(message))
+            .collect();
+        Snapshot { entries, costs }
     }
 
     /// The pairs, oldest first.
     pub fn entries(&self) -> &[(Seq, SharedMessage)] {
         &self.entries
+    }
+
+    /// What each entry costs, in the order of [`entries`](Self::entries).
+    pub fn costs(&self) -> &[u64] {
+        &self.costs
     }
 }
 
@@ -105,8 +125,8 @@ pub(crate) struct Scan {
 }
 
 impl Scan {
-    /// Measures a snapshot with `counter` (which may cache by seq).
-    pub(crate) fn new(snapshot: &Snapshot, counter: &dyn TokenCounter) -> Self {
+    /// Reads a snapshot's messages and costs.
+    pub(crate) fn new(snapshot: &Snapshot) -> Self {
         let mut calls: HashMap<&str, (&str, &Value)> = HashMap::new();
         let messages = &snapshot.entries;
         let mut items = Vec::with_capacity(messages.len());
@@ -115,8 +135,7 @@ impl Scan {
                 calls.insert(id, (name, arguments));
             }
         }
-        for (seq, message) in messages {
-            let tokens = counter.message_tokens(Some(*seq), message);
+        for ((seq, message), &tokens) in messages.iter().zip(&snapshot.costs) {
             let tool = tool_item(message, &calls);
             items.push(Item {
                 seq: *seq,

@@ -212,14 +212,14 @@ fn describe_image(block: &Block) -> String {
     }
 }
 
-/// The whole result moved: its text as one region, images per policy.
 /// What `text` costs on its own, as `counter` counts.
 fn text_tokens(text: &str, counter: &dyn TokenCounter) -> u64 {
     counter
-        .message_tokens(None, &Message::user(text))
+        .message_tokens(&Message::user(text))
         .saturating_sub(MESSAGE_OVERHEAD_TOKENS)
 }
 
+/// The whole result moved: its text as one region, images per policy.
 fn move_whole(
     content: &[Block],
     config: &ShakeConfig,
@@ -313,6 +313,9 @@ fn move_regions(
 /// its fenced and top-level XML blocks of `min_block_tokens` or more
 /// moved. A rewrite is kept only if it makes the result cheaper.
 ///
+/// Current costs are the snapshot's; `counter` prices the rewrites, so
+/// pass the counter the snapshot was counted with.
+///
 /// # Errors
 /// The store's, when writing the artifact fails; nothing is rewritten
 /// then.
@@ -323,7 +326,7 @@ pub fn shake(
     counter: &dyn TokenCounter,
     store: &dyn ArtifactStore,
 ) -> Result<Reclaim, PruneError> {
-    let scan = Scan::new(snapshot, counter);
+    let scan = Scan::new(snapshot);
     let _span = tracing::debug_span!("shake", surface = scan.items.len()).entered();
     let mut report = Report {
         surface_tokens: scan.total(),

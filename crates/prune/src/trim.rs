@@ -90,6 +90,9 @@ pub fn trim_text(text: &str, max: usize, head: usize, tail: usize) -> Option<Str
 /// are kept as they are. Protected tool names do not apply: trim is the
 /// safety valve for a single result too large for any window.
 ///
+/// Current costs are the snapshot's; `counter` prices the rewrites, so
+/// pass the counter the snapshot was counted with.
+///
 /// # Errors
 /// [`PruneError::Config`] from [`TrimConfig::validate`].
 pub fn trim(
@@ -99,7 +102,7 @@ pub fn trim(
     counter: &dyn TokenCounter,
 ) -> Result<Reclaim, PruneError> {
     config.validate()?;
-    let scan = Scan::new(snapshot, counter);
+    let scan = Scan::new(snapshot);
     let mut report = Report {
         surface_tokens: scan.total(),
         ..Report::default()

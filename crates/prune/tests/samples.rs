@@ -66,7 +66,7 @@ fn every_sample_reclaims_and_stays_well_formed() {
         }
 
         let pruned = abridge_prune::prune(
-            &Snapshot::of_session(&session),
+            &Snapshot::of_session(&session, &counter),
             &PruneConfig::default(),
             &context,
             &counter,
@@ -81,7 +81,7 @@ fn every_sample_reclaims_and_stays_well_formed() {
         // What the other presets would move instead, after prune.
         let preset_saving = |preset| {
             abridge_prune::shake(
-                &Snapshot::of_session(&session),
+                &Snapshot::of_session(&session, &counter),
                 &ShakeConfig::preset(preset),
                 &context,
                 &counter,
@@ -96,7 +96,7 @@ fn every_sample_reclaims_and_stays_well_formed() {
 
         let store = Arc::new(DirArtifactStore::beside(&dir.path().join(&name)).unwrap());
         let shaken = abridge_prune::shake(
-            &Snapshot::of_session(&session),
+            &Snapshot::of_session(&session, &counter),
             &ShakeConfig::preset(ShakePreset::Automatic),
             &context,
             &counter,
@@ -111,7 +111,7 @@ fn every_sample_reclaims_and_stays_well_formed() {
         );
 
         let trimmed = abridge_prune::trim(
-            &Snapshot::of_session(&session),
+            &Snapshot::of_session(&session, &counter),
             &TrimConfig::default(),
             &context,
             &counter,

@@ -23,6 +23,8 @@ use abridge_llm::ImageSource;
 use abridge_llm::Message;
 use abridge_llm::Meta;
 use abridge_llm::Role;
+use abridge_meter::MESSAGE_OVERHEAD;
+use abridge_meter::estimate_tokens;
 use abridge_session::Session;
 use abridge_snapcompact::Archive;
 use abridge_snapcompact::FRAME_URL_SCHEME;
@@ -66,14 +68,14 @@ fn long_session(steps: usize) -> Session {
     session
 }
 
-/// Text by bytes / 4, frames and images by what Anthropic bills for their
-/// pixel size: what the real meter does, so a previous archive's frames
-/// count in what a second compaction hides.
+/// Text by the bytes/4 estimate, frames and images by what Anthropic
+/// bills for their pixel size: what the real meter does, so a previous
+/// archive's frames count in what a second compaction hides.
 #[derive(Debug)]
 struct ImageAwareCounter;
 
 impl TokenCounter for ImageAwareCounter {
-    fn message_tokens(&self, _seq: Option<abridge_session::Seq>, message: &Message) -> u64 {
+    fn message_tokens(&self, message: &Message) -> u64 {
         let images: u64 = message
             .content
             .iter()
@@ -99,7 +101,7 @@ impl TokenCounter for ImageAwareCounter {
                 .content_bytes()
             })
             .sum();
-        images + (text as u64).div_ceil(4) + 4
+        images + estimate_tokens(text) + MESSAGE_OVERHEAD
     }
 }
 

@@ -11,6 +11,7 @@ use abridge::Harness;
 use abridge::PassStatus;
 use abridge::Settings;
 use abridge_llm::Message;
+use abridge_meter::EstimateCounter;
 use abridge_session::Session;
 
 use super::Section;
@@ -61,7 +62,7 @@ pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
         let mut total = 0u64;
         for seq in session.surface().seqs() {
             if let Some(m) = session.message(*seq) {
-                total += (m.content_bytes() as u64).div_ceil(4) + 4;
+                total += EstimateCounter::estimate(m);
             }
         }
         std::hint::black_box(total);

@@ -9,12 +9,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use abridge_compact::EstimateCounter;
-use abridge_compact::TokenCounter;
 use abridge_llm::ImageBilling;
-use abridge_llm::Message;
 use abridge_meter::CostModel;
+use abridge_meter::EstimateCounter;
+use abridge_meter::MeterCounter;
+use abridge_meter::PriorThinking;
 use abridge_meter::Tiktoken;
+use abridge_meter::TokenCounter;
+use abridge_meter::TokenMeter;
 use abridge_prune::MemoryArtifactStore;
 use abridge_prune::PassContext;
 use abridge_prune::PruneConfig;
@@ -25,7 +27,6 @@ use abridge_prune::ShakePreset;
 use abridge_prune::Snapshot;
 use abridge_prune::TrimConfig;
 use abridge_session::MemoryStore;
-use abridge_session::Seq;
 use abridge_session::Session;
 use anyhow::Context;
 
@@ -77,42 +78,18 @@ fn load_samples() -> anyhow::Result<Vec<Sample>> {
     Ok(samples)
 }
 
-/// Counts with a meter cost model (o200k), cached by seq, so the second
-/// table reports tokens as a provider would bill them.
-#[derive(Debug)]
-struct MeterCounter {
-    cost: CostModel,
-    cache: std::sync::Mutex<std::collections::HashMap<Seq, u64>>,
-}
-
-impl MeterCounter {
-    fn new() -> Self {
-        MeterCounter {
-            cost: CostModel::new(Arc::new(Tiktoken::o200k()), ImageBilling::Anthropic),
-            cache: std::sync::Mutex::default(),
-        }
-    }
-}
-
-impl TokenCounter for MeterCounter {
-    fn message_tokens(&self, seq: Option<Seq>, message: &Message) -> u64 {
-        let Some(seq) = seq else {
-            return self.cost.message(message);
-        };
-        if let Some(n) = self.cache.lock().ok().and_then(|c| c.get(&seq).copied()) {
-            return n;
-        }
-        let n = self.cost.message(message);
-        if let Ok(mut cache) = self.cache.lock() {
-            cache.insert(seq, n);
-        }
-        n
-    }
+/// A meter on o200k that counts every message whole, earlier turns'
+/// thinking included, so the second table reports tokens as a provider
+/// would bill them.
+fn o200k_counter() -> MeterCounter {
+    let cost = CostModel::new(Arc::new(Tiktoken::o200k()), ImageBilling::Anthropic)
+        .with_prior_thinking(PriorThinking::Kept);
+    MeterCounter::new(TokenMeter::new(cost))
 }
 
 fn prune_pass(session: &Session, counter: &dyn TokenCounter) -> Reclaim {
     abridge_prune::prune(
-        &Snapshot::of_session(session),
+        &Snapshot::of_session(session, counter),
         &PruneConfig::default(),
         &PassContext::compaction(),
         counter,
@@ -125,7 +102,7 @@ fn shake_pass(
     store: &MemoryArtifactStore,
 ) -> anyhow::Result<Reclaim> {
     Ok(abridge_prune::shake(
-        &Snapshot::of_session(session),
+        &Snapshot::of_session(session, counter),
         &ShakeConfig::preset(ShakePreset::Automatic),
         &PassContext::compaction(),
         counter,
@@ -281,21 +258,22 @@ fn reclaimed(samples: &[Sample]) -> anyhow::Result<Section> {
     );
     for sample in samples {
         let mut session = copy(sample)?;
-        let counter = MeterCounter::new();
-        let before = counter.context_tokens(&session);
+        let counter = o200k_counter();
+        // Our count, not the figure anchored on the sample's usage reports.
+        let before = counter.measure(&session).estimate;
         let pruned = prune_pass(&session, &counter);
         session.append_batch(pruned.drafts())?;
         let store = MemoryArtifactStore::new();
         let shaken = shake_pass(&session, &counter, &store)?;
         session.append_batch(shaken.drafts())?;
         let trimmed = abridge_prune::trim(
-            &Snapshot::of_session(&session),
+            &Snapshot::of_session(&session, &counter),
             &TrimConfig::default(),
             &PassContext::compaction(),
             &counter,
         )?;
         session.append_batch(trimmed.drafts())?;
-        let after = counter.context_tokens(&session);
+        let after = counter.measure(&session).estimate;
         section.row(vec![
             sample.name.clone(),
             format!("{:.1} MB", sample.bytes as f64 / 1e6),

@@ -9,6 +9,8 @@ use abridge_llm::Block;
 use abridge_llm::Message;
 use abridge_llm::Meta;
 use abridge_llm::Role;
+use abridge_meter::Estimate;
+use abridge_meter::Tokenizer;
 use abridge_snapcompact::Archive;
 use abridge_snapcompact::ArchiveConfig;
 use abridge_snapcompact::FrameCache;
@@ -149,7 +151,7 @@ fn session(tokens: usize) -> (Vec<Message>, usize) {
             let text = message.plain_text();
             counted += bpe
                 .as_ref()
-                .map_or(text.len() / 4, |b| b.encode_ordinary(&text).len())
+                .map_or_else(|| Estimate.count(&text), |b| b.encode_ordinary(&text).len())
                 + 4;
         }
         messages.push(call);
