@@ -73,8 +73,15 @@ pub enum TokenizerFamily {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ImageBilling {
-    /// Anthropic: 28 px patches, at most 4784, times 1.05.
+    /// Anthropic's high-resolution lines (Claude Opus 4.7 and later): 28 px
+    /// patches, at most 4784, times 1.05; a long edge up to 2576 px is
+    /// read as it is.
     Anthropic,
+    /// Anthropic's earlier lines (Claude 4.6 and before): an image whose
+    /// long edge passes 1568 px or whose cost passes about 1,600 tokens
+    /// (about 1.2 MP) is first scaled down, then billed at
+    /// `width * height / 750`.
+    AnthropicStandard,
     /// OpenAI "original" detail (GPT-5.x): 32 px patches, at most 10000,
     /// times 1.2.
     OpenAi,
@@ -444,15 +451,18 @@ fn builtin_entries() -> Vec<ModelEntry> {
         // window 200k for every 4.x model; 1M is a beta header, not the
         // default). Max output: Opus 4/4.1 32k, Sonnet 4/4.5, Haiku 4.5 and
         // Opus 4.5 64k.
-        reasoning(entry("claude-opus-4-5", &[], "anthropic", 200_000, 64_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
-        reasoning(entry("claude-opus-4-1", &[], "anthropic", 200_000, 32_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
-        reasoning(entry("claude-opus-4", &["claude-opus-4-0", "claude-4-opus"], "anthropic", 200_000, 32_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
-        reasoning(entry("claude-sonnet-4-5", &[], "anthropic", 200_000, 64_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
-        reasoning(entry("claude-sonnet-4", &["claude-sonnet-4-0", "claude-4-sonnet"], "anthropic", 200_000, 64_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
-        reasoning(entry("claude-haiku-4-5", &[], "anthropic", 200_000, 64_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
+        // Only the image rule is known to differ for this line; the window
+        // and output cap are the conservative `claude` figures.
+        reasoning(entry("claude-opus-4-7", &[], "anthropic", 200_000, 32_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-opus-4-5", &[], "anthropic", 200_000, 64_000, true, T::Claude, B::AnthropicStandard, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-opus-4-1", &[], "anthropic", 200_000, 32_000, true, T::Claude, B::AnthropicStandard, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-opus-4", &["claude-opus-4-0", "claude-4-opus"], "anthropic", 200_000, 32_000, true, T::Claude, B::AnthropicStandard, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-sonnet-4-5", &[], "anthropic", 200_000, 64_000, true, T::Claude, B::AnthropicStandard, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-sonnet-4", &["claude-sonnet-4-0", "claude-4-sonnet"], "anthropic", 200_000, 64_000, true, T::Claude, B::AnthropicStandard, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-haiku-4-5", &[], "anthropic", 200_000, 64_000, true, T::Claude, B::AnthropicStandard, ANTHROPIC_IMAGES)),
         // Older or future Claude lines: the common 200k window, the smaller
         // output figure.
-        entry("claude", &[], "anthropic", 200_000, 32_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES),
+        entry("claude", &[], "anthropic", 200_000, 32_000, true, T::Claude, B::AnthropicStandard, ANTHROPIC_IMAGES),
         // OpenAI. Source: OpenAI docs, "Models" pages of each model;
         // "Reasoning models" for which lines reason (o-series, GPT-5 except
         // the chat-tuned variants, gpt-oss).
@@ -546,7 +556,7 @@ mod tests {
         let lookup = Catalog::builtin().lookup("claude-sonnet-4-5");
         assert_eq!(lookup.matched, Match::Exact);
         assert_eq!(lookup.entry.context_window, 200_000);
-        assert_eq!(lookup.entry.image_billing, ImageBilling::Anthropic);
+        assert_eq!(lookup.entry.image_billing, ImageBilling::AnthropicStandard);
     }
 
     #[test]

@@ -395,7 +395,10 @@ mod tests {
         let catalog = abridge_llm::Catalog::builtin();
         let cost = |id: &str| CostModel::for_model(&catalog.lookup(id).entry).message(&image);
         let frame = MESSAGE_OVERHEAD + BLOCK_OVERHEAD;
-        assert_eq!(cost("claude-sonnet-4-5"), frame + 3293);
+        // Claude 4.5 scales a 1568 px square down to about 1.2 MP first;
+        // Opus 4.7 reads it whole.
+        assert_eq!(cost("claude-sonnet-4-5"), frame + 1599);
+        assert_eq!(cost("claude-opus-4-7"), frame + 3293);
         assert_eq!(cost("gpt-5"), frame + 2882);
         assert_eq!(cost("gemini-3-pro-preview"), frame + 1120);
     }

@@ -30,6 +30,39 @@ fn anthropic(w: u64, h: u64) -> u64 {
     (patches * 105).div_ceil(100)
 }
 
+/// Anthropic's earlier lines: scaled down (aspect kept) until the long
+/// edge is at most 1568 px and the image at most 1,200,000 px (about 1,600
+/// tokens), then `width * height / 750` tokens. 1568 x 1568 is read as
+/// about 1095 x 1095 and billed 1,599; 1568 x 752 is read as it is, 1,573.
+///
+/// Source: Anthropic docs, "Vision" (evaluate image size: the 1568 px and
+/// ~1,600-token limits and the `/ 750` estimate; Claude Opus 4.7 raised the
+/// long edge to 2576 px).
+fn anthropic_standard(w: u64, h: u64) -> u64 {
+    let (w, h) = anthropic_standard_size(w, h);
+    (w * h).div_ceil(750)
+}
+
+/// Largest pixel budget of an earlier Claude line before it scales down.
+pub const ANTHROPIC_STANDARD_MAX_PIXELS: u64 = 1_200_000;
+/// Longest edge an earlier Claude line reads without scaling.
+pub const ANTHROPIC_STANDARD_MAX_EDGE: u64 = 1568;
+
+/// The size an earlier Claude line reads an image at.
+pub fn anthropic_standard_size(w: u64, h: u64) -> (u64, u64) {
+    let (wf, hf) = (w as f64, h as f64);
+    let edge = ANTHROPIC_STANDARD_MAX_EDGE as f64 / wf.max(hf);
+    let area = (ANTHROPIC_STANDARD_MAX_PIXELS as f64 / (wf * hf)).sqrt();
+    let scale = edge.min(area).min(1.0);
+    if scale >= 1.0 {
+        return (w, h);
+    }
+    (
+        ((wf * scale).floor() as u64).max(1),
+        ((hf * scale).floor() as u64).max(1),
+    )
+}
+
 /// OpenAI with `detail: "original"` (GPT-5.x): patches of 32 x 32 px, at
 /// most 10000, times 1.2.
 ///
@@ -97,6 +130,7 @@ pub fn image_tokens(family: ImageBilling, width: u32, height: u32) -> u64 {
     let h = u64::from(height.clamp(1, MAX_IMAGE_EDGE));
     let tokens = match family {
         ImageBilling::Anthropic => anthropic(w, h),
+        ImageBilling::AnthropicStandard => anthropic_standard(w, h),
         ImageBilling::OpenAi => openai_original(w, h),
         ImageBilling::OpenAiTile { base, tile } => openai_tiles(w, h, base, tile),
         ImageBilling::Google => GOOGLE_FLAT,
@@ -218,6 +252,25 @@ mod tests {
         assert_eq!(image_tokens(f, 28, 28), 2); // ceil(1 * 1.05)
         assert_eq!(image_tokens(f, 1000, 1000), 1361); // 36 * 36 = 1296 * 1.05 = 1360.8
         assert_eq!(image_tokens(f, 8000, 8000), 5024); // capped: 4784 * 1.05
+    }
+
+    #[test]
+    fn earlier_claude_lines_scale_large_images_down_first() {
+        let f = ImageBilling::AnthropicStandard;
+        // Inside both limits: billed as sent.
+        assert_eq!(image_tokens(f, 1000, 1000), 1334);
+        assert_eq!(image_tokens(f, 1568, 752), 1573);
+        // A 1568 px square passes the pixel budget: read at about 1095 px.
+        assert_eq!(anthropic_standard_size(1568, 1568), (1095, 1095));
+        assert_eq!(image_tokens(f, 1568, 1568), 1599);
+        // A long edge past 1568 is scaled to it (and then to the budget).
+        assert_eq!(anthropic_standard_size(3136, 200), (1568, 100));
+        // Never more than the budget, however large.
+        assert!(image_tokens(f, 8000, 8000) <= 1600);
+        // Half of what the high-resolution rule bills for the same frame.
+        assert!(
+            image_tokens(f, 1568, 1568) * 2 < image_tokens(ImageBilling::Anthropic, 1568, 1568)
+        );
     }
 
     #[test]

@@ -141,8 +141,8 @@ pub const MODEL_LINES: &[ModelLine] = &[
         prefix: "claude",
         shape: "11on16-bw",
         width: 1568,
-        max_height: 1568,
-        provenance: "issue 7 width 1568: Anthropic scales a long edge over 1568 px down; 56 x 56 = 3136 patches of 28 px, under the 4784 cap",
+        max_height: 752,
+        provenance: "Claude 4.6 and earlier scale an image down when its long edge passes 1568 px or it passes about 1,600 tokens (1.2 MP): 1568 x 752 (1.18 MP, 47 rows of 16 px) is read at its own size, where a 1568 px square would be shrunk by a third",
     },
     ModelLine {
         prefix: "gpt-5",
@@ -194,7 +194,7 @@ pub const DEFAULT_LINE: ModelLine = ModelLine {
     shape: "11on16-bw",
     width: 1568,
     max_height: 1568,
-    provenance: "fallback: the Claude line, the loosest shape",
+    provenance: "fallback for unknown models: the loosest shape on a 1568 px square",
 };
 
 impl FrameSpec {
