@@ -360,7 +360,7 @@ pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
         );
     }
     section.note(format!(
-        "Load average (1 min) on this machine's {} cores: {} before the replays, {} after. Wall times are of one run each: other work on the machine slows them, the ratios less.",
+        "The 1-minute load average on this machine's {} cores was {} when the replays started (a build just before counts in it) and {} when they ended. Each wall time is one run: other work on the machine slows it, and the ratios less.",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         load_before,
         load_average(),
