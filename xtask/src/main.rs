@@ -32,7 +32,7 @@ fn main() -> anyhow::Result<()> {
         Some("e2e") => e2e::run(&root),
         Some("bench") => release_only("bench", &args).and_then(|()| run_bench(&root, &args[1..])),
         Some("eval") => release_only("eval", &args).and_then(|()| run_eval(&root)),
-        Some("bench-child") => bench::session::child(&args[1..]),
+        Some("bench-child") => bench::child(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <ci|e2e|bench [AREA...]|eval>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  e2e    compaction against a real llama.cpp server on 127.0.0.1\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md"
@@ -101,11 +101,12 @@ fn ci() -> anyhow::Result<()> {
 
 fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
     type Area = (&'static str, fn() -> anyhow::Result<Vec<bench::Section>>);
-    let all: [Area; 7] = [
+    let all: [Area; 8] = [
         ("session", bench::session::run),
         ("meter", bench::meter::run),
         ("compact", bench::compact::run),
         ("maintenance", bench::maintenance::run),
+        ("simulate", bench::simulate::run),
         ("prune", bench::prune::run),
         ("llm", bench::llm::run),
         ("snapcompact", bench::snapcompact::run),

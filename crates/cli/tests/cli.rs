@@ -135,6 +135,53 @@ fn render_writes_png_frames() {
     assert!(stdout(&output).contains("1 frames"));
 }
 
+/// `render --json` lists every frame it wrote: the files are there, their
+/// sizes and PNG dimensions are what the object says, and the totals add
+/// up.
+#[test]
+fn render_json_lists_each_frame_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    let out = dir.path().join("frames");
+    let output = abridge(&[
+        "render",
+        session.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--model",
+        "claude-sonnet-4-5",
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let rendered: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(rendered["model"], "claude-sonnet-4-5");
+    let frames = rendered["frames"].as_array().unwrap();
+    assert!(frames.len() > 1, "{rendered}");
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), frames.len());
+    let mut tokens = 0;
+    for (index, frame) in frames.iter().enumerate() {
+        let path = PathBuf::from(frame["path"].as_str().unwrap());
+        assert_eq!(path, out.join(format!("frame-{index:03}.png")));
+        let png = std::fs::read(&path).unwrap();
+        assert_eq!(
+            frame["bytes"].as_u64(),
+            Some(std::fs::metadata(&path).unwrap().len())
+        );
+        // IHDR: width and height, big-endian, right after the signature.
+        let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+        let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+        assert_eq!(frame["width"].as_u64(), Some(u64::from(width)));
+        assert_eq!(frame["height"].as_u64(), Some(u64::from(height)));
+        assert!(frame["tokens"].as_u64().unwrap() > 0);
+        tokens += frame["tokens"].as_u64().unwrap();
+    }
+    assert_eq!(rendered["tokens"].as_u64(), Some(tokens));
+    let characters = rendered["characters"].as_u64().unwrap();
+    assert!(characters > 1000, "{rendered}");
+    let per_token = rendered["characters_per_token"].as_f64().unwrap();
+    assert!((per_token - characters as f64 / tokens as f64).abs() < 1e-9);
+}
+
 #[test]
 fn import_refuses_to_overwrite() {
     let dir = tempfile::tempdir().unwrap();

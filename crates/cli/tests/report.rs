@@ -55,6 +55,23 @@ fn import(dir: &Path, name: &str) -> PathBuf {
     out
 }
 
+/// The SWE-agent sample imported into `dir` and compacted once with
+/// digest under a small window, so its page has a checkpoint to show.
+fn digested_swe(dir: &Path) -> PathBuf {
+    let session = import(dir, SWE);
+    ok(&abridge(&[
+        "compact",
+        session.to_str().unwrap(),
+        "--method",
+        "digest",
+        "--window",
+        "8000",
+        "--keep",
+        "1500",
+    ]));
+    session
+}
+
 fn report(session: &Path, extra: &[&str]) -> String {
     let html = session.with_extension("html");
     let mut args = vec![
@@ -97,11 +114,7 @@ fn source_call_ids() -> Vec<String> {
 #[test]
 fn digest_compacted_swe_session_reports_divider_chart_calls_and_hidden() {
     let dir = tempfile::tempdir().unwrap();
-    let session = import(dir.path(), SWE);
-    let path = session.to_str().unwrap();
-    ok(&abridge(&[
-        "compact", path, "--method", "digest", "--window", "8000", "--keep", "1500",
-    ]));
+    let session = digested_swe(dir.path());
     let html = report(&session, &[]);
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("checkpoint by digest: "), "no divider");
@@ -139,6 +152,67 @@ fn snapcompact_claude_session_shows_its_frames() {
     assert!(html.contains("checkpoint by snapcompact: "));
     assert!(html.contains("<img class=\"frame\""));
     assert!(html.contains("data:image/png;base64,"));
+}
+
+/// `report --json` names the page and its size, and its figures are the
+/// ones `stats` gives for the same session and model.
+#[test]
+fn json_names_the_page_and_agrees_with_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = digested_swe(dir.path());
+    let path = session.to_str().unwrap();
+    let html = session.with_extension("html");
+    let output = abridge(&[
+        "report",
+        path,
+        "-o",
+        html.to_str().unwrap(),
+        "--model",
+        "gpt-4o",
+        "--json",
+    ]);
+    ok(&output);
+    let written: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(written["output"], html.to_str().unwrap());
+    assert_eq!(
+        written["bytes"].as_u64(),
+        Some(std::fs::metadata(&html).unwrap().len())
+    );
+    assert_eq!(written["session"], path);
+    assert_eq!(written["model"], "gpt-4o");
+    assert_eq!(written["checkpoints"], 1);
+
+    let stats = abridge(&["stats", path, "--model", "gpt-4o", "--json"]);
+    ok(&stats);
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    for key in [
+        "events",
+        "messages_by_role",
+        "surface_messages",
+        "checkpoints",
+        "rewrites",
+    ] {
+        assert_eq!(written[key], stats[key], "{key}");
+    }
+    assert_eq!(written["window"], stats["context_window"]);
+    assert_eq!(written["tokens"], stats["tokens"]["measure"]["tokens"]);
+    let by_role: u64 = written["messages_by_role"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(written["messages"].as_u64(), Some(by_role));
+    assert!(written["threshold"].as_u64() < written["window"].as_u64());
+    // The page's head says the same.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(&format!(
+            "<tr><td>events</td><td>{}</td></tr>",
+            written["events"]
+        )),
+        "events row"
+    );
 }
 
 fn checkpoint_meta(method: &str) -> Meta {

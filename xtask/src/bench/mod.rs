@@ -2,8 +2,12 @@
 //! BENCHMARKS.md with the command, the machine and a ratio to the
 //! alternative a user would pick.
 
+use std::ffi::OsStr;
+use std::process::Command;
 use std::time::Duration;
 use std::time::Instant;
+
+use anyhow::Context;
 
 pub(crate) mod compact;
 pub(crate) mod llm;
@@ -11,6 +15,7 @@ pub(crate) mod maintenance;
 pub(crate) mod meter;
 pub(crate) mod prune;
 pub(crate) mod session;
+pub(crate) mod simulate;
 pub(crate) mod snapcompact;
 
 /// One table in BENCHMARKS.md.
@@ -112,4 +117,33 @@ pub(crate) fn rss_bytes() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
+}
+
+/// Hidden `cargo xtask bench-child MEASUREMENT ...`: measurements that
+/// need a process of their own, because `VmHWM` only ever grows and so
+/// says nothing about a second measurement in the same process.
+pub(crate) fn child(args: &[String]) -> anyhow::Result<()> {
+    let rest = args.get(1..).unwrap_or_default();
+    match args.first().map(String::as_str) {
+        Some("load-peak") => session::load_peak(rest),
+        Some("simulate") => simulate::child(rest),
+        other => anyhow::bail!("unknown bench-child measurement {other:?}"),
+    }
+}
+
+/// Runs `bench-child ARGS` in a fresh copy of this binary and returns what
+/// it printed.
+pub(crate) fn run_child(args: &[&OsStr]) -> anyhow::Result<String> {
+    let exe = std::env::current_exe()?;
+    let out = Command::new(exe)
+        .arg("bench-child")
+        .args(args)
+        .output()
+        .context("cannot run the bench child")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "bench child {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8(out.stdout)?)
 }

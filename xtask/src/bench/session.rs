@@ -10,7 +10,6 @@
 use std::io::BufRead;
 use std::path::Path;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 use std::time::Instant;
 
@@ -49,23 +48,16 @@ pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
     ])
 }
 
-/// Hidden `bench-child` entry: measurements that need a fresh process.
-///
-/// `load-peak PATH`: opens and folds the session at PATH and prints the
-/// resident memory before and the peak after, in bytes, and the event
-/// count.
-pub(crate) fn child(args: &[String]) -> anyhow::Result<()> {
-    match args.first().map(String::as_str) {
-        Some("load-peak") => {
-            let path = args.get(1).context("load-peak needs a path")?;
-            let before = super::rss_bytes().context("no /proc/self/status")?;
-            let session = open(Path::new(path))?;
-            let peak = super::peak_rss_bytes().context("no /proc/self/status")?;
-            println!("{before} {peak} {}", session.len());
-            Ok(())
-        }
-        other => anyhow::bail!("unknown bench-child measurement {other:?}"),
-    }
+/// `bench-child load-peak PATH`: opens and folds the session at PATH and
+/// prints the resident memory before and the peak after, in bytes, and
+/// the event count.
+pub(crate) fn load_peak(args: &[String]) -> anyhow::Result<()> {
+    let path = args.first().context("load-peak needs a path")?;
+    let before = super::rss_bytes().context("no /proc/self/status")?;
+    let session = open(Path::new(path))?;
+    let peak = super::peak_rss_bytes().context("no /proc/self/status")?;
+    println!("{before} {peak} {}", session.len());
+    Ok(())
 }
 
 /// A directory removed when dropped.
@@ -350,18 +342,7 @@ fn open_and_fold(path: &Path, generated: &Generated) -> anyhow::Result<Section> 
         format!("{:.2}x", theirs.as_secs_f64() / ours.as_secs_f64()),
         ">= 150 MB/s".into(),
     ]);
-    let exe = std::env::current_exe()?;
-    let out = Command::new(exe)
-        .args(["bench-child", "load-peak"])
-        .arg(path)
-        .output()
-        .context("cannot run the bench child")?;
-    anyhow::ensure!(
-        out.status.success(),
-        "bench child failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout)?;
+    let text = super::run_child(&["load-peak".as_ref(), path.as_os_str()])?;
     let figures: Vec<u64> = text
         .split_whitespace()
         .map(str::parse)
@@ -525,18 +506,13 @@ fn prepend_walk(session: &Session) -> usize {
         .count()
 }
 
-fn active_path() -> anyhow::Result<Section> {
-    let mut section = Section::new(
-        "Session log: active path and model messages",
-        "A 38k-entry session (turns with tool calls, a navigation to an earlier entry every 100 turns, no checkpoint so every message on the path is on the surface): `active_path()` plus `surface_messages()`, the work of building the model's history. The alternative is a parent walk that prepends, as pi-mono's does (146-169 ms measured for its 38k-entry file).",
-        &[
-            "operation",
-            "abridge",
-            "alternative (prepend walk)",
-            "ratio",
-            "target",
-        ],
-    );
+/// A 38k-entry in-memory session the size of pi-mono's largest file:
+/// turns with thinking, 1-3 tool calls and their results, and a
+/// navigation back two entries every 100 turns, so the log has branches
+/// and the active path is a little shorter than the log. No checkpoint:
+/// every message on the path is on the surface. The active-path and the
+/// simulate benches both measure this one session.
+pub(crate) fn entries_38k() -> anyhow::Result<Session> {
     let corpus = Corpus::new();
     let mut rng = Rng(11);
     let mut session = Session::in_memory("path");
@@ -550,6 +526,22 @@ fn active_path() -> anyhow::Result<Section> {
             session.navigate(back)?;
         }
     }
+    Ok(session)
+}
+
+fn active_path() -> anyhow::Result<Section> {
+    let mut section = Section::new(
+        "Session log: active path and model messages",
+        "A 38k-entry session (turns with tool calls, a navigation to an earlier entry every 100 turns, no checkpoint so every message on the path is on the surface): `active_path()` plus `surface_messages()`, the work of building the model's history. The alternative is a parent walk that prepends, as pi-mono's does (146-169 ms measured for its 38k-entry file).",
+        &[
+            "operation",
+            "abridge",
+            "alternative (prepend walk)",
+            "ratio",
+            "target",
+        ],
+    );
+    let session = entries_38k()?;
     let path_len = session.active_path().len();
     let ours = median_time(Duration::from_secs(2), || {
         let path = session.active_path();

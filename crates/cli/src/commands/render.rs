@@ -9,6 +9,7 @@ use abridge_snapcompact::FrameSpec;
 use abridge_snapcompact::SerializeConfig;
 use abridge_snapcompact::Shape;
 use anyhow::Context;
+use serde::Serialize;
 
 use crate::open::open_session;
 
@@ -37,10 +38,39 @@ pub(crate) struct Args {
     /// Tallest frame in pixels, overriding the model's.
     #[arg(long)]
     height: Option<u32>,
+    /// Print the frames written and the totals as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One PNG written, with what the model is billed for it.
+#[derive(Debug, Serialize)]
+struct Frame {
+    path: PathBuf,
+    width: u32,
+    height: u32,
+    /// Size of the PNG file.
+    bytes: usize,
+    /// Tokens the model's provider bills for this frame as an image.
+    tokens: u64,
+}
+
+/// Everything `render` reports, also its `--json` form.
+#[derive(Debug, Serialize)]
+struct Rendered {
+    model: String,
+    frames: Vec<Frame>,
+    /// Characters of text printed onto the frames.
+    characters: usize,
+    /// Billed tokens of all frames together.
+    tokens: u64,
+    characters_per_token: f64,
+    /// Characters with no glyph in the shape's font, printed as `?`.
+    missing_glyphs: usize,
 }
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
-    let _progress = crate::progress::Progress::start("rendering frames", true);
+    let _progress = crate::progress::Progress::start("rendering frames", !args.json);
     let mut spec = FrameSpec::for_model(&args.model);
     if let Some(name) = &args.shape {
         spec = spec.with_shape(Shape::by_name(name)?);
@@ -73,38 +103,63 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let billing = Catalog::builtin().lookup(&args.model).entry.image_billing;
-    let mut tokens = 0;
-    let mut missing = 0;
+    let mut written = Vec::with_capacity(frames.len());
     for (index, frame) in frames.iter().enumerate() {
         let path = args.out.join(format!("frame-{index:03}.png"));
         std::fs::write(&path, &frame.png)
             .with_context(|| format!("cannot write {}", path.display()))?;
-        let cost = abridge_snapcompact::frame_tokens(&billing, frame.width, frame.height);
-        tokens += cost;
-        missing += frame.missing;
+        written.push(Frame {
+            path,
+            width: frame.width,
+            height: frame.height,
+            bytes: frame.png.len(),
+            tokens: abridge_snapcompact::frame_tokens(&billing, frame.width, frame.height),
+        });
+    }
+    let tokens = written.iter().map(|f| f.tokens).sum::<u64>();
+    let rendered = Rendered {
+        model: args.model.clone(),
+        frames: written,
+        characters: chars,
+        tokens,
+        characters_per_token: chars as f64 / tokens.max(1) as f64,
+        missing_glyphs: frames.iter().map(|f| f.missing).sum(),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rendered)?);
+    } else {
+        print_human(&rendered);
+    }
+    Ok(())
+}
+
+fn print_human(rendered: &Rendered) {
+    for frame in &rendered.frames {
         println!(
             "{}  {}x{}  {} bytes  {} tokens",
-            path.display(),
+            frame.path.display(),
             frame.width,
             frame.height,
-            frame.png.len(),
-            cost
+            frame.bytes,
+            frame.tokens
         );
     }
     println!(
         "{} frames, {} characters, {} tokens as images for {} ({:.2} characters per token){}",
-        frames.len(),
-        chars,
-        tokens,
-        args.model,
-        chars as f64 / tokens.max(1) as f64,
-        if missing > 0 {
-            format!("; {missing} characters had no glyph and print as ?")
+        rendered.frames.len(),
+        rendered.characters,
+        rendered.tokens,
+        rendered.model,
+        rendered.characters_per_token,
+        if rendered.missing_glyphs > 0 {
+            format!(
+                "; {} characters had no glyph and print as ?",
+                rendered.missing_glyphs
+            )
         } else {
             String::new()
         }
     );
-    Ok(())
 }
 
 fn read_text(path: &std::path::Path) -> anyhow::Result<String> {

@@ -6,6 +6,7 @@ mod chart;
 mod html;
 mod transcript;
 
+use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -18,6 +19,7 @@ use abridge_session::Seq;
 use abridge_session::Session;
 use abridge_session::SurfaceOp;
 use anyhow::Context as _;
+use serde::Serialize;
 
 use crate::open::open_session;
 use chart::Point;
@@ -36,29 +38,73 @@ pub(crate) struct Args {
     /// session's last assistant message).
     #[arg(long)]
     model: Option<String>,
+    /// Print the page written, its size and the figures at its head as
+    /// one JSON object (instead of a line on stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+/// The figures in the table at the head of the page.
+#[derive(Debug, Serialize)]
+struct Summary {
+    session_id: String,
+    /// The session file the page was made from.
+    session: PathBuf,
+    events: usize,
+    messages: usize,
+    messages_by_role: BTreeMap<String, usize>,
+    surface_messages: usize,
+    model: String,
+    window: u64,
+    /// The figure compaction acts on now.
+    tokens: u64,
+    /// Where compaction would fire under the default settings.
+    threshold: u64,
+    checkpoints: usize,
+    rewrites: usize,
+}
+
+/// The `--json` form: where the page went, how big it is, and what it says
+/// at its head.
+#[derive(Debug, Serialize)]
+struct Written<'a> {
+    output: &'a Path,
+    bytes: usize,
+    #[serde(flatten)]
+    summary: &'a Summary,
 }
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (session, _) = open_session(&args.session, false)?;
     let (model, lookup) = crate::model::resolve(&session, args.model.as_deref());
-    let page = build(&session, &args.session, &model, &lookup.entry)?;
-    std::fs::write(&args.output, page).with_context(|| {
+    let (page, summary) = build(&session, &args.session, &model, &lookup.entry)?;
+    std::fs::write(&args.output, &page).with_context(|| {
         format!(
             "cannot write the report to {}; check the directory exists and is writable",
             args.output.display()
         )
     })?;
-    eprintln!("wrote {}", args.output.display());
+    if args.json {
+        let written = Written {
+            output: &args.output,
+            bytes: page.len(),
+            summary: &summary,
+        };
+        println!("{}", serde_json::to_string_pretty(&written)?);
+    } else {
+        eprintln!("wrote {}", args.output.display());
+    }
     Ok(())
 }
 
-/// The whole page for `session`, read from `file`, priced for `model`.
+/// The whole page for `session`, read from `file`, priced for `model`,
+/// with the figures at its head.
 fn build(
     session: &Session,
     file: &Path,
     model: &str,
     entry: &abridge_llm::ModelEntry,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<(String, Summary)> {
     let window = entry.context_window;
     let threshold = abridge::Settings::default()
         .limits(window)
@@ -67,51 +113,75 @@ fn build(
     let points = replay(session, entry, &mut facts)?;
     expand(session, &mut facts);
     let mut meter = TokenMeter::for_model(entry);
-    let now = meter.measure(session).tokens;
     let stats = super::stats::collect(session, 0);
+    let summary = Summary {
+        session_id: session.header().session_id.clone(),
+        session: file.to_path_buf(),
+        events: stats.events,
+        messages: stats.messages_by_role.values().sum(),
+        messages_by_role: stats.messages_by_role,
+        surface_messages: stats.surface_messages,
+        model: model.to_string(),
+        window,
+        tokens: meter.measure(session).tokens,
+        threshold,
+        checkpoints: stats.checkpoints,
+        rewrites: stats.rewrites,
+    };
 
     let mut body = format!(
         "<h1>Session {}</h1>\n<table class=\"header\">\n",
-        escape(&session.header().session_id)
+        escape(&summary.session_id)
     );
-    let messages: usize = stats.messages_by_role.values().sum();
-    let roles: Vec<String> = stats
-        .messages_by_role
-        .iter()
-        .map(|(role, n)| format!("{role} {n}"))
-        .collect();
-    let rows = [
-        ("file", file.display().to_string()),
-        ("events", stats.events.to_string()),
-        (
-            "messages",
-            format!(
-                "{messages} ({}); {} on the surface",
-                roles.join(", "),
-                stats.surface_messages
-            ),
-        ),
-        ("model", format!("{model} (window {window} tokens)")),
-        (
-            "to act on now",
-            format!(
-                "{now} tokens ({:.1}% of the window; compaction threshold {threshold})",
-                100.0 * now as f64 / window.max(1) as f64
-            ),
-        ),
-        ("checkpoints", stats.checkpoints.to_string()),
-        ("rewrites", stats.rewrites.to_string()),
-    ];
-    for (name, value) in rows {
+    for (name, value) in header_rows(&summary) {
         let _ = writeln!(body, "<tr><td>{name}</td><td>{}</td></tr>", escape(&value));
     }
     body.push_str("</table>\n<h2>Tokens on the surface after each event</h2>\n");
     body.push_str(&chart::svg(&points, window, threshold));
     body.push_str(&transcript::render(session, &facts));
-    Ok(html::page(
-        &format!("abridge report: {}", session.header().session_id),
-        &body,
-    ))
+    let page = html::page(&format!("abridge report: {}", summary.session_id), &body);
+    Ok((page, summary))
+}
+
+/// The head table's rows, in words.
+fn header_rows(summary: &Summary) -> [(&'static str, String); 7] {
+    let roles: Vec<String> = summary
+        .messages_by_role
+        .iter()
+        .map(|(role, n)| format!("{role} {n}"))
+        .collect();
+    let Summary {
+        window,
+        tokens,
+        threshold,
+        ..
+    } = summary;
+    [
+        ("file", summary.session.display().to_string()),
+        ("events", summary.events.to_string()),
+        (
+            "messages",
+            format!(
+                "{} ({}); {} on the surface",
+                summary.messages,
+                roles.join(", "),
+                summary.surface_messages
+            ),
+        ),
+        (
+            "model",
+            format!("{} (window {window} tokens)", summary.model),
+        ),
+        (
+            "to act on now",
+            format!(
+                "{tokens} tokens ({:.1}% of the window; compaction threshold {threshold})",
+                100.0 * *tokens as f64 / (*window).max(1) as f64
+            ),
+        ),
+        ("checkpoints", summary.checkpoints.to_string()),
+        ("rewrites", summary.rewrites.to_string()),
+    ]
 }
 
 /// Replays the active path's message events into an in-memory session,
