@@ -33,7 +33,6 @@ use abridge_llm::Catalog;
 use abridge_llm::Message;
 use abridge_llm::Role;
 use abridge_meter::CostModel;
-use abridge_session::Seq;
 use abridge_session::Session;
 use anyhow::Context;
 
@@ -231,7 +230,7 @@ enum Recount {
 }
 
 impl TokenCounter for Recount {
-    fn message_tokens(&self, _seq: Option<Seq>, message: &Message) -> u64 {
+    fn message_tokens(&self, message: &Message) -> u64 {
         match self {
             Recount::Bytes => EstimateCounter::estimate(message),
             Recount::Tokens(cost) => cost.message(message),
