@@ -10,17 +10,19 @@
 //!
 //! | rollout line | abridge event |
 //! |---|---|
-//! | `session_meta` | [`Header`](crate::Header): id, timestamp, cwd |
-//! | `response_item` `message` user / developer / system | message of that role |
+//! | `session_meta` | [`Header`](abridge_session::Header): id, timestamp, cwd |
+//! | `response_item` `message` user / developer / system | message of that role; a user message is `Origin::Injected` when its text is Codex context (see `MARKERS`) or, in a rollout that echoes typed input, when no `user_message` echo follows it |
 //! | `response_item` `message` assistant, `reasoning`, `function_call`, `custom_tool_call`, `local_shell_call` | blocks of one assistant message (reasoning: thinking, encrypted content as its signature) |
 //! | `response_item` `*_call_output` | tool message |
 //! | `event_msg` `token_count` | usage of the preceding assistant message |
 //! | `turn_context` | counted; a change of model adds a `model_change` log event |
 //! | `compacted` | `compaction/imported` log + checkpoint `replace` by the first item of `replacement_history`, the other items appended |
 //! | `response_item` `web_search_call`, other `event_msg` (UI echoes of messages) | counted in the report |
+//! | legacy rollout (before `session_meta`): a bare `{id, timestamp, instructions, git}` first line, then bare items | header: id, timestamp; items as above, stamped with the start time; `record_type` state lines counted |
+
+use std::collections::HashSet;
 
 use abridge_llm::Block;
-use abridge_llm::ImageSource;
 use abridge_llm::Message;
 use abridge_llm::Meta;
 use abridge_llm::Origin;
@@ -29,18 +31,64 @@ use abridge_llm::Usage;
 use serde_json::Value;
 use serde_json::json;
 
-use super::ENCRYPTED_SUMMARY;
-use super::Format;
-use super::ImportError;
-use super::ImportWarning;
-use super::Imported;
-use super::TYPE_IMPORTED_COMPACTION;
-use super::TYPE_MODEL_CHANGE;
-use super::builder::Builder;
-use super::builder::Keep;
-use super::json::At;
-use super::json::kind_of;
-use super::json::parse_lines;
+use crate::ENCRYPTED_SUMMARY;
+use crate::Format;
+use crate::ImportError;
+use crate::ImportWarning;
+use crate::Imported;
+use crate::TYPE_IMPORTED_COMPACTION;
+use crate::TYPE_MODEL_CHANGE;
+use crate::UNECHOED;
+use crate::builder::Builder;
+use crate::builder::Keep;
+use crate::format::is_legacy_codex_header;
+use crate::injected::Markers;
+use crate::json::At;
+use crate::json::Record;
+use crate::json::kind_of;
+use crate::json::parse_lines;
+
+/// What Codex writes as user messages of its own: the AGENTS.md files, its
+/// environment, the user's `!` shell commands with their output, notes on
+/// aborted turns, skills and sub-agent notifications.
+const MARKERS: Markers = Markers {
+    prefixes: &[("# AGENTS.md instructions", "agents-md")],
+    tags: &[
+        "environment_context",
+        "user_instructions",
+        "user_shell_command",
+        "turn_aborted",
+        "skill",
+        "subagent_notification",
+        "INSTRUCTIONS",
+    ],
+};
+
+/// Lines of the user messages the user typed. Codex follows each one with
+/// an `event_msg` `user_message` echo (the text its UI shows) before the
+/// next item; the context it injects gets no echo. This is the only witness
+/// where the text itself says nothing (redacted rollouts, new tags). Empty
+/// when the rollout has no echoes at all (older versions).
+fn typed_lines(records: &[Record]) -> HashSet<u64> {
+    let mut typed = HashSet::new();
+    let mut pending: Option<u64> = None;
+    for record in records {
+        let value = &record.value;
+        let payload = value.get("payload");
+        let kind = payload.and_then(|p| p.get("type")).and_then(Value::as_str);
+        match value.get("type").and_then(Value::as_str) {
+            Some("response_item") => {
+                let role = payload.and_then(|p| p.get("role")).and_then(Value::as_str);
+                pending = (kind == Some("message") && role == Some("user")).then_some(record.line);
+            }
+            Some("event_msg") if kind == Some("user_message") => {
+                typed.extend(pending.take());
+            }
+            _ => {}
+        }
+    }
+    typed
+}
 
 /// One response item, converted.
 enum Item {
@@ -118,6 +166,29 @@ impl State {
         }
     }
 
+    /// Writes what is still held and ends the import.
+    fn finish(
+        mut self,
+        file: &str,
+        session_id: Option<String>,
+        created: Option<String>,
+        cwd: Option<String>,
+    ) -> Result<Imported, ImportError> {
+        self.flush();
+        self.release();
+        let header = crate::header(
+            session_id.unwrap_or_else(|| crate::id_from_file(file)),
+            created,
+            cwd,
+        );
+        let (drafts, report) = self.b.finish(None)?;
+        Ok(Imported {
+            header,
+            drafts,
+            report,
+        })
+    }
+
     fn item(&mut self, item: Item, time: Option<String>, line: u64) {
         match item {
             Item::Reply(blocks) => {
@@ -170,6 +241,14 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
         model: None,
     };
     state.b.report.records = records.len() as u64;
+    if records
+        .first()
+        .is_some_and(|r| is_legacy_codex_header(&r.value) || is_bare_item(&r.value))
+    {
+        return legacy(file, &records, state);
+    }
+    let echoes = typed_lines(&records);
+    let echoes = (!echoes.is_empty()).then_some(&echoes);
     let mut session_id = None;
     let mut created = None;
     let mut cwd = None;
@@ -178,7 +257,7 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
         let at = At::line(file, record.line);
         let value = &record.value;
         let line = record.line;
-        let time = super::time_of(value, "timestamp");
+        let time = crate::time_of(value, "timestamp");
         if created.is_none() {
             created = time.clone();
         }
@@ -188,7 +267,7 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
         match kind {
             "session_meta" if session_id.is_none() => {
                 session_id = Some(pat.str(payload, "id")?.to_string());
-                if let Some(t) = super::time_of(payload, "timestamp") {
+                if let Some(t) = crate::time_of(payload, "timestamp") {
                     created = Some(t);
                 }
                 cwd = pat.opt_str(payload, "cwd")?.map(str::to_string);
@@ -217,7 +296,15 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
                 }
             }
             "response_item" => {
-                let item = convert(&state.b, pat, payload)?;
+                let mut item = convert(&state.b, pat, payload)?;
+                if let Item::Message(message) = &mut item
+                    && message.meta.origin == Some(Origin::User)
+                    && echoes.is_some_and(|typed| !typed.contains(&line))
+                {
+                    message.meta.origin = Some(Origin::Injected {
+                        source: UNECHOED.to_string(),
+                    });
+                }
                 state.item(item, time, line);
             }
             "event_msg" => {
@@ -272,19 +359,55 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
             other => state.b.report.skip(other.to_string()),
         }
     }
-    state.flush();
-    state.release();
-    let header = super::header(
-        session_id.unwrap_or_else(|| super::id_from_file(file)),
-        created,
-        cwd,
-    );
-    let (drafts, report) = state.b.finish(None)?;
-    Ok(Imported {
-        header,
-        drafts,
-        report,
-    })
+    state.finish(file, session_id, created, cwd)
+}
+
+/// A rollout from before `session_meta` (Codex CLI up to mid 2025): a bare
+/// header object (`id`, `timestamp`, `instructions`, `git`), then one bare
+/// response item per line, and `record_type` lines holding saved state.
+/// Items carry no time: every event gets the session's start time.
+fn legacy(file: &str, records: &[Record], mut state: State) -> Result<Imported, ImportError> {
+    let mut items = records;
+    let mut session_id = None;
+    let mut created = None;
+    if let Some((first, rest)) = records.split_first()
+        && is_legacy_codex_header(&first.value)
+    {
+        let at = At::line(file, first.line);
+        session_id = Some(at.str(&first.value, "id")?.to_string());
+        created = crate::time_of(&first.value, "timestamp");
+        if first
+            .value
+            .get("instructions")
+            .is_some_and(|i| !i.is_null())
+        {
+            state.b.report.skip("header instructions");
+        }
+        items = rest;
+    }
+    for record in items {
+        let at = At::line(file, record.line);
+        let value = &record.value;
+        if let Some(kind) = value.get("record_type") {
+            state
+                .b
+                .report
+                .skip(format!("record_type/{}", kind.as_str().unwrap_or("?")));
+            continue;
+        }
+        let item = convert(&state.b, at, value)?;
+        state.item(item, created.clone(), record.line);
+    }
+    state.finish(file, session_id, created, None)
+}
+
+/// A response item written bare, as legacy rollouts do.
+fn is_bare_item(value: &Value) -> bool {
+    value.get("payload").is_none()
+        && matches!(
+            value.get("type").and_then(Value::as_str),
+            Some("message" | "function_call" | "function_call_output" | "reasoning")
+        )
 }
 
 /// A `compacted` line: the history from here on is `replacement_history`
@@ -396,15 +519,26 @@ fn convert(b: &Builder, at: At<'_>, item: &Value) -> Result<Item, ImportError> {
                 "system" => Role::System,
                 other => return Err(at.error("role", format!("unknown message role {other:?}"))),
             };
+            let origin = if role != Role::User {
+                b.imported()
+            } else {
+                match content
+                    .iter()
+                    .map(Block::as_text)
+                    .collect::<Option<Vec<&str>>>()
+                    .and_then(|texts| MARKERS.source_of(texts))
+                {
+                    Some(source) => Origin::Injected {
+                        source: source.to_string(),
+                    },
+                    None => Origin::User,
+                }
+            };
             Item::Message(Message {
                 role,
                 content,
                 meta: Meta {
-                    origin: Some(if role == Role::User {
-                        Origin::User
-                    } else {
-                        b.imported()
-                    }),
+                    origin: Some(origin),
                     ..Meta::default()
                 },
             })
@@ -485,31 +619,11 @@ fn content(at: At<'_>, item: &Value, key: &str) -> Result<Vec<Block>, ImportErro
                 out.push(Block::text(pat.str(part, "text")?));
             }
             "refusal" => out.push(Block::text(pat.str(part, "refusal")?)),
-            "input_image" => out.push(image(pat.str(part, "image_url")?)),
+            "input_image" => out.push(crate::image_from_url(pat.str(part, "image_url")?)),
             other => return Err(pat.error("type", format!("unknown content type {other:?}"))),
         }
     }
     Ok(out)
-}
-
-fn image(url: &str) -> Block {
-    let source = url
-        .strip_prefix("data:")
-        .and_then(|rest| rest.split_once(";base64,"))
-        .map_or_else(
-            || ImageSource::Url {
-                url: url.to_string(),
-            },
-            |(media_type, data)| ImageSource::Base64 {
-                media_type: media_type.to_string(),
-                data: data.to_string(),
-            },
-        );
-    Block::Image {
-        source,
-        width: None,
-        height: None,
-    }
 }
 
 /// A tool output: a string, an array of content items, or (older Codex)

@@ -15,16 +15,17 @@ use abridge_llm::Meta;
 use abridge_llm::Origin;
 use abridge_llm::Role;
 use abridge_llm::Usage;
+use abridge_session::Draft;
+use abridge_session::EventBody;
+use abridge_session::Seq;
+use abridge_session::SurfaceOp;
 
-use super::Format;
-use super::ImportError;
-use super::ImportReport;
-use super::ImportWarning;
-use super::MISSING_RESULT;
-use crate::event::Draft;
-use crate::event::EventBody;
-use crate::event::Seq;
-use crate::surface::Surface;
+use crate::Format;
+use crate::ImportError;
+use crate::ImportReport;
+use crate::ImportWarning;
+use crate::MISSING_RESULT;
+use crate::call_ids::CallIds;
 
 /// What a compaction keeps visible after its summary.
 #[derive(Debug, Clone, Copy)]
@@ -72,6 +73,8 @@ pub(crate) struct Builder {
     turn_of: HashMap<Seq, Seq>,
     /// Calls answered (really or by an added error result).
     answered: HashSet<String>,
+    /// Call ids made unique.
+    call_ids: CallIds,
 }
 
 impl Builder {
@@ -88,6 +91,7 @@ impl Builder {
             tail: HashMap::new(),
             turn_of: HashMap::new(),
             answered: HashSet::new(),
+            call_ids: CallIds::default(),
         }
     }
 
@@ -247,9 +251,9 @@ impl Builder {
                     ..Meta::default()
                 });
             let seq = self.push(
-                EventBody::Message(crate::event::MessageEvent {
+                EventBody::Message(abridge_session::MessageEvent {
                     message: Arc::new(message),
-                    op: crate::event::SurfaceOp::Append,
+                    op: SurfaceOp::Append,
                     sources: Vec::new(),
                 }),
                 parent,
@@ -268,6 +272,10 @@ impl Builder {
 
     /// Adds a message after `parent` (usually [`Builder::last`]).
     ///
+    /// Tool-call ids are made unique first ([`CallIds`]): a call reusing
+    /// an earlier id is renamed, and a result is paired with the newest
+    /// call that had its id.
+    ///
     /// A tool result goes after its call's turn (after the results before
     /// it); any other message first closes the turn it follows, adding
     /// error results for calls left unanswered. A tool message without an
@@ -280,12 +288,20 @@ impl Builder {
         line: Option<u64>,
     ) -> Seq {
         if message.role == Role::Tool
-            && let Some(call_id) = message.tool_result_block().map(|(id, _, _)| id.to_string())
+            && let Some(call_id) = self.call_ids.resolve(&mut message)
         {
             return self.result(message, &call_id, parent, time, line);
         }
         let parent = self.snap(parent);
         let parent = self.close_open(parent);
+        for (call_id, renamed) in self.call_ids.claim(&mut message) {
+            self.report.renamed_calls += 1;
+            self.report.warn(ImportWarning::DuplicateCallId {
+                line,
+                call_id,
+                renamed,
+            });
+        }
         let calls: Vec<(String, String)> = message
             .tool_calls()
             .map(|(id, name, _)| (id.to_string(), name.to_string()))
@@ -294,9 +310,9 @@ impl Builder {
             message.meta.origin = Some(self.imported());
         }
         let seq = self.push(
-            EventBody::Message(crate::event::MessageEvent {
+            EventBody::Message(abridge_session::MessageEvent {
                 message: Arc::new(message),
-                op: crate::event::SurfaceOp::Append,
+                op: SurfaceOp::Append,
                 sources: Vec::new(),
             }),
             parent,
@@ -308,12 +324,7 @@ impl Builder {
             let mut ids = Vec::with_capacity(calls.len());
             for (id, name) in calls {
                 self.report.tool_calls += 1;
-                if self.call_owner.insert(id.clone(), seq).is_some() {
-                    self.report.warn(ImportWarning::DuplicateCallId {
-                        line,
-                        call_id: id.clone(),
-                    });
-                }
+                self.call_owner.insert(id.clone(), seq);
                 self.answered.remove(&id);
                 self.call_names.insert(id.clone(), name);
                 ids.push(id);
@@ -357,9 +368,9 @@ impl Builder {
             (self.snap(parent), None)
         };
         let seq = self.push(
-            EventBody::Message(crate::event::MessageEvent {
+            EventBody::Message(abridge_session::MessageEvent {
                 message: Arc::new(message),
-                op: crate::event::SurfaceOp::Append,
+                op: SurfaceOp::Append,
                 sources: Vec::new(),
             }),
             parent,
@@ -433,6 +444,31 @@ impl Builder {
         None
     }
 
+    /// The seqs a model would see at the end of `path`: appends push,
+    /// replaces swap their span for the checkpoint. The builder writes no
+    /// rewrites, and its replaces always fit, so this short fold is the
+    /// session's own fold for these drafts.
+    fn surface_of(&self, path: &[Seq]) -> Vec<Seq> {
+        let mut surface: Vec<Seq> = Vec::new();
+        for seq in path {
+            let body = usize::try_from(*seq)
+                .ok()
+                .and_then(|i| self.drafts.get(i))
+                .map(|d| &d.body);
+            let Some(EventBody::Message(m)) = body else {
+                continue;
+            };
+            match m.op {
+                SurfaceOp::Append => surface.push(*seq),
+                SurfaceOp::Replace { start, end } if start <= end && end < surface.len() => {
+                    surface.splice(start..=end, [*seq]);
+                }
+                SurfaceOp::Replace { .. } | SurfaceOp::Rewrite { .. } => {}
+            }
+        }
+        surface
+    }
+
     /// Adds a compaction checkpoint after `parent`: `message` replaces
     /// every message the compacting agent stopped showing its model, and
     /// lists them with `bookkeeping` (log events describing the compaction)
@@ -452,18 +488,7 @@ impl Builder {
         let parent = self.snap(parent);
         let parent = self.close_open(parent);
         let path = self.path_to(parent)?;
-        let mut surface = Surface::default();
-        for seq in &path {
-            let body = usize::try_from(*seq)
-                .ok()
-                .and_then(|i| self.drafts.get(i))
-                .map(|d| &d.body);
-            if let Some(EventBody::Message(m)) = body
-                && surface.check(*seq, &m.op).is_ok()
-            {
-                surface.apply(*seq, &m.op);
-            }
-        }
+        let surface = self.surface_of(&path);
         let cut = match keep {
             Keep::Nothing => surface.len(),
             Keep::FromLine { line: kept, anchor } => {
@@ -474,7 +499,7 @@ impl Builder {
                 };
                 if on_path {
                     let mut cut = surface.len();
-                    while let Some(seq) = cut.checked_sub(1).map(|i| surface.seqs()[i]) {
+                    while let Some(seq) = cut.checked_sub(1).map(|i| surface[i]) {
                         let keep_it = self
                             .node(seq)
                             .is_some_and(|n| !n.checkpoint && n.line.is_some_and(|l| l >= kept));
@@ -505,7 +530,7 @@ impl Builder {
             });
             return Ok(self.message(message, parent, time, Some(line)));
         }
-        let mut sources: Vec<Seq> = surface.seqs()[..cut].to_vec();
+        let mut sources: Vec<Seq> = surface[..cut].to_vec();
         sources.extend_from_slice(bookkeeping);
         let Draft { body, .. } = Draft::replace(message, 0, cut - 1, sources);
         let seq = self.push(body, parent, time, Some(line), true);

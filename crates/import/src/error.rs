@@ -1,6 +1,8 @@
 //! Why an import failed.
 
-use crate::error::SessionError;
+use std::collections::BTreeMap;
+
+use abridge_session::SessionError;
 
 /// A failure to import another agent's session file.
 ///
@@ -23,14 +25,16 @@ pub enum ImportError {
     },
     /// Nothing in the file says which agent wrote it; pass a format.
     #[error(
-        "{file}: cannot tell which agent wrote this file; pass --format (pi, claude-code, codex, swe-agent)"
+        "{file}: cannot tell which agent wrote this file; pass --format (pi, claude-code, codex, swe-agent, aider, openhands)"
     )]
     UnknownFormat {
         /// The file.
         file: String,
     },
     /// A `--format` value that names no format.
-    #[error("unknown import format {name:?}; expected pi, claude-code, codex or swe-agent")]
+    #[error(
+        "unknown import format {name:?}; expected pi, claude-code, codex, swe-agent, aider or openhands"
+    )]
     FormatName {
         /// What was given.
         name: String,
@@ -40,6 +44,32 @@ pub enum ImportError {
     Empty {
         /// The file.
         file: String,
+    },
+    /// The file was read without error but holds nothing the model would
+    /// see: no record of it became a message. An empty session would only
+    /// hide the mistake (a wrong file, a wrong `--format`, a file of
+    /// metadata), so this is an error that lists what was found instead.
+    #[error("{file}: nothing to import: {}", why_empty(*records, skipped))]
+    NoMessages {
+        /// The file.
+        file: String,
+        /// Records read (lines, or 1 for a single document).
+        records: u64,
+        /// What those records were, by kind, as the report counts them.
+        skipped: BTreeMap<String, u64>,
+    },
+    /// A session number past the sessions the file holds.
+    #[error(
+        "{file}: there is no session {asked}: the file holds {count} {}; pass --session 1 to {count}",
+        if *count == 1 { "session" } else { "sessions" }
+    )]
+    NoSuchSession {
+        /// The file.
+        file: String,
+        /// The number asked for, from 1.
+        asked: usize,
+        /// Sessions in the file.
+        count: usize,
     },
     /// A line is not UTF-8.
     #[error("{file}:{line}:{column}: invalid UTF-8")]
@@ -51,7 +81,7 @@ pub enum ImportError {
         /// 1-based byte column of the first bad byte.
         column: u64,
     },
-    /// A line (or document) is longer than [`MAX_RECORD_BYTES`](super::MAX_RECORD_BYTES).
+    /// A line (or document) is longer than [`MAX_RECORD_BYTES`](crate::MAX_RECORD_BYTES).
     #[error("{file}:{line}: record is {len} bytes, over the limit of {limit} bytes")]
     TooLong {
         /// The file.
@@ -119,4 +149,26 @@ pub enum ImportError {
         #[source]
         source: SessionError,
     },
+}
+
+/// The reason of [`ImportError::NoMessages`]: how many records were read and
+/// the most frequent kinds among them.
+fn why_empty(records: u64, skipped: &BTreeMap<String, u64>) -> String {
+    let noun = if records == 1 { "record" } else { "records" };
+    let mut why = format!("none of its {records} {noun} is a message");
+    if !skipped.is_empty() {
+        let mut kinds: Vec<(&String, &u64)> = skipped.iter().collect();
+        kinds.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let shown: Vec<String> = kinds
+            .iter()
+            .take(5)
+            .map(|(kind, n)| format!("{kind} {n}"))
+            .collect();
+        why.push_str(&format!(" (skipped: {}", shown.join(", ")));
+        if kinds.len() > 5 {
+            why.push_str(&format!(", and {} more kinds", kinds.len() - 5));
+        }
+        why.push(')');
+    }
+    why
 }

@@ -10,156 +10,24 @@
 use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::collections::HashSet;
-use std::path::Path;
-use std::path::PathBuf;
 
+use abridge_import as import;
+use abridge_import::Format;
+use abridge_import::ImportError;
+use abridge_import::ImportWarning;
 use abridge_llm::Block;
 use abridge_llm::Origin;
 use abridge_llm::Role;
-use abridge_llm::SharedMessage;
 use abridge_session::EventBody;
-use abridge_session::JsonlOptions;
-use abridge_session::JsonlStore;
 use abridge_session::MemoryStore;
 use abridge_session::Session;
-use abridge_session::SurfaceOp;
 use abridge_session::dangling_tool_calls;
-use abridge_session::import;
-use abridge_session::import::Format;
-use abridge_session::import::ImportError;
-use abridge_session::import::ImportReport;
-use abridge_session::import::ImportWarning;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-const PI: &str = "pi-mono__large-session.jsonl";
-const CLAUDE: &str = "claude-code__spotter__4d5611e5.jsonl";
-const CODEX: &str = "codex__localpush__rollout-2026-02-23T12-54-34-redacted.jsonl";
-const SWE: &str = "swe-agent__marshmallow-1867__function_calling_replace_from_source.traj";
+mod support;
 
-fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../assets/sessions")
-        .join(name)
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-/// What the imported log holds, counted from its events.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Counts {
-    by_role: BTreeMap<&'static str, usize>,
-    tool_calls: usize,
-    replaces: usize,
-}
-
-fn counts(session: &Session) -> Counts {
-    let mut counts = Counts::default();
-    for event in session.events() {
-        let Some(m) = event.message_event() else {
-            continue;
-        };
-        *counts.by_role.entry(m.message.role.as_str()).or_default() += 1;
-        counts.tool_calls += m.message.tool_calls().count();
-        if matches!(m.op, SurfaceOp::Replace { .. }) {
-            counts.replaces += 1;
-        }
-    }
-    counts
-}
-
-fn roles(pairs: &[(&'static str, usize)]) -> BTreeMap<&'static str, usize> {
-    pairs.iter().filter(|(_, n)| *n > 0).copied().collect()
-}
-
-/// Imports `path` into a JSONL session in a temp dir, reopens it, and
-/// checks the reopened session shows the same surface and messages, the
-/// full fold equals the incremental one, and tool calls on the surface are
-/// answered right after their turn (except calls dangling at the end).
-fn import_and_reopen(path: &Path) -> (Session, ImportReport) {
-    let imported = import::read(path, None).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("imported.jsonl");
-    let store = JsonlStore::open(&out, JsonlOptions::default()).unwrap();
-    let (session, report) = imported.into_session(Box::new(store)).unwrap();
-    let reader = JsonlStore::open(
-        &out,
-        JsonlOptions {
-            read_only: true,
-            ..JsonlOptions::default()
-        },
-    )
-    .unwrap();
-    let (reopened, load) = Session::open(Box::new(reader)).unwrap();
-    assert_eq!(load.skipped, Vec::new());
-    assert_eq!(reopened.surface().seqs(), session.surface().seqs());
-    assert_eq!(
-        reopened.surface().generation(),
-        session.surface().generation()
-    );
-    assert_eq!(reopened.surface_messages(), session.surface_messages());
-    assert_eq!(reopened.len(), session.len());
-    for (a, b) in reopened.events().iter().zip(session.events()) {
-        assert_eq!(
-            (a.seq, a.parent, &a.time, a.body.kind()),
-            (b.seq, b.parent, &b.time, b.body.kind())
-        );
-        assert_eq!(a.message_event(), b.message_event(), "seq {}", a.seq);
-        assert_eq!(
-            a.log().map(|l| &l.data),
-            b.log().map(|l| &l.data),
-            "seq {}",
-            a.seq
-        );
-    }
-    assert_eq!(reopened.header(), session.header());
-    assert_eq!(&session.fold_full(), session.surface());
-    check_pairing(&session.surface_messages(), &dangling_tool_calls(&session));
-    (session, report)
-}
-
-/// Every result on the surface answers a call of the assistant turn just
-/// before it; every call is answered before anything else speaks, except
-/// the calls `dangling` at the very end.
-fn check_pairing(messages: &[SharedMessage], dangling: &[(String, String)]) {
-    let mut open: Vec<String> = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        match m.role {
-            Role::Tool => {
-                let (id, _, _) = m.tool_result_block().unwrap();
-                let at = open.iter().position(|c| c == id);
-                assert!(
-                    at.is_some(),
-                    "surface[{i}]: result {id} answers no open call"
-                );
-                open.retain(|c| c != id);
-            }
-            _ => {
-                assert_eq!(
-                    open,
-                    Vec::<String>::new(),
-                    "surface[{i}]: calls left unanswered"
-                );
-                open = m.tool_calls().map(|(id, _, _)| id.to_string()).collect();
-            }
-        }
-    }
-    let dangling: Vec<String> = dangling.iter().map(|(id, _)| id.clone()).collect();
-    assert_eq!(open, dangling);
-}
+use support::*;
 
 #[test]
 fn pi_v1_sample_keeps_every_message_and_answers_interrupted_calls() {
@@ -909,22 +777,30 @@ mod fuzz {
                 .unwrap();
             (format, bytes[..=end].to_vec())
         })
-        .chain(std::iter::once((
-            Format::Pi,
-            std::fs::read(fixture("pi-v3-tree.jsonl")).unwrap(),
-        )))
+        .chain(
+            [
+                ("pi-v3-tree.jsonl", Format::Pi),
+                ("aider-three-chats.md", Format::Aider),
+                ("openhands-trajectory.json", Format::OpenHands),
+                ("openhands-output.jsonl", Format::OpenHands),
+                ("claude-subagent.jsonl", Format::ClaudeCode),
+                ("codex-legacy-rollout.jsonl", Format::Codex),
+            ]
+            .into_iter()
+            .map(|(name, format)| (format, std::fs::read(fixture(name)).unwrap())),
+        )
         .collect()
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
+        #![proptest_config(ProptestConfig::with_cases(128))]
 
         /// Whatever the damage (a cut, a flipped byte, a deleted line), an
         /// import either fails with an error or yields drafts the session
         /// accepts. Nothing panics.
         #[test]
         fn damaged_input_never_panics_and_ok_imports_are_valid(
-            which in 0usize..4,
+            which in 0usize..9,
             cut in 0.0f64..1.0,
             flips in proptest::collection::vec((0.0f64..1.0, any::<u8>()), 0..4),
             drop_line in proptest::option::of(0usize..40),
@@ -1056,4 +932,293 @@ fn a_pi_compaction_whose_kept_entry_is_elsewhere_replaces_everything() {
         .map(|m| m.plain_text())
         .collect();
     assert_eq!(texts, ["all of it"]);
+}
+
+/// Issue 16, point 7: SWE-agent reuses a call id across turns (the sample
+/// does four times); providers reject a request with two calls of one id,
+/// so the import gives every repeat a suffix, on the call and its result.
+#[test]
+fn swe_agent_reused_call_ids_are_renamed_with_their_results() {
+    let (session, report) = import_and_reopen(&sample(SWE));
+    let surface = session.surface_messages();
+    let calls: Vec<&str> = surface
+        .iter()
+        .flat_map(|m| m.tool_calls().map(|(id, _, _)| id))
+        .collect();
+    let unique: HashSet<&str> = calls.iter().copied().collect();
+    assert_eq!(unique.len(), calls.len(), "{calls:?}");
+    assert_eq!(report.renamed_calls, 4);
+    let renamed: Vec<&str> = calls
+        .iter()
+        .copied()
+        .filter(|id| id.contains("_dup"))
+        .collect();
+    assert_eq!(
+        renamed,
+        [
+            "call_5iDdbOYybq7L19vqXmR0DPaU_dup2",
+            "call_ahToD2vM0aQWJPkRmy5cumru_dup2",
+            "call_5iDdbOYybq7L19vqXmR0DPaU_dup3",
+            "call_5iDdbOYybq7L19vqXmR0DPaU_dup4",
+        ]
+    );
+    // Each result follows its own call: pairing on the surface was checked
+    // by import_and_reopen; the tool origin names the renamed call too.
+    for m in surface.iter().filter(|m| m.role == Role::Tool) {
+        let (id, _, _) = m.tool_result_block().unwrap();
+        assert!(
+            matches!(&m.meta.origin, Some(Origin::Tool { call_id, .. }) if call_id == id),
+            "{id}"
+        );
+    }
+    assert!(
+        report.to_string().contains("renamed call ids: 4"),
+        "{report}"
+    );
+}
+
+/// A renamed id never takes one the source uses itself.
+#[test]
+fn a_renamed_call_id_skips_ids_the_source_already_has() {
+    let doc = r#"{"history":[
+        {"role":"user","content":"go"},
+        {"role":"assistant","content":"","tool_calls":[{"id":"c_dup2","function":{"name":"a","arguments":"{}"}}]},
+        {"role":"tool","content":"1","tool_call_ids":["c_dup2"]},
+        {"role":"assistant","content":"","tool_calls":[{"id":"c","function":{"name":"a","arguments":"{}"}}]},
+        {"role":"tool","content":"2","tool_call_ids":["c"]},
+        {"role":"assistant","content":"","tool_calls":[{"id":"c","function":{"name":"a","arguments":"{}"}}]},
+        {"role":"tool","content":"3","tool_call_ids":["c"]}
+    ]}"#;
+    let imported = import::read_bytes("t.traj", doc.as_bytes(), None).unwrap();
+    assert_eq!(imported.report.renamed_calls, 1);
+    assert_eq!(
+        imported.report.warnings,
+        vec![ImportWarning::DuplicateCallId {
+            line: None,
+            call_id: "c".into(),
+            renamed: "c_dup3".into(),
+        }]
+    );
+    let (session, _) = imported.into_session(Box::new(MemoryStore::new())).unwrap();
+    let shape: Vec<String> = session
+        .surface_messages()
+        .iter()
+        .map(|m| match m.tool_result_block() {
+            Some((id, content, _)) => format!("{id}={}", content[0].as_text().unwrap()),
+            None => m.tool_calls().map(|(id, _, _)| id).collect(),
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        ["", "c_dup2", "c_dup2=1", "c", "c=2", "c_dup3", "c_dup3=3"]
+    );
+}
+
+/// Issue 16, point 7: a file that parses but holds no message is an error
+/// that says why, not a session of zero events.
+#[test]
+fn an_import_without_messages_is_an_error_that_says_why() {
+    let cases: [(&str, &str, &str); 4] = [
+        (
+            "c.jsonl",
+            concat!(
+                r#"{"type":"file-history-snapshot","messageId":"m","snapshot":{}}"#,
+                "\n",
+                r#"{"type":"progress","uuid":"p","parentUuid":null,"sessionId":"s","data":{"type":"hook_progress"}}"#,
+                "\n",
+                r#"{"type":"file-history-snapshot","messageId":"n","snapshot":{}}"#,
+                "\n",
+            ),
+            "c.jsonl: nothing to import: none of its 3 records is a message (skipped: file-history-snapshot 2, progress/hook_progress 1)",
+        ),
+        (
+            "p.jsonl",
+            "{\"type\":\"session\",\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00Z\"}\n",
+            "p.jsonl: nothing to import: none of its 1 record is a message",
+        ),
+        (
+            "r.jsonl",
+            concat!(
+                r#"{"timestamp":"t0","type":"session_meta","payload":{"id":"s","timestamp":"t0","cwd":"/w"}}"#,
+                "\n",
+                r#"{"timestamp":"t1","type":"turn_context","payload":{"model":"gpt-5"}}"#,
+                "\n",
+            ),
+            "r.jsonl: nothing to import: none of its 2 records is a message (skipped: turn_context 1)",
+        ),
+        (
+            "e.traj",
+            r#"{"history":[],"trajectory":[]}"#,
+            "e.traj: nothing to import: none of its 1 record is a message",
+        ),
+    ];
+    for (name, input, expected) in cases {
+        let err = import::read_bytes(name, input.as_bytes(), None).unwrap_err();
+        assert!(
+            matches!(err, ImportError::NoMessages { .. }),
+            "{name}: {err}"
+        );
+        assert_eq!(err.to_string(), expected);
+    }
+}
+
+/// Issue 16, point 4: Codex writes its AGENTS.md block and environment as
+/// user messages and echoes only what the user typed (`event_msg`
+/// `user_message` right after it). The sample is redacted, so the echo is
+/// what tells them apart.
+#[test]
+fn codex_sample_marks_the_context_codex_injected() {
+    let raw = lines(&sample(CODEX));
+    let mut typed = 0;
+    let mut injected = 0;
+    for (i, v) in raw.iter().enumerate() {
+        if v["type"] == "response_item" && v["payload"]["role"] == "user" {
+            let next = &raw[i + 1];
+            if next["type"] == "event_msg" && next["payload"]["type"] == "user_message" {
+                typed += 1;
+            } else {
+                injected += 1;
+            }
+        }
+    }
+    assert_eq!((typed, injected), (38, 8));
+    let (session, _) = import_and_reopen(&sample(CODEX));
+    assert_eq!(injected_sources(&session), vec![import::UNECHOED; injected]);
+    let users = session
+        .events()
+        .iter()
+        .filter_map(|e| e.message())
+        .filter(|m| m.meta.origin == Some(Origin::User))
+        .count();
+    assert_eq!(users, typed);
+}
+
+/// Without echoes (older rollouts), Codex's own markers tell context apart.
+#[test]
+fn codex_context_is_recognised_by_its_markers() {
+    let user = |text: &str| {
+        serde_json::json!({"timestamp":"t","type":"response_item","payload":{
+            "type":"message","role":"user","content":[{"type":"input_text","text":text}]}})
+        .to_string()
+    };
+    let input = [
+        r#"{"timestamp":"t0","type":"session_meta","payload":{"id":"s","timestamp":"t0","cwd":"/w"}}"#.to_string(),
+        user("# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>\nrun the tests\n</INSTRUCTIONS>"),
+        user("<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"),
+        user("<user_shell_command>\n<command>ls</command>\n<result>a</result>\n</user_shell_command>"),
+        user("Make the parser accept tabs."),
+    ]
+    .join("\n");
+    let imported = import::read_bytes("old.jsonl", input.as_bytes(), None).unwrap();
+    let (session, _) = imported.into_session(Box::new(MemoryStore::new())).unwrap();
+    assert_eq!(
+        injected_sources(&session),
+        ["agents-md", "environment_context", "user_shell_command"]
+    );
+    let last = session.surface_messages().last().unwrap().clone();
+    assert_eq!(last.meta.origin, Some(Origin::User));
+}
+
+/// Issue 16, point 4: Claude Code's notification, slash-command echo,
+/// caveat and reminder-only messages are context; a request carrying a
+/// reminder stays the user's.
+#[test]
+fn claude_code_context_is_marked_and_requests_are_kept() {
+    let raw = lines(&sample(CLAUDE));
+    let notifications = raw
+        .iter()
+        .filter(|v| {
+            v["type"] == "user"
+                && v["message"]["content"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("<task-notification>"))
+        })
+        .count();
+    assert_eq!(notifications, 1);
+    let (session, _) = import_and_reopen(&sample(CLAUDE));
+    assert_eq!(injected_sources(&session), ["task-notification"]);
+
+    let line = |uuid: &str, parent: &str, content: Value, meta: bool| {
+        serde_json::json!({"type":"user","uuid":uuid,"parentUuid":parent,"sessionId":"s",
+            "isMeta":meta,"message":{"role":"user","content":content}})
+        .to_string()
+    };
+    let input = [
+        line(
+            "u1",
+            "",
+            Value::String("Caveat: The messages below were generated by the user while running local commands. DO NOT respond.".into()),
+            true,
+        ),
+        line(
+            "u2",
+            "u1",
+            Value::String("<command-name>/model</command-name>\n<command-message>model</command-message>\n<command-args></command-args>".into()),
+            false,
+        ),
+        line(
+            "u3",
+            "u2",
+            Value::String("<local-command-stdout>Set model to opus</local-command-stdout>".into()),
+            false,
+        ),
+        line(
+            "u4",
+            "u3",
+            serde_json::json!([
+                {"type":"text","text":"<system-reminder>The todo list is empty.</system-reminder>"},
+                {"type":"text","text":"Rename the crate."}
+            ]),
+            false,
+        ),
+        line(
+            "u5",
+            "u4",
+            serde_json::json!([{"type":"text","text":"<system-reminder>A file changed.</system-reminder>"}]),
+            false,
+        ),
+    ]
+    .join("\n")
+    .replace(r#""parentUuid":"""#, r#""parentUuid":null"#);
+    let imported = import::read_bytes("cc.jsonl", input.as_bytes(), None).unwrap();
+    let (session, _) = imported.into_session(Box::new(MemoryStore::new())).unwrap();
+    let origins: Vec<String> = session
+        .surface_messages()
+        .iter()
+        .map(|m| match &m.meta.origin {
+            Some(Origin::Injected { source }) => format!("injected {source}"),
+            Some(Origin::User) => "user".to_string(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        origins,
+        [
+            "injected local-command-caveat",
+            "injected command-name",
+            "injected local-command-stdout",
+            "user",
+            "injected system-reminder",
+        ]
+    );
+}
+
+/// A `!` command the user ran in pi is context for the model.
+#[test]
+fn pi_bash_runs_are_injected_context() {
+    let input = concat!(
+        r#"{"type":"session","id":"s","timestamp":"2026-01-01T00:00:00Z"}"#,
+        "\n",
+        r#"{"type":"message","message":{"role":"bashExecution","command":"git status","output":"clean","exitCode":0}}"#,
+        "\n",
+        r#"{"type":"message","message":{"role":"user","content":"commit it"}}"#,
+        "\n",
+    );
+    let imported = import::read_bytes("b.jsonl", input.as_bytes(), None).unwrap();
+    let (session, _) = imported.into_session(Box::new(MemoryStore::new())).unwrap();
+    assert_eq!(injected_sources(&session), ["bash"]);
+    assert_eq!(
+        session.surface_messages()[1].meta.origin,
+        Some(Origin::User)
+    );
 }

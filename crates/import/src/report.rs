@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Format;
+use crate::Format;
 
 /// Something in the source that the importer had to work around, with the
 /// place it was found.
@@ -12,7 +12,7 @@ use super::Format;
 pub enum ImportWarning {
     /// A tool call had no result before the conversation moved on (an
     /// interrupted turn). An error result saying so
-    /// ([`MISSING_RESULT`](super::MISSING_RESULT)) was added after the call,
+    /// ([`MISSING_RESULT`](crate::MISSING_RESULT)) was added after the call,
     /// as the agents themselves do when they resend such a history.
     MissingResult {
         /// Line of the call.
@@ -21,7 +21,7 @@ pub enum ImportWarning {
         call_id: String,
     },
     /// A tool call at the very end of the active path has no result. Left
-    /// as is: [`repair_dangling_tool_calls`](crate::repair_dangling_tool_calls)
+    /// as is: [`repair_dangling_tool_calls`](abridge_session::repair_dangling_tool_calls)
     /// answers it when the session is resumed.
     DanglingAtEnd {
         /// Line of the call.
@@ -54,12 +54,18 @@ pub enum ImportWarning {
         /// The call id.
         call_id: String,
     },
-    /// Two calls share an id; results are paired with the most recent.
+    /// A call reuses the id of an earlier call. Providers reject a request
+    /// with two calls of one id, so this call was given `renamed` (the id
+    /// with a `_dupN` suffix, N from 2, skipping ids the source uses), and
+    /// results naming the id afterwards were paired with it and renamed
+    /// too ([`ImportReport::renamed_calls`] counts these).
     DuplicateCallId {
-        /// Line of the second call.
+        /// Line of the repeating call.
         line: Option<u64>,
-        /// The id.
+        /// The id as the source wrote it.
         call_id: String,
+        /// The id it has in the log.
+        renamed: String,
     },
     /// Two entries share an id (pi's v1 migration makes these). Later
     /// references resolve to the most recent entry with that id, which is
@@ -124,9 +130,15 @@ impl std::fmt::Display for ImportWarning {
             ImportWarning::LateResult { line, call_id } => {
                 write!(f, "{}second result for call {call_id}", at(line))
             }
-            ImportWarning::DuplicateCallId { line, call_id } => {
-                write!(f, "{}call id {call_id} used twice", at(line))
-            }
+            ImportWarning::DuplicateCallId {
+                line,
+                call_id,
+                renamed,
+            } => write!(
+                f,
+                "{}call id {call_id} used before; renamed to {renamed}",
+                at(line)
+            ),
             ImportWarning::DuplicateId {
                 line,
                 id,
@@ -155,8 +167,14 @@ impl std::fmt::Display for ImportWarning {
 pub struct ImportReport {
     /// The source format.
     pub format: Format,
-    /// Records read (non-blank lines; 1 for a single-document format).
+    /// Records read (non-blank lines; 1 for a single-document format; the
+    /// lines of the chosen session for aider).
     pub records: u64,
+    /// Sessions the file holds: aider chats, OpenHands evaluation records;
+    /// 1 for the other formats.
+    pub sessions: usize,
+    /// Which of them was imported, from 1.
+    pub session: usize,
     /// Message events written, by role (`user`, `assistant`, `tool`, ...).
     pub messages: BTreeMap<String, usize>,
     /// Tool calls in imported assistant messages.
@@ -177,6 +195,9 @@ pub struct ImportReport {
     /// Assistant messages that received usage from a separate record
     /// (Codex `token_count`).
     pub usage_attached: usize,
+    /// Tool calls that reused an earlier call's id and were renamed, with
+    /// their results (see [`ImportWarning::DuplicateCallId`]).
+    pub renamed_calls: usize,
     /// Messages moved after the tool results they interrupted (Codex writes
     /// developer notes between a call and its output).
     pub reordered: usize,
@@ -192,6 +213,8 @@ impl ImportReport {
         ImportReport {
             format,
             records: 0,
+            sessions: 1,
+            session: 1,
             messages: BTreeMap::new(),
             tool_calls: 0,
             tool_results: 0,
@@ -201,6 +224,7 @@ impl ImportReport {
             branch_points: 0,
             leaf_events: 0,
             usage_attached: 0,
+            renamed_calls: 0,
             reordered: 0,
             skipped: BTreeMap::new(),
             warnings: Vec::new(),
@@ -229,6 +253,13 @@ impl std::fmt::Display for ImportReport {
     /// kinds, then warnings (the first 20).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "format: {} ({} records)", self.format, self.records)?;
+        if self.sessions > 1 {
+            writeln!(
+                f,
+                "session: {} of {} in the file (choose with --session N)",
+                self.session, self.sessions
+            )?;
+        }
         let roles: Vec<String> = self
             .messages
             .iter()
@@ -256,6 +287,9 @@ impl std::fmt::Display for ImportReport {
                 "usage attached: {}, reordered: {}",
                 self.usage_attached, self.reordered
             )?;
+        }
+        if self.renamed_calls > 0 {
+            writeln!(f, "renamed call ids: {}", self.renamed_calls)?;
         }
         if !self.skipped.is_empty() {
             let kinds: Vec<String> = self
