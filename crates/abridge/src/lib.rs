@@ -19,7 +19,8 @@
 //! | module | crate | what it is |
 //! |---|---|---|
 //! | [`llm`] | abridge-llm | messages, the `LlmClient` contract, provider clients, the model catalog |
-//! | [`session`] | abridge-session | the event log, the surface, branches, stores, importers |
+//! | [`session`] | abridge-session | the event log, the surface, branches, stores |
+//! | [`import`] | abridge-import | other agents' session files (pi, Claude Code, Codex, SWE-agent) to logs |
 //! | [`meter`] | abridge-meter | tokenizers, message and image cost, the incremental meter |
 //! | [`compact`] | abridge-compact | the seam: plan, begin/commit, method and service traits, invariants |
 //! | [`basic`] | abridge-compact-basic | `digest`, `soft`, `remote`, `handoff`, branch summaries |
@@ -99,6 +100,8 @@ pub use speculation::SPECULATIVE_METHODS;
 pub use abridge_compact as compact;
 #[doc(inline)]
 pub use abridge_compact_basic as basic;
+#[doc(inline)]
+pub use abridge_import as import;
 #[doc(inline)]
 pub use abridge_llm as llm;
 #[doc(inline)]

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use abridge_compact::*;
 use abridge_compact_basic::DigestMethod;
+use abridge_import as import;
 use abridge_session::MemoryStore;
 use abridge_session::Session;
-use abridge_session::import;
 use abridge_session::repair_dangling_tool_calls;
 
 fn samples() -> Vec<PathBuf> {

@@ -17,13 +17,13 @@
 
 use std::path::PathBuf;
 
+use abridge_import::Format;
+use abridge_import::read_bytes;
 use abridge_llm::Block;
 use abridge_llm::Catalog;
 use abridge_meter::BLOCK_OVERHEAD;
 use abridge_meter::TokenMeter;
 use abridge_session::Session;
-use abridge_session::import::Format;
-use abridge_session::import::read_bytes;
 
 const SAMPLE: &str = "codex__localpush__rollout-2026-02-23T12-54-34-redacted.jsonl";
 
@@ -35,7 +35,7 @@ fn filler_text(root: &std::path::Path) -> Vec<char> {
         "README.md",
         "docs/compaction.md",
         "crates/meter/src/meter.rs",
-        "crates/session/src/import/codex.rs",
+        "crates/import/src/codex.rs",
     ] {
         text.push_str(&std::fs::read_to_string(root.join(file)).unwrap());
         text.push('\n');

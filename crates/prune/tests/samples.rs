@@ -36,8 +36,8 @@ fn samples() -> std::io::Result<Vec<PathBuf>> {
     Ok(paths)
 }
 
-fn import(path: &Path) -> Result<Session, abridge_session::import::ImportError> {
-    let imported = abridge_session::import::read(path, None)?;
+fn import(path: &Path) -> Result<Session, abridge_import::ImportError> {
+    let imported = abridge_import::read(path, None)?;
     Ok(imported.into_session(Box::new(MemoryStore::new()))?.0)
 }
 

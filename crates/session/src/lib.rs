@@ -9,7 +9,10 @@
 //!   from the last event) and its [`Surface`] (the seqs the model sees).
 //! - [`SessionStore`]: where the log lives: [`JsonlStore`] on disk,
 //!   [`MemoryStore`] for tests and hosts with their own persistence.
-//! - [`import`]: other agents' session files turned into logs.
+//!
+//! Other agents' session files are turned into logs by `abridge-import`,
+//! which writes through the public API below: the log itself depends on no
+//! other agent's format.
 //!
 //! # Why append-only
 //!
@@ -36,7 +39,6 @@
 
 mod error;
 mod event;
-pub mod import;
 mod repair;
 mod session;
 mod store;

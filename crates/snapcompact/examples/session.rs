@@ -19,7 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let model = args.get(3).map_or("claude-sonnet-4-5", String::as_str);
     let max_frames: usize = args.get(4).map_or(Ok(8), |s| s.parse())?;
-    let imported = abridge_session::import::read(std::path::Path::new(input), None)?;
+    let imported = abridge_import::read(std::path::Path::new(input), None)?;
     let mut session = Session::in_memory("example");
     imported.append_to(&mut session)?;
     let messages = session.surface_messages();

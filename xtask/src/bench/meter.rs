@@ -73,7 +73,7 @@ fn load_samples() -> anyhow::Result<Vec<Sample>> {
     paths.sort();
     let mut samples = Vec::new();
     for path in paths {
-        let Ok(imported) = abridge_session::import::read(&path, None) else {
+        let Ok(imported) = abridge_import::read(&path, None) else {
             continue;
         };
         let mut session = Session::in_memory(&imported.header.session_id);

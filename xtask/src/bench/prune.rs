@@ -61,7 +61,7 @@ fn load_samples() -> anyhow::Result<Vec<Sample>> {
         .collect();
     paths.sort();
     for path in paths {
-        let imported = abridge_session::import::read(&path, None)
+        let imported = abridge_import::read(&path, None)
             .with_context(|| format!("importing {}", path.display()))?;
         let (session, _) = imported.into_session(Box::new(MemoryStore::new()))?;
         samples.push(Sample {

@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
+use abridge::import;
 use abridge_session::JsonlOptions;
 use abridge_session::JsonlStore;
-use abridge_session::import;
 use anyhow::Context;
 
 /// Arguments of `abridge import`.

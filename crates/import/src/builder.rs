@@ -16,15 +16,15 @@ use abridge_llm::Origin;
 use abridge_llm::Role;
 use abridge_llm::Usage;
 
-use super::Format;
-use super::ImportError;
-use super::ImportReport;
-use super::ImportWarning;
-use super::MISSING_RESULT;
-use crate::event::Draft;
-use crate::event::EventBody;
-use crate::event::Seq;
-use crate::surface::Surface;
+use crate::Format;
+use crate::ImportError;
+use crate::ImportReport;
+use crate::ImportWarning;
+use crate::MISSING_RESULT;
+use abridge_session::Draft;
+use abridge_session::EventBody;
+use abridge_session::Seq;
+use abridge_session::SurfaceOp;
 
 /// What a compaction keeps visible after its summary.
 #[derive(Debug, Clone, Copy)]
@@ -247,9 +247,9 @@ impl Builder {
                     ..Meta::default()
                 });
             let seq = self.push(
-                EventBody::Message(crate::event::MessageEvent {
+                EventBody::Message(abridge_session::MessageEvent {
                     message: Arc::new(message),
-                    op: crate::event::SurfaceOp::Append,
+                    op: SurfaceOp::Append,
                     sources: Vec::new(),
                 }),
                 parent,
@@ -294,9 +294,9 @@ impl Builder {
             message.meta.origin = Some(self.imported());
         }
         let seq = self.push(
-            EventBody::Message(crate::event::MessageEvent {
+            EventBody::Message(abridge_session::MessageEvent {
                 message: Arc::new(message),
-                op: crate::event::SurfaceOp::Append,
+                op: SurfaceOp::Append,
                 sources: Vec::new(),
             }),
             parent,
@@ -357,9 +357,9 @@ impl Builder {
             (self.snap(parent), None)
         };
         let seq = self.push(
-            EventBody::Message(crate::event::MessageEvent {
+            EventBody::Message(abridge_session::MessageEvent {
                 message: Arc::new(message),
-                op: crate::event::SurfaceOp::Append,
+                op: SurfaceOp::Append,
                 sources: Vec::new(),
             }),
             parent,
@@ -433,6 +433,31 @@ impl Builder {
         None
     }
 
+    /// The seqs a model would see at the end of `path`: appends push,
+    /// replaces swap their span for the checkpoint. The builder writes no
+    /// rewrites, and its replaces always fit, so this short fold is the
+    /// session's own fold for these drafts.
+    fn surface_of(&self, path: &[Seq]) -> Vec<Seq> {
+        let mut surface: Vec<Seq> = Vec::new();
+        for seq in path {
+            let body = usize::try_from(*seq)
+                .ok()
+                .and_then(|i| self.drafts.get(i))
+                .map(|d| &d.body);
+            let Some(EventBody::Message(m)) = body else {
+                continue;
+            };
+            match m.op {
+                SurfaceOp::Append => surface.push(*seq),
+                SurfaceOp::Replace { start, end } if start <= end && end < surface.len() => {
+                    surface.splice(start..=end, [*seq]);
+                }
+                SurfaceOp::Replace { .. } | SurfaceOp::Rewrite { .. } => {}
+            }
+        }
+        surface
+    }
+
     /// Adds a compaction checkpoint after `parent`: `message` replaces
     /// every message the compacting agent stopped showing its model, and
     /// lists them with `bookkeeping` (log events describing the compaction)
@@ -452,18 +477,7 @@ impl Builder {
         let parent = self.snap(parent);
         let parent = self.close_open(parent);
         let path = self.path_to(parent)?;
-        let mut surface = Surface::default();
-        for seq in &path {
-            let body = usize::try_from(*seq)
-                .ok()
-                .and_then(|i| self.drafts.get(i))
-                .map(|d| &d.body);
-            if let Some(EventBody::Message(m)) = body
-                && surface.check(*seq, &m.op).is_ok()
-            {
-                surface.apply(*seq, &m.op);
-            }
-        }
+        let surface = self.surface_of(&path);
         let cut = match keep {
             Keep::Nothing => surface.len(),
             Keep::FromLine { line: kept, anchor } => {
@@ -474,7 +488,7 @@ impl Builder {
                 };
                 if on_path {
                     let mut cut = surface.len();
-                    while let Some(seq) = cut.checked_sub(1).map(|i| surface.seqs()[i]) {
+                    while let Some(seq) = cut.checked_sub(1).map(|i| surface[i]) {
                         let keep_it = self
                             .node(seq)
                             .is_some_and(|n| !n.checkpoint && n.line.is_some_and(|l| l >= kept));
@@ -505,7 +519,7 @@ impl Builder {
             });
             return Ok(self.message(message, parent, time, Some(line)));
         }
-        let mut sources: Vec<Seq> = surface.seqs()[..cut].to_vec();
+        let mut sources: Vec<Seq> = surface[..cut].to_vec();
         sources.extend_from_slice(bookkeeping);
         let Draft { body, .. } = Draft::replace(message, 0, cut - 1, sources);
         let seq = self.push(body, parent, time, Some(line), true);

@@ -3,7 +3,7 @@
 //!
 //! | pi entry | abridge event |
 //! |---|---|
-//! | `session` header | [`Header`](crate::Header): id, timestamp, cwd, parentSession |
+//! | `session` header | [`Header`](abridge_session::Header): id, timestamp, cwd, parentSession |
 //! | `message` user / assistant / toolResult | message (user / assistant / tool) |
 //! | `message` bashExecution | user message `$ command` + output (log event when excluded from context) |
 //! | `message` custom, hookMessage / `custom_message` | user message, `Origin::Plugin` |
@@ -27,17 +27,17 @@ use abridge_llm::Usage;
 use serde_json::Value;
 use serde_json::json;
 
-use super::Format;
-use super::ImportError;
-use super::ImportWarning;
-use super::Imported;
-use super::TYPE_IMPORTED_COMPACTION;
-use super::TYPE_MODEL_CHANGE;
-use super::builder::Builder;
-use super::builder::Keep;
-use super::json::At;
-use super::json::parse_lines;
-use crate::event::Seq;
+use crate::Format;
+use crate::ImportError;
+use crate::ImportWarning;
+use crate::Imported;
+use crate::TYPE_IMPORTED_COMPACTION;
+use crate::TYPE_MODEL_CHANGE;
+use crate::builder::Builder;
+use crate::builder::Keep;
+use crate::json::At;
+use crate::json::parse_lines;
+use abridge_session::Seq;
 
 pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
     let records = parse_lines(file, bytes)?;
@@ -58,9 +58,9 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
         0 => 1,
         v => v,
     };
-    let mut header = super::header(
+    let mut header = crate::header(
         at.str(&first.value, "id")?.to_string(),
-        super::time_of(&first.value, "timestamp"),
+        crate::time_of(&first.value, "timestamp"),
         at.opt_str(&first.value, "cwd")?.map(str::to_string),
     );
     header.parent_session = at
@@ -79,7 +79,7 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
         let at = At::line(file, record.line);
         let value = &record.value;
         let kind = at.str(value, "type")?;
-        let time = super::time_of(value, "timestamp");
+        let time = crate::time_of(value, "timestamp");
         let line = record.line;
         let parent = if tree {
             match value.get("parentId") {
@@ -99,7 +99,7 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
                         "parentId",
                         format!(
                             "expected a string or null, found {}",
-                            super::json::kind_of(other)
+                            crate::json::kind_of(other)
                         ),
                     ));
                 }
@@ -422,7 +422,7 @@ fn user_content(
             key,
             format!(
                 "expected a string or an array, found {}",
-                super::json::kind_of(other)
+                crate::json::kind_of(other)
             ),
         )),
     }

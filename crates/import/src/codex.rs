@@ -10,7 +10,7 @@
 //!
 //! | rollout line | abridge event |
 //! |---|---|
-//! | `session_meta` | [`Header`](crate::Header): id, timestamp, cwd |
+//! | `session_meta` | [`Header`](abridge_session::Header): id, timestamp, cwd |
 //! | `response_item` `message` user / developer / system | message of that role |
 //! | `response_item` `message` assistant, `reasoning`, `function_call`, `custom_tool_call`, `local_shell_call` | blocks of one assistant message (reasoning: thinking, encrypted content as its signature) |
 //! | `response_item` `*_call_output` | tool message |
@@ -20,7 +20,6 @@
 //! | `response_item` `web_search_call`, other `event_msg` (UI echoes of messages) | counted in the report |
 
 use abridge_llm::Block;
-use abridge_llm::ImageSource;
 use abridge_llm::Message;
 use abridge_llm::Meta;
 use abridge_llm::Origin;
@@ -29,18 +28,18 @@ use abridge_llm::Usage;
 use serde_json::Value;
 use serde_json::json;
 
-use super::ENCRYPTED_SUMMARY;
-use super::Format;
-use super::ImportError;
-use super::ImportWarning;
-use super::Imported;
-use super::TYPE_IMPORTED_COMPACTION;
-use super::TYPE_MODEL_CHANGE;
-use super::builder::Builder;
-use super::builder::Keep;
-use super::json::At;
-use super::json::kind_of;
-use super::json::parse_lines;
+use crate::ENCRYPTED_SUMMARY;
+use crate::Format;
+use crate::ImportError;
+use crate::ImportWarning;
+use crate::Imported;
+use crate::TYPE_IMPORTED_COMPACTION;
+use crate::TYPE_MODEL_CHANGE;
+use crate::builder::Builder;
+use crate::builder::Keep;
+use crate::json::At;
+use crate::json::kind_of;
+use crate::json::parse_lines;
 
 /// One response item, converted.
 enum Item {
@@ -178,7 +177,7 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
         let at = At::line(file, record.line);
         let value = &record.value;
         let line = record.line;
-        let time = super::time_of(value, "timestamp");
+        let time = crate::time_of(value, "timestamp");
         if created.is_none() {
             created = time.clone();
         }
@@ -188,7 +187,7 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
         match kind {
             "session_meta" if session_id.is_none() => {
                 session_id = Some(pat.str(payload, "id")?.to_string());
-                if let Some(t) = super::time_of(payload, "timestamp") {
+                if let Some(t) = crate::time_of(payload, "timestamp") {
                     created = Some(t);
                 }
                 cwd = pat.opt_str(payload, "cwd")?.map(str::to_string);
@@ -274,8 +273,8 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
     }
     state.flush();
     state.release();
-    let header = super::header(
-        session_id.unwrap_or_else(|| super::id_from_file(file)),
+    let header = crate::header(
+        session_id.unwrap_or_else(|| crate::id_from_file(file)),
         created,
         cwd,
     );
@@ -485,31 +484,11 @@ fn content(at: At<'_>, item: &Value, key: &str) -> Result<Vec<Block>, ImportErro
                 out.push(Block::text(pat.str(part, "text")?));
             }
             "refusal" => out.push(Block::text(pat.str(part, "refusal")?)),
-            "input_image" => out.push(image(pat.str(part, "image_url")?)),
+            "input_image" => out.push(crate::image_from_url(pat.str(part, "image_url")?)),
             other => return Err(pat.error("type", format!("unknown content type {other:?}"))),
         }
     }
     Ok(out)
-}
-
-fn image(url: &str) -> Block {
-    let source = url
-        .strip_prefix("data:")
-        .and_then(|rest| rest.split_once(";base64,"))
-        .map_or_else(
-            || ImageSource::Url {
-                url: url.to_string(),
-            },
-            |(media_type, data)| ImageSource::Base64 {
-                media_type: media_type.to_string(),
-                data: data.to_string(),
-            },
-        );
-    Block::Image {
-        source,
-        width: None,
-        height: None,
-    }
 }
 
 /// A tool output: a string, an array of content items, or (older Codex)

@@ -30,18 +30,18 @@ use abridge_llm::Usage;
 use serde_json::Value;
 use serde_json::json;
 
-use super::Format;
-use super::ImportError;
-use super::ImportWarning;
-use super::Imported;
-use super::TYPE_IMPORTED_COMPACTION;
-use super::builder::Builder;
-use super::builder::Keep;
-use super::json::At;
-use super::json::Record;
-use super::json::kind_of;
-use super::json::parse_lines;
-use crate::event::Seq;
+use crate::Format;
+use crate::ImportError;
+use crate::ImportWarning;
+use crate::Imported;
+use crate::TYPE_IMPORTED_COMPACTION;
+use crate::builder::Builder;
+use crate::builder::Keep;
+use crate::json::At;
+use crate::json::Record;
+use crate::json::kind_of;
+use crate::json::parse_lines;
+use abridge_session::Seq;
 
 pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
     let records = parse_lines(file, bytes)?;
@@ -78,12 +78,12 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
             session_id = at.opt_str(value, "sessionId")?.map(str::to_string);
         }
         if created.is_none() {
-            created = super::time_of(value, "timestamp");
+            created = crate::time_of(value, "timestamp");
         }
         if cwd.is_none() {
             cwd = at.opt_str(value, "cwd")?.map(str::to_string);
         }
-        let time = super::time_of(value, "timestamp");
+        let time = crate::time_of(value, "timestamp");
         let uuid = at.opt_str(value, "uuid")?;
         let subtype = at.opt_str(value, "subtype")?;
         let parent_key =
@@ -177,8 +177,8 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
             leaf = Some(mapped);
         }
     }
-    let header = super::header(
-        session_id.unwrap_or_else(|| super::id_from_file(file)),
+    let header = crate::header(
+        session_id.unwrap_or_else(|| crate::id_from_file(file)),
         created,
         cwd,
     );

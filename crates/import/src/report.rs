@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Format;
+use crate::Format;
 
 /// Something in the source that the importer had to work around, with the
 /// place it was found.
@@ -12,7 +12,7 @@ use super::Format;
 pub enum ImportWarning {
     /// A tool call had no result before the conversation moved on (an
     /// interrupted turn). An error result saying so
-    /// ([`MISSING_RESULT`](super::MISSING_RESULT)) was added after the call,
+    /// ([`MISSING_RESULT`](crate::MISSING_RESULT)) was added after the call,
     /// as the agents themselves do when they resend such a history.
     MissingResult {
         /// Line of the call.
@@ -21,7 +21,7 @@ pub enum ImportWarning {
         call_id: String,
     },
     /// A tool call at the very end of the active path has no result. Left
-    /// as is: [`repair_dangling_tool_calls`](crate::repair_dangling_tool_calls)
+    /// as is: [`repair_dangling_tool_calls`](abridge_session::repair_dangling_tool_calls)
     /// answers it when the session is resumed.
     DanglingAtEnd {
         /// Line of the call.

@@ -11,15 +11,23 @@
 //! [`Imported::append_to`].
 //!
 //! ```no_run
-//! use abridge_session::import;
 //! use abridge_session::{JsonlOptions, JsonlStore};
 //!
-//! let imported = import::read("session.jsonl".as_ref(), None)?;
+//! let imported = abridge_import::read("session.jsonl".as_ref(), None)?;
 //! let store = JsonlStore::open("out.jsonl", JsonlOptions::default())?;
 //! let (session, report) = imported.into_session(Box::new(store))?;
 //! assert_eq!(report.message_count(), session.events().iter().filter(|e| e.message().is_some()).count());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Why a crate of its own
+//!
+//! The session log is abridge's own format; what other agents write changes
+//! with their releases and grows with every agent supported. Keeping the
+//! importers here means the log (`abridge-session`) depends on no other
+//! agent's format, and a host that only records its own sessions never
+//! compiles them. Importers see the log only through its public API:
+//! drafts with explicit parents, validated by the session when written.
 //!
 //! # What is kept
 //!
@@ -30,7 +38,7 @@
 //! - Tool calls stay paired with their results by the source's ids. A call
 //!   the conversation moved past without a result gets an error result
 //!   ([`MISSING_RESULT`]); a call left open at the very end is left for
-//!   [`repair_dangling_tool_calls`](crate::repair_dangling_tool_calls).
+//!   [`repair_dangling_tool_calls`](abridge_session::repair_dangling_tool_calls).
 //!   Both, and results with no call, are listed in the report.
 //! - Compactions the source recorded become checkpoint `replace` events
 //!   listing every seq they hide, so the surface shows what that agent's
@@ -59,11 +67,11 @@ pub use error::ImportError;
 pub use report::ImportReport;
 pub use report::ImportWarning;
 
-use crate::event::Draft;
-use crate::event::Header;
-use crate::event::Seq;
-use crate::session::Session;
-use crate::store::SessionStore;
+use abridge_session::Draft;
+use abridge_session::Header;
+use abridge_session::Seq;
+use abridge_session::Session;
+use abridge_session::SessionStore;
 
 #[cfg(doc)]
 use abridge_llm::Origin;
@@ -264,8 +272,8 @@ impl Imported {
         if !session.is_empty() {
             return Err(ImportError::Session {
                 file: location,
-                source: crate::error::SessionError::Invalid {
-                    place: crate::error::Place::Draft { index: 0 },
+                source: abridge_session::SessionError::Invalid {
+                    place: abridge_session::Place::Draft { index: 0 },
                     field: "seq",
                     reason: format!(
                         "imported events start at seq 0 but the session already has {} events",
@@ -347,8 +355,30 @@ fn id_from_file(file: &str) -> String {
 fn time_of(value: &serde_json::Value, key: &str) -> Option<String> {
     match value.get(key)? {
         serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
-        serde_json::Value::Number(n) => n.as_i64().map(crate::time::format_unix_millis),
+        serde_json::Value::Number(n) => n.as_i64().map(abridge_session::time::format_unix_millis),
         _ => None,
+    }
+}
+
+/// An image block from a URL as chat formats write it: a `data:` URL with
+/// base64 content becomes inline data, anything else stays a URL.
+fn image_from_url(url: &str) -> abridge_llm::Block {
+    let source = url
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(";base64,"))
+        .map_or_else(
+            || abridge_llm::ImageSource::Url {
+                url: url.to_string(),
+            },
+            |(media_type, data)| abridge_llm::ImageSource::Base64 {
+                media_type: media_type.to_string(),
+                data: data.to_string(),
+            },
+        );
+    abridge_llm::Block::Image {
+        source,
+        width: None,
+        height: None,
     }
 }
 

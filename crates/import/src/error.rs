@@ -1,6 +1,6 @@
 //! Why an import failed.
 
-use crate::error::SessionError;
+use abridge_session::SessionError;
 
 /// A failure to import another agent's session file.
 ///
@@ -51,7 +51,7 @@ pub enum ImportError {
         /// 1-based byte column of the first bad byte.
         column: u64,
     },
-    /// A line (or document) is longer than [`MAX_RECORD_BYTES`](super::MAX_RECORD_BYTES).
+    /// A line (or document) is longer than [`MAX_RECORD_BYTES`](crate::MAX_RECORD_BYTES).
     #[error("{file}:{line}: record is {len} bytes, over the limit of {limit} bytes")]
     TooLong {
         /// The file.

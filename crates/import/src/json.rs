@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use super::ImportError;
-use super::MAX_RECORD_BYTES;
+use crate::ImportError;
+use crate::MAX_RECORD_BYTES;
 
 /// One parsed JSONL line.
 #[derive(Debug)]

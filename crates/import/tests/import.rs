@@ -13,6 +13,11 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::path::PathBuf;
 
+use abridge_import as import;
+use abridge_import::Format;
+use abridge_import::ImportError;
+use abridge_import::ImportReport;
+use abridge_import::ImportWarning;
 use abridge_llm::Block;
 use abridge_llm::Origin;
 use abridge_llm::Role;
@@ -24,11 +29,6 @@ use abridge_session::MemoryStore;
 use abridge_session::Session;
 use abridge_session::SurfaceOp;
 use abridge_session::dangling_tool_calls;
-use abridge_session::import;
-use abridge_session::import::Format;
-use abridge_session::import::ImportError;
-use abridge_session::import::ImportReport;
-use abridge_session::import::ImportWarning;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 

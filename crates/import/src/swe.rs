@@ -12,21 +12,20 @@
 //! import and the session id is the file's stem.
 
 use abridge_llm::Block;
-use abridge_llm::ImageSource;
 use abridge_llm::Message;
 use abridge_llm::Meta;
 use abridge_llm::Origin;
 use abridge_llm::Role;
 use serde_json::Value;
 
-use super::Format;
-use super::ImportError;
-use super::ImportWarning;
-use super::Imported;
-use super::builder::Builder;
-use super::json::At;
-use super::json::kind_of;
-use super::json::parse_document;
+use crate::Format;
+use crate::ImportError;
+use crate::ImportWarning;
+use crate::Imported;
+use crate::builder::Builder;
+use crate::json::At;
+use crate::json::kind_of;
+use crate::json::parse_document;
 
 pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
     let document = parse_document(file, bytes)?;
@@ -165,7 +164,7 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
     }
     let (drafts, report) = b.finish(None)?;
     Ok(Imported {
-        header: super::header(super::id_from_file(file), None, None),
+        header: crate::header(crate::id_from_file(file), None, None),
         drafts,
         report,
     })
@@ -191,23 +190,7 @@ fn content(at: At<'_>, entry: &Value) -> Result<Vec<Block>, ImportError> {
                             }
                             _ => return Err(pat.error("image_url", "missing")),
                         };
-                        let source = url
-                            .strip_prefix("data:")
-                            .and_then(|rest| rest.split_once(";base64,"))
-                            .map_or_else(
-                                || ImageSource::Url {
-                                    url: url.to_string(),
-                                },
-                                |(media_type, data)| ImageSource::Base64 {
-                                    media_type: media_type.to_string(),
-                                    data: data.to_string(),
-                                },
-                            );
-                        out.push(Block::Image {
-                            source,
-                            width: None,
-                            height: None,
-                        });
+                        out.push(crate::image_from_url(url));
                     }
                     other => {
                         return Err(pat.error("type", format!("unknown content type {other:?}")));
