@@ -182,6 +182,33 @@ fn import_of_a_broken_file_names_the_line() {
     );
 }
 
+/// Issue 16, point 7: a file with no message fails and says why instead
+/// of writing a session of zero events and exiting 0.
+#[test]
+fn import_of_a_file_without_messages_fails_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = dir.path().join("meta.jsonl");
+    std::fs::write(
+        &meta,
+        "{\"type\":\"file-history-snapshot\",\"messageId\":\"m\",\"snapshot\":{}}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out.jsonl");
+    let output = abridge(&[
+        "import",
+        meta.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert!(
+        error.contains("meta.jsonl: nothing to import: none of its 1 record is a message"),
+        "{error}"
+    );
+    assert!(!out.exists());
+}
+
 #[test]
 fn unknown_format_name_is_rejected_with_the_choices() {
     let output = abridge(&["import", "x.jsonl", "--format", "chatgpt"]);

@@ -15,16 +15,17 @@ use abridge_llm::Meta;
 use abridge_llm::Origin;
 use abridge_llm::Role;
 use abridge_llm::Usage;
+use abridge_session::Draft;
+use abridge_session::EventBody;
+use abridge_session::Seq;
+use abridge_session::SurfaceOp;
 
 use crate::Format;
 use crate::ImportError;
 use crate::ImportReport;
 use crate::ImportWarning;
 use crate::MISSING_RESULT;
-use abridge_session::Draft;
-use abridge_session::EventBody;
-use abridge_session::Seq;
-use abridge_session::SurfaceOp;
+use crate::call_ids::CallIds;
 
 /// What a compaction keeps visible after its summary.
 #[derive(Debug, Clone, Copy)]
@@ -72,6 +73,8 @@ pub(crate) struct Builder {
     turn_of: HashMap<Seq, Seq>,
     /// Calls answered (really or by an added error result).
     answered: HashSet<String>,
+    /// Call ids made unique.
+    call_ids: CallIds,
 }
 
 impl Builder {
@@ -88,6 +91,7 @@ impl Builder {
             tail: HashMap::new(),
             turn_of: HashMap::new(),
             answered: HashSet::new(),
+            call_ids: CallIds::default(),
         }
     }
 
@@ -268,6 +272,10 @@ impl Builder {
 
     /// Adds a message after `parent` (usually [`Builder::last`]).
     ///
+    /// Tool-call ids are made unique first ([`CallIds`]): a call reusing
+    /// an earlier id is renamed, and a result is paired with the newest
+    /// call that had its id.
+    ///
     /// A tool result goes after its call's turn (after the results before
     /// it); any other message first closes the turn it follows, adding
     /// error results for calls left unanswered. A tool message without an
@@ -280,12 +288,20 @@ impl Builder {
         line: Option<u64>,
     ) -> Seq {
         if message.role == Role::Tool
-            && let Some(call_id) = message.tool_result_block().map(|(id, _, _)| id.to_string())
+            && let Some(call_id) = self.call_ids.resolve(&mut message)
         {
             return self.result(message, &call_id, parent, time, line);
         }
         let parent = self.snap(parent);
         let parent = self.close_open(parent);
+        for (call_id, renamed) in self.call_ids.claim(&mut message) {
+            self.report.renamed_calls += 1;
+            self.report.warn(ImportWarning::DuplicateCallId {
+                line,
+                call_id,
+                renamed,
+            });
+        }
         let calls: Vec<(String, String)> = message
             .tool_calls()
             .map(|(id, name, _)| (id.to_string(), name.to_string()))
@@ -308,12 +324,7 @@ impl Builder {
             let mut ids = Vec::with_capacity(calls.len());
             for (id, name) in calls {
                 self.report.tool_calls += 1;
-                if self.call_owner.insert(id.clone(), seq).is_some() {
-                    self.report.warn(ImportWarning::DuplicateCallId {
-                        line,
-                        call_id: id.clone(),
-                    });
-                }
+                self.call_owner.insert(id.clone(), seq);
                 self.answered.remove(&id);
                 self.call_names.insert(id.clone(), name);
                 ids.push(id);

@@ -27,6 +27,7 @@ use abridge_llm::Origin;
 use abridge_llm::Role;
 use abridge_llm::StopReason;
 use abridge_llm::Usage;
+use abridge_session::Seq;
 use serde_json::Value;
 use serde_json::json;
 
@@ -41,7 +42,6 @@ use crate::json::At;
 use crate::json::Record;
 use crate::json::kind_of;
 use crate::json::parse_lines;
-use abridge_session::Seq;
 
 pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
     let records = parse_lines(file, bytes)?;

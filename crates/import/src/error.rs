@@ -1,5 +1,7 @@
 //! Why an import failed.
 
+use std::collections::BTreeMap;
+
 use abridge_session::SessionError;
 
 /// A failure to import another agent's session file.
@@ -40,6 +42,19 @@ pub enum ImportError {
     Empty {
         /// The file.
         file: String,
+    },
+    /// The file was read without error but holds nothing the model would
+    /// see: no record of it became a message. An empty session would only
+    /// hide the mistake (a wrong file, a wrong `--format`, a file of
+    /// metadata), so this is an error that lists what was found instead.
+    #[error("{file}: nothing to import: {}", why_empty(*records, skipped))]
+    NoMessages {
+        /// The file.
+        file: String,
+        /// Records read (lines, or 1 for a single document).
+        records: u64,
+        /// What those records were, by kind, as the report counts them.
+        skipped: BTreeMap<String, u64>,
     },
     /// A line is not UTF-8.
     #[error("{file}:{line}:{column}: invalid UTF-8")]
@@ -119,4 +134,26 @@ pub enum ImportError {
         #[source]
         source: SessionError,
     },
+}
+
+/// The reason of [`ImportError::NoMessages`]: how many records were read and
+/// the most frequent kinds among them.
+fn why_empty(records: u64, skipped: &BTreeMap<String, u64>) -> String {
+    let noun = if records == 1 { "record" } else { "records" };
+    let mut why = format!("none of its {records} {noun} is a message");
+    if !skipped.is_empty() {
+        let mut kinds: Vec<(&String, &u64)> = skipped.iter().collect();
+        kinds.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let shown: Vec<String> = kinds
+            .iter()
+            .take(5)
+            .map(|(kind, n)| format!("{kind} {n}"))
+            .collect();
+        why.push_str(&format!(" (skipped: {}", shown.join(", ")));
+        if kinds.len() > 5 {
+            why.push_str(&format!(", and {} more kinds", kinds.len() - 5));
+        }
+        why.push(')');
+    }
+    why
 }

@@ -53,6 +53,7 @@
 //!   [`ImportReport::skipped`], never dropped silently.
 
 mod builder;
+mod call_ids;
 mod claude;
 mod codex;
 mod error;
@@ -295,7 +296,8 @@ impl Imported {
 ///
 /// # Errors
 /// [`ImportError`] naming the file, line and field of malformed input;
-/// [`ImportError::UnknownFormat`] when detection fails.
+/// [`ImportError::UnknownFormat`] when detection fails;
+/// [`ImportError::NoMessages`] when the file holds no message.
 pub fn read(path: &Path, format: Option<Format>) -> Result<Imported, ImportError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
@@ -334,6 +336,13 @@ pub fn read_bytes(
         Format::Codex => codex::import(file, bytes),
         Format::SweAgent => swe::import(file, bytes),
     }?;
+    if imported.report.message_count() == 0 {
+        return Err(ImportError::NoMessages {
+            file: file.to_string(),
+            records: imported.report.records,
+            skipped: imported.report.skipped,
+        });
+    }
     tracing::debug!(
         events = imported.drafts.len(),
         warnings = imported.report.warnings.len(),

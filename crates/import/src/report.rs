@@ -54,12 +54,18 @@ pub enum ImportWarning {
         /// The call id.
         call_id: String,
     },
-    /// Two calls share an id; results are paired with the most recent.
+    /// A call reuses the id of an earlier call. Providers reject a request
+    /// with two calls of one id, so this call was given `renamed` (the id
+    /// with a `_dupN` suffix, N from 2, skipping ids the source uses), and
+    /// results naming the id afterwards were paired with it and renamed
+    /// too ([`ImportReport::renamed_calls`] counts these).
     DuplicateCallId {
-        /// Line of the second call.
+        /// Line of the repeating call.
         line: Option<u64>,
-        /// The id.
+        /// The id as the source wrote it.
         call_id: String,
+        /// The id it has in the log.
+        renamed: String,
     },
     /// Two entries share an id (pi's v1 migration makes these). Later
     /// references resolve to the most recent entry with that id, which is
@@ -124,9 +130,15 @@ impl std::fmt::Display for ImportWarning {
             ImportWarning::LateResult { line, call_id } => {
                 write!(f, "{}second result for call {call_id}", at(line))
             }
-            ImportWarning::DuplicateCallId { line, call_id } => {
-                write!(f, "{}call id {call_id} used twice", at(line))
-            }
+            ImportWarning::DuplicateCallId {
+                line,
+                call_id,
+                renamed,
+            } => write!(
+                f,
+                "{}call id {call_id} used before; renamed to {renamed}",
+                at(line)
+            ),
             ImportWarning::DuplicateId {
                 line,
                 id,
@@ -177,6 +189,9 @@ pub struct ImportReport {
     /// Assistant messages that received usage from a separate record
     /// (Codex `token_count`).
     pub usage_attached: usize,
+    /// Tool calls that reused an earlier call's id and were renamed, with
+    /// their results (see [`ImportWarning::DuplicateCallId`]).
+    pub renamed_calls: usize,
     /// Messages moved after the tool results they interrupted (Codex writes
     /// developer notes between a call and its output).
     pub reordered: usize,
@@ -201,6 +216,7 @@ impl ImportReport {
             branch_points: 0,
             leaf_events: 0,
             usage_attached: 0,
+            renamed_calls: 0,
             reordered: 0,
             skipped: BTreeMap::new(),
             warnings: Vec::new(),
@@ -256,6 +272,9 @@ impl std::fmt::Display for ImportReport {
                 "usage attached: {}, reordered: {}",
                 self.usage_attached, self.reordered
             )?;
+        }
+        if self.renamed_calls > 0 {
+            writeln!(f, "renamed call ids: {}", self.renamed_calls)?;
         }
         if !self.skipped.is_empty() {
             let kinds: Vec<String> = self

@@ -1057,3 +1057,141 @@ fn a_pi_compaction_whose_kept_entry_is_elsewhere_replaces_everything() {
         .collect();
     assert_eq!(texts, ["all of it"]);
 }
+
+/// Issue 16, point 7: SWE-agent reuses a call id across turns (the sample
+/// does four times); providers reject a request with two calls of one id,
+/// so the import gives every repeat a suffix, on the call and its result.
+#[test]
+fn swe_agent_reused_call_ids_are_renamed_with_their_results() {
+    let (session, report) = import_and_reopen(&sample(SWE));
+    let surface = session.surface_messages();
+    let calls: Vec<&str> = surface
+        .iter()
+        .flat_map(|m| m.tool_calls().map(|(id, _, _)| id))
+        .collect();
+    let unique: HashSet<&str> = calls.iter().copied().collect();
+    assert_eq!(unique.len(), calls.len(), "{calls:?}");
+    assert_eq!(report.renamed_calls, 4);
+    let renamed: Vec<&str> = calls
+        .iter()
+        .copied()
+        .filter(|id| id.contains("_dup"))
+        .collect();
+    assert_eq!(
+        renamed,
+        [
+            "call_5iDdbOYybq7L19vqXmR0DPaU_dup2",
+            "call_ahToD2vM0aQWJPkRmy5cumru_dup2",
+            "call_5iDdbOYybq7L19vqXmR0DPaU_dup3",
+            "call_5iDdbOYybq7L19vqXmR0DPaU_dup4",
+        ]
+    );
+    // Each result follows its own call: pairing on the surface was checked
+    // by import_and_reopen; the tool origin names the renamed call too.
+    for m in surface.iter().filter(|m| m.role == Role::Tool) {
+        let (id, _, _) = m.tool_result_block().unwrap();
+        assert!(
+            matches!(&m.meta.origin, Some(Origin::Tool { call_id, .. }) if call_id == id),
+            "{id}"
+        );
+    }
+    assert!(
+        report.to_string().contains("renamed call ids: 4"),
+        "{report}"
+    );
+}
+
+/// A renamed id never takes one the source uses itself.
+#[test]
+fn a_renamed_call_id_skips_ids_the_source_already_has() {
+    let doc = r#"{"history":[
+        {"role":"user","content":"go"},
+        {"role":"assistant","content":"","tool_calls":[{"id":"c_dup2","function":{"name":"a","arguments":"{}"}}]},
+        {"role":"tool","content":"1","tool_call_ids":["c_dup2"]},
+        {"role":"assistant","content":"","tool_calls":[{"id":"c","function":{"name":"a","arguments":"{}"}}]},
+        {"role":"tool","content":"2","tool_call_ids":["c"]},
+        {"role":"assistant","content":"","tool_calls":[{"id":"c","function":{"name":"a","arguments":"{}"}}]},
+        {"role":"tool","content":"3","tool_call_ids":["c"]}
+    ]}"#;
+    let imported = import::read_bytes("t.traj", doc.as_bytes(), None).unwrap();
+    assert_eq!(imported.report.renamed_calls, 1);
+    assert_eq!(
+        imported.report.warnings,
+        vec![ImportWarning::DuplicateCallId {
+            line: None,
+            call_id: "c".into(),
+            renamed: "c_dup3".into(),
+        }]
+    );
+    let (session, _) = imported.into_session(Box::new(MemoryStore::new())).unwrap();
+    let shape: Vec<String> = session
+        .surface_messages()
+        .iter()
+        .map(|m| match m.tool_result_block() {
+            Some((id, content, _)) => format!("{id}={}", content[0].as_text().unwrap()),
+            None => m.tool_calls().map(|(id, _, _)| id).collect(),
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        ["", "c_dup2", "c_dup2=1", "c", "c=2", "c_dup3", "c_dup3=3"]
+    );
+}
+
+/// Issue 16, point 7: a file that parses but holds no message is an error
+/// that says why, not a session of zero events.
+#[test]
+fn an_import_without_messages_is_an_error_that_says_why() {
+    let cases: [(&str, &str, &str); 5] = [
+        (
+            "side.jsonl",
+            concat!(
+                r#"{"type":"user","uuid":"u","parentUuid":null,"isSidechain":true,"sessionId":"s","message":{"role":"user","content":"look"}}"#,
+                "\n",
+                r#"{"type":"assistant","uuid":"a","parentUuid":"u","isSidechain":true,"sessionId":"s","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"seen"}]}}"#,
+                "\n",
+            ),
+            "side.jsonl: nothing to import: none of its 2 records is a message (skipped: sidechain assistant 1, sidechain user 1)",
+        ),
+        (
+            "c.jsonl",
+            concat!(
+                r#"{"type":"file-history-snapshot","messageId":"m","snapshot":{}}"#,
+                "\n",
+                r#"{"type":"progress","uuid":"p","parentUuid":null,"sessionId":"s","data":{"type":"hook_progress"}}"#,
+                "\n",
+                r#"{"type":"file-history-snapshot","messageId":"n","snapshot":{}}"#,
+                "\n",
+            ),
+            "c.jsonl: nothing to import: none of its 3 records is a message (skipped: file-history-snapshot 2, progress/hook_progress 1)",
+        ),
+        (
+            "p.jsonl",
+            "{\"type\":\"session\",\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00Z\"}\n",
+            "p.jsonl: nothing to import: none of its 1 record is a message",
+        ),
+        (
+            "r.jsonl",
+            concat!(
+                r#"{"timestamp":"t0","type":"session_meta","payload":{"id":"s","timestamp":"t0","cwd":"/w"}}"#,
+                "\n",
+                r#"{"timestamp":"t1","type":"turn_context","payload":{"model":"gpt-5"}}"#,
+                "\n",
+            ),
+            "r.jsonl: nothing to import: none of its 2 records is a message (skipped: turn_context 1)",
+        ),
+        (
+            "e.traj",
+            r#"{"history":[],"trajectory":[]}"#,
+            "e.traj: nothing to import: none of its 1 record is a message",
+        ),
+    ];
+    for (name, input, expected) in cases {
+        let err = import::read_bytes(name, input.as_bytes(), None).unwrap_err();
+        assert!(
+            matches!(err, ImportError::NoMessages { .. }),
+            "{name}: {err}"
+        );
+        assert_eq!(err.to_string(), expected);
+    }
+}
