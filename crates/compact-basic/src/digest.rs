@@ -26,6 +26,7 @@ use crate::files::collect_file_ops;
 use crate::files::command_text;
 use crate::files::render_files;
 use crate::transcript::clip;
+use crate::transcript::context_label;
 use crate::transcript::tool_names;
 use crate::transcript::visible_text;
 
@@ -91,9 +92,11 @@ pub struct CommandRecord {
 }
 
 /// Strips harness noise from a user message: system reminders and
-/// similar injected blocks. `None` when nothing of the user's own is left.
+/// similar injected blocks. `None` when nothing of the user's own is left,
+/// or when the whole message is context the user did not write
+/// ([`context_label`]): the goal is the first thing the user asked.
 fn user_request_text(message: &SharedMessage) -> Option<String> {
-    if message.role != Role::User || is_checkpoint(message) {
+    if message.role != Role::User || is_checkpoint(message) || context_label(message).is_some() {
         return None;
     }
     let mut text = visible_text(message);
@@ -467,5 +470,43 @@ mod tests {
             "Fix the build."
         );
         assert_eq!(first_sentence("v1.2 is out"), "v1.2 is out");
+    }
+
+    /// Issue 16, point 4: context a harness or an extension put in as user
+    /// messages is never the goal nor a later request.
+    #[test]
+    fn the_goal_is_the_first_message_the_user_wrote() {
+        use abridge_llm::Message;
+        use abridge_llm::Meta;
+        use abridge_llm::Origin;
+        let from = |text: &str, origin: Origin| -> SharedMessage {
+            std::sync::Arc::new(Message::user(text).with_meta(Meta {
+                origin: Some(origin),
+                ..Meta::default()
+            }))
+        };
+        let injected = |source: &str| Origin::Injected {
+            source: source.into(),
+        };
+        let messages = [
+            from("# AGENTS.md instructions for /w", injected("agents-md")),
+            from(
+                "<environment_context>/w</environment_context>",
+                injected("environment_context"),
+            ),
+            from("Fix the flaky test.", Origin::User),
+            from("$ cargo test\nok", injected("bash")),
+            from(
+                "lint reminder",
+                Origin::Plugin {
+                    name: "lint".into(),
+                },
+            ),
+            from("Then update the docs.", Origin::User),
+        ];
+        let mut state = DigestState::default();
+        state.absorb(&messages);
+        assert_eq!(state.goal.as_deref(), Some("Fix the flaky test."));
+        assert_eq!(state.requests, ["Then update the docs."]);
     }
 }

@@ -56,6 +56,25 @@ pub(crate) fn visible_text(message: &Message) -> String {
         .join("\n")
 }
 
+/// Who put a user message into the conversation when the user did not
+/// write it: the host's harness (`Origin::Injected`: environment details,
+/// reminders, notifications, command output), an extension
+/// (`Origin::Plugin`) or a branch summary. Such a message is context for
+/// the model, never a request: digests skip it when looking for the goal,
+/// and transcripts label it so a summarizer does not report it as one.
+/// `None` for everything else.
+pub(crate) fn context_label(message: &Message) -> Option<String> {
+    if message.role != Role::User {
+        return None;
+    }
+    match &message.meta.origin {
+        Some(Origin::Injected { source }) => Some(source.clone()),
+        Some(Origin::Plugin { name }) => Some(format!("extension {name}")),
+        Some(Origin::BranchSummary) => Some("branch summary".to_string()),
+        _ => None,
+    }
+}
+
 /// Tool names by call id, for labelling results.
 pub(crate) fn tool_names(messages: &[SharedMessage]) -> HashMap<String, String> {
     let mut names = HashMap::new();
@@ -69,7 +88,9 @@ pub(crate) fn tool_names(messages: &[SharedMessage]) -> HashMap<String, String> 
 
 /// Flattens `messages` into a plain transcript: one labelled section per
 /// message, tool calls as `-> name(arguments)`, tool results cut to
-/// [`TOOL_RESULT_CHARS`], images as placeholders, thinking left out.
+/// [`TOOL_RESULT_CHARS`], images as placeholders, thinking left out. A user
+/// message the user did not write is labelled `[context: what put it
+/// there]` instead of `[user]`.
 pub fn render_transcript(messages: &[SharedMessage]) -> String {
     let names = tool_names(messages);
     let mut out = String::new();
@@ -105,7 +126,10 @@ fn render_message(message: &Message, names: &HashMap<String, String>, out: &mut 
             out.push_str(&head_tail(text.trim(), TOOL_RESULT_CHARS));
         }
         role => {
-            out.push_str(&format!("[{role}]\n"));
+            match context_label(message) {
+                Some(label) => out.push_str(&format!("[context: {label}]\n")),
+                None => out.push_str(&format!("[{role}]\n")),
+            }
             let mut text = String::new();
             render_blocks(&message.content, &mut text);
             out.push_str(text.trim());
@@ -171,6 +195,26 @@ mod tests {
         assert!(cut.ends_with(&"b".repeat(10)));
         assert!(cut.contains("[... 70 characters left out ...]"));
         assert_eq!(clip("héllo world", 5), "héll…");
+    }
+
+    /// Issue 16, point 4: text a harness injected as a user message is
+    /// shown to the summarizer as context, not as the user speaking.
+    #[test]
+    fn injected_user_messages_are_labelled_as_context() {
+        let injected = Message::user("<environment_context>cwd</environment_context>").with_meta(
+            abridge_llm::Meta {
+                origin: Some(Origin::Injected {
+                    source: "environment_context".into(),
+                }),
+                ..Default::default()
+            },
+        );
+        let messages: Vec<SharedMessage> =
+            vec![Arc::new(injected), Arc::new(Message::user("fix a.rs"))];
+        assert_eq!(
+            render_transcript(&messages),
+            "[context: environment_context]\n<environment_context>cwd</environment_context>\n\n[user]\nfix a.rs"
+        );
     }
 
     #[test]

@@ -140,3 +140,102 @@ fn digest_with_the_token_meter_on_the_pi_sample() {
     );
     assert!(check_invariants(&session).is_ok());
 }
+
+fn sample(part: &str) -> PathBuf {
+    samples()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains(part))
+        .unwrap()
+}
+
+/// The `## Goal` line of a digest checkpoint.
+fn goal_of(text: &str) -> &str {
+    text.strip_prefix("## Goal\n")
+        .and_then(|rest| rest.lines().next())
+        .unwrap()
+}
+
+/// Digest-compacts everything on `session`'s surface but the newest few
+/// tokens and returns the checkpoint text.
+fn digest_nearly_all(session: &mut Session) -> String {
+    let counter = Arc::new(EstimateCounter::new());
+    let policy = Policy::new(counter).with_keep_recent_tokens(1);
+    let method: Arc<dyn CompactionMethod> = Arc::new(DigestMethod);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let outcome = rt
+        .block_on(compact_session(session, &method, &policy, Trigger::Manual))
+        .unwrap();
+    checkpoint_body(session.message(outcome.checkpoint_seq.unwrap()).unwrap())
+}
+
+/// Issue 16, point 4: Codex writes its AGENTS.md block and
+/// `<environment_context>` as user messages before the user's first
+/// request. Digesting the rollout as it stood before Codex compacted it,
+/// the goal is the request the user typed: the first user message that
+/// Codex echoes as an `event_msg` `user_message` (found here from the raw
+/// file; the sample's text is redacted, so the echo is the only witness).
+#[test]
+fn digest_goal_on_the_codex_sample_is_the_first_typed_request() {
+    let path = sample("codex__");
+    let raw: Vec<serde_json::Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let typed = raw
+        .windows(2)
+        .find(|w| {
+            w[0]["payload"]["role"] == "user"
+                && w[1]["type"] == "event_msg"
+                && w[1]["payload"]["type"] == "user_message"
+        })
+        .map(|w| w[0]["payload"]["content"][0]["text"].as_str().unwrap())
+        .unwrap();
+    let first_user = raw
+        .iter()
+        .find(|v| v["payload"]["role"] == "user")
+        .map(|v| v["payload"]["content"][0]["text"].as_str().unwrap())
+        .unwrap();
+    assert_ne!(typed, first_user, "the sample starts with injected context");
+
+    let (imported, _) = imported(&path);
+    let before_compaction: Vec<abridge_llm::Message> = imported
+        .events()
+        .iter()
+        .take_while(|e| {
+            e.message_event()
+                .is_none_or(|m| m.op == abridge_session::SurfaceOp::Append)
+        })
+        .filter_map(|e| e.message().map(|m| (**m).clone()))
+        .collect();
+    let mut session = Session::in_memory("codex-before-compaction");
+    for message in before_compaction {
+        session.append_message(message).unwrap();
+    }
+    repair_dangling_tool_calls(&mut session).unwrap();
+    let text = digest_nearly_all(&mut session);
+    assert_eq!(goal_of(&text), typed, "{text}");
+}
+
+/// Issue 16, point 4: after Claude Code's own compaction the only user
+/// message left on the sample's surface is a `<task-notification>` the
+/// harness wrote. It is context, so the goal points at the earlier summary
+/// (where the user's request is) instead of quoting the notification.
+#[test]
+fn digest_goal_on_the_claude_code_sample_is_not_a_task_notification() {
+    let (mut session, _) = imported(&sample("claude-code__"));
+    let notification = session
+        .surface_messages()
+        .iter()
+        .any(|m| m.plain_text().starts_with("<task-notification>"));
+    assert!(notification, "the sample's surface holds the notification");
+    let text = digest_nearly_all(&mut session);
+    assert_eq!(
+        goal_of(&text),
+        "(stated in the earlier summary below)",
+        "{text}"
+    );
+    assert!(!text.contains("<task-notification>"), "{text}");
+}

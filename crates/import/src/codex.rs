@@ -11,13 +11,15 @@
 //! | rollout line | abridge event |
 //! |---|---|
 //! | `session_meta` | [`Header`](abridge_session::Header): id, timestamp, cwd |
-//! | `response_item` `message` user / developer / system | message of that role |
+//! | `response_item` `message` user / developer / system | message of that role; a user message is `Origin::Injected` when its text is Codex context (see `MARKERS`) or, in a rollout that echoes typed input, when no `user_message` echo follows it |
 //! | `response_item` `message` assistant, `reasoning`, `function_call`, `custom_tool_call`, `local_shell_call` | blocks of one assistant message (reasoning: thinking, encrypted content as its signature) |
 //! | `response_item` `*_call_output` | tool message |
 //! | `event_msg` `token_count` | usage of the preceding assistant message |
 //! | `turn_context` | counted; a change of model adds a `model_change` log event |
 //! | `compacted` | `compaction/imported` log + checkpoint `replace` by the first item of `replacement_history`, the other items appended |
 //! | `response_item` `web_search_call`, other `event_msg` (UI echoes of messages) | counted in the report |
+
+use std::collections::HashSet;
 
 use abridge_llm::Block;
 use abridge_llm::Message;
@@ -35,11 +37,56 @@ use crate::ImportWarning;
 use crate::Imported;
 use crate::TYPE_IMPORTED_COMPACTION;
 use crate::TYPE_MODEL_CHANGE;
+use crate::UNECHOED;
 use crate::builder::Builder;
 use crate::builder::Keep;
+use crate::injected::Markers;
 use crate::json::At;
+use crate::json::Record;
 use crate::json::kind_of;
 use crate::json::parse_lines;
+
+/// What Codex writes as user messages of its own: the AGENTS.md files, its
+/// environment, the user's `!` shell commands with their output, notes on
+/// aborted turns, skills and sub-agent notifications.
+const MARKERS: Markers = Markers {
+    prefixes: &[("# AGENTS.md instructions", "agents-md")],
+    tags: &[
+        "environment_context",
+        "user_instructions",
+        "user_shell_command",
+        "turn_aborted",
+        "skill",
+        "subagent_notification",
+        "INSTRUCTIONS",
+    ],
+};
+
+/// Lines of the user messages the user typed. Codex follows each one with
+/// an `event_msg` `user_message` echo (the text its UI shows) before the
+/// next item; the context it injects gets no echo. This is the only witness
+/// where the text itself says nothing (redacted rollouts, new tags). Empty
+/// when the rollout has no echoes at all (older versions).
+fn typed_lines(records: &[Record]) -> HashSet<u64> {
+    let mut typed = HashSet::new();
+    let mut pending: Option<u64> = None;
+    for record in records {
+        let value = &record.value;
+        let payload = value.get("payload");
+        let kind = payload.and_then(|p| p.get("type")).and_then(Value::as_str);
+        match value.get("type").and_then(Value::as_str) {
+            Some("response_item") => {
+                let role = payload.and_then(|p| p.get("role")).and_then(Value::as_str);
+                pending = (kind == Some("message") && role == Some("user")).then_some(record.line);
+            }
+            Some("event_msg") if kind == Some("user_message") => {
+                typed.extend(pending.take());
+            }
+            _ => {}
+        }
+    }
+    typed
+}
 
 /// One response item, converted.
 enum Item {
@@ -169,6 +216,8 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
         model: None,
     };
     state.b.report.records = records.len() as u64;
+    let echoes = typed_lines(&records);
+    let echoes = (!echoes.is_empty()).then_some(&echoes);
     let mut session_id = None;
     let mut created = None;
     let mut cwd = None;
@@ -216,7 +265,15 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
                 }
             }
             "response_item" => {
-                let item = convert(&state.b, pat, payload)?;
+                let mut item = convert(&state.b, pat, payload)?;
+                if let Item::Message(message) = &mut item
+                    && message.meta.origin == Some(Origin::User)
+                    && echoes.is_some_and(|typed| !typed.contains(&line))
+                {
+                    message.meta.origin = Some(Origin::Injected {
+                        source: UNECHOED.to_string(),
+                    });
+                }
                 state.item(item, time, line);
             }
             "event_msg" => {
@@ -395,15 +452,26 @@ fn convert(b: &Builder, at: At<'_>, item: &Value) -> Result<Item, ImportError> {
                 "system" => Role::System,
                 other => return Err(at.error("role", format!("unknown message role {other:?}"))),
             };
+            let origin = if role != Role::User {
+                b.imported()
+            } else {
+                match content
+                    .iter()
+                    .map(Block::as_text)
+                    .collect::<Option<Vec<&str>>>()
+                    .and_then(|texts| MARKERS.source_of(texts))
+                {
+                    Some(source) => Origin::Injected {
+                        source: source.to_string(),
+                    },
+                    None => Origin::User,
+                }
+            };
             Item::Message(Message {
                 role,
                 content,
                 meta: Meta {
-                    origin: Some(if role == Role::User {
-                        Origin::User
-                    } else {
-                        b.imported()
-                    }),
+                    origin: Some(origin),
                     ..Meta::default()
                 },
             })

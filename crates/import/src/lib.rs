@@ -57,6 +57,7 @@ mod call_ids;
 mod claude;
 mod codex;
 mod error;
+mod injected;
 mod json;
 mod pi;
 mod report;
@@ -87,6 +88,11 @@ pub const MISSING_RESULT: &str = "[abridge import] No result was recorded for th
 /// summary is encrypted (only the provider can read it). The encrypted
 /// data itself is kept in the `compaction/imported` log event.
 pub const ENCRYPTED_SUMMARY: &str = "[abridge import] Earlier history was compacted by the provider into an encrypted summary that only it can read; the summary is kept in the session log.";
+
+/// The `Origin::Injected` source of a Codex user message that Codex did not
+/// echo as typed input, in a rollout that echoes what the user types: the
+/// harness wrote it, though its text names no known marker.
+pub const UNECHOED: &str = "unechoed";
 
 /// Event type of the log event recording a compaction found in the source.
 pub const TYPE_IMPORTED_COMPACTION: &str = "compaction/imported";

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `session` header | [`Header`](abridge_session::Header): id, timestamp, cwd, parentSession |
 //! | `message` user / assistant / toolResult | message (user / assistant / tool) |
-//! | `message` bashExecution | user message `$ command` + output (log event when excluded from context) |
+//! | `message` bashExecution | user message `$ command` + output, `Origin::Injected` (`bash`); log event when excluded from context |
 //! | `message` custom, hookMessage / `custom_message` | user message, `Origin::Plugin` |
 //! | `message` branchSummary / `branch_summary` | user message, `Origin::BranchSummary` |
 //! | `compaction` | `compaction/imported` log + checkpoint `replace` |
@@ -340,11 +340,15 @@ fn import_message(
             if at.flag(message, "cancelled")? {
                 text.push_str("\n(cancelled)");
             }
+            // A `!` command the user ran: its output is context for the
+            // model, not a request.
             Message {
                 role: Role::User,
                 content: vec![Block::text(text)],
                 meta: Meta {
-                    origin: Some(Origin::User),
+                    origin: Some(Origin::Injected {
+                        source: "bash".to_string(),
+                    }),
                     ..Meta::default()
                 },
             }

@@ -3,7 +3,7 @@
 //!
 //! | trajectory part | abridge event |
 //! |---|---|
-//! | `history[]` system / user / assistant | message of that role (assistant `tool_calls` become tool calls) |
+//! | `history[]` system / user / assistant | message of that role (assistant `tool_calls` become tool calls; `is_demo` user messages `Origin::Injected`) |
 //! | `history[]` tool, with `tool_call_ids` | one tool message per id |
 //! | `trajectory[]` steps | counted: they repeat the history step by step |
 //! | `info`, `replay_config`, `environment` | counted |
@@ -68,10 +68,13 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
                 } else {
                     Role::User
                 };
-                let origin = if role == Role::User && !at.flag(entry, "is_demo")? {
-                    Origin::User
-                } else {
-                    b.imported()
+                let origin = match role {
+                    // A worked example from the agent's configuration.
+                    Role::User if at.flag(entry, "is_demo")? => Origin::Injected {
+                        source: "demonstration".to_string(),
+                    },
+                    Role::User => Origin::User,
+                    _ => b.imported(),
                 };
                 let message = Message {
                     role,

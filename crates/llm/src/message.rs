@@ -205,6 +205,22 @@ pub enum Origin {
         /// The source format (`pi`, `claude-code`, ...).
         format: String,
     },
+    /// Written into the conversation by the host agent's harness as a user
+    /// message the user never typed: environment details, instruction
+    /// files, reminders, notifications, the output of a command the user
+    /// ran locally. It is still sent as a user message; readers looking
+    /// for what the user asked (digests, summaries) treat it as context.
+    ///
+    /// A variant rather than a flag on [`Meta`]: who wrote a message is
+    /// what `Origin` records, such a message has no other producer to
+    /// keep, and every reader of origins already falls back on unknown
+    /// kinds, so nothing else had to change.
+    Injected {
+        /// What put it there, in the source's terms: a tag such as
+        /// `environment_context` or `system-reminder`, or a kind such as
+        /// `bash` for a command the user ran.
+        source: String,
+    },
 }
 
 /// What we know about a message besides its content.
