@@ -20,7 +20,7 @@
 //! |---|---|---|
 //! | [`llm`] | abridge-llm | messages, the `LlmClient` contract, provider clients, the model catalog |
 //! | [`session`] | abridge-session | the event log, the surface, branches, stores |
-//! | [`import`] | abridge-import | other agents' session files (pi, Claude Code, Codex, SWE-agent) to logs |
+//! | [`import`] | abridge-import | other agents' session files (pi, Claude Code, Codex, SWE-agent, aider, OpenHands) to logs |
 //! | [`meter`] | abridge-meter | tokenizers, message and image cost, the incremental meter |
 //! | [`compact`] | abridge-compact | the seam: plan, begin/commit, method and service traits, invariants |
 //! | [`basic`] | abridge-compact-basic | `digest`, `soft`, `remote`, `handoff`, branch summaries |

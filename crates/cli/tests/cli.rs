@@ -209,6 +209,47 @@ fn import_of_a_file_without_messages_fails_and_says_why() {
     assert!(!out.exists());
 }
 
+/// Issue 16, point 6: `--session N` picks one chat of an aider history;
+/// past the last one the error names the range.
+#[test]
+fn import_session_picks_one_of_several() {
+    let dir = tempfile::tempdir().unwrap();
+    let history =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../import/tests/data/aider-three-chats.md");
+    let out = dir.path().join("chat1.jsonl");
+    let output = abridge(&[
+        "import",
+        history.to_str().unwrap(),
+        "--format",
+        "aider",
+        "--session",
+        "1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("session: 1 of 3 in the file"), "{text}");
+    assert!(text.contains("(5 events, 5 messages visible)"), "{text}");
+    let out = dir.path().join("chat9.jsonl");
+    let output = abridge(&[
+        "import",
+        history.to_str().unwrap(),
+        "--session",
+        "9",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output)
+            .contains("there is no session 9: the file holds 3 sessions; pass --session 1 to 3"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!out.exists());
+}
+
 #[test]
 fn unknown_format_name_is_rejected_with_the_choices() {
     let output = abridge(&["import", "x.jsonl", "--format", "chatgpt"]);

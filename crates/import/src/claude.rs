@@ -16,6 +16,7 @@
 //! | `system` `compact_boundary` | `compaction/imported` log event (parent: `logicalParentUuid`) |
 //! | `user` with `isCompactSummary` | checkpoint `replace` of the whole surface |
 //! | `progress`, `file-history-snapshot`, `queue-operation`, other `system` lines, sidechain lines | counted in the report |
+//! | a file whose every message line is a sidechain (a sub-agent's transcript) | imported as its own session: id `agentId`, parent session `sessionId` |
 
 use std::collections::HashMap;
 
@@ -78,11 +79,27 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
     let mut b = Builder::new(file, Format::ClaudeCode);
     b.report.records = records.len() as u64;
 
+    // A sub-agent's own transcript: every message line is a sidechain of
+    // the session that started it. Its sidechain is its main line.
+    let subagent = subagent_of(&records);
+    if let Some((agent, parent)) = &subagent {
+        b.report.warn(ImportWarning::Note {
+            line: None,
+            what: format!(
+                "every entry is a sidechain: imported as the transcript of sub-agent {} of session {}",
+                agent.as_deref().unwrap_or("(unnamed)"),
+                parent.as_deref().unwrap_or("(unnamed)")
+            ),
+        });
+    }
+    let main_line =
+        |value: &Value| subagent.is_some() || value.get("isSidechain") != Some(&Value::Bool(true));
+
     // Pass 1: the lines of each assistant message, by `message.id`.
     let mut parts: HashMap<&str, Vec<usize>> = HashMap::new();
     for (index, record) in records.iter().enumerate() {
         if record.value.get("type").and_then(Value::as_str) == Some("assistant")
-            && record.value.get("isSidechain") != Some(&Value::Bool(true))
+            && main_line(&record.value)
             && let Some(id) = record
                 .value
                 .get("message")
@@ -135,7 +152,7 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
                 }
             },
         };
-        let mapped = if at.flag(value, "isSidechain")? {
+        let mapped = if at.flag(value, "isSidechain")? && subagent.is_none() {
             b.report.skip(format!("sidechain {kind}"));
             parent
         } else {
@@ -207,17 +224,48 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
             leaf = Some(mapped);
         }
     }
-    let header = crate::header(
-        session_id.unwrap_or_else(|| crate::id_from_file(file)),
-        created,
-        cwd,
-    );
+    let header = match &subagent {
+        Some((agent, parent)) => {
+            let mut header = crate::header(
+                agent.clone().unwrap_or_else(|| crate::id_from_file(file)),
+                created,
+                cwd,
+            );
+            header.parent_session = parent.clone();
+            header
+        }
+        None => crate::header(
+            session_id.unwrap_or_else(|| crate::id_from_file(file)),
+            created,
+            cwd,
+        ),
+    };
     let (drafts, report) = b.finish(leaf)?;
     Ok(Imported {
         header,
         drafts,
         report,
     })
+}
+
+/// When the file is a sub-agent's transcript (Claude Code writes one per
+/// agent a task starts: every `user` and `assistant` line `isSidechain`,
+/// the lines naming the agent in `agentId` and the parent in `sessionId`),
+/// the agent's id and the parent session's id.
+fn subagent_of(records: &[Record]) -> Option<(Option<String>, Option<String>)> {
+    let mut messages = records.iter().map(|r| &r.value).filter(|v| {
+        matches!(
+            v.get("type").and_then(Value::as_str),
+            Some("user" | "assistant")
+        )
+    });
+    let first = messages.next()?;
+    let sidechain = |v: &Value| v.get("isSidechain") == Some(&Value::Bool(true));
+    if !sidechain(first) || !messages.all(sidechain) {
+        return None;
+    }
+    let text = |key: &str| first.get(key).and_then(Value::as_str).map(str::to_string);
+    Some((text("agentId"), text("sessionId")))
 }
 
 /// A `user` line: tool results, then the rest as one user message, or a

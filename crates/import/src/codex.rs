@@ -18,6 +18,7 @@
 //! | `turn_context` | counted; a change of model adds a `model_change` log event |
 //! | `compacted` | `compaction/imported` log + checkpoint `replace` by the first item of `replacement_history`, the other items appended |
 //! | `response_item` `web_search_call`, other `event_msg` (UI echoes of messages) | counted in the report |
+//! | legacy rollout (before `session_meta`): a bare `{id, timestamp, instructions, git}` first line, then bare items | header: id, timestamp; items as above, stamped with the start time; `record_type` state lines counted |
 
 use std::collections::HashSet;
 
@@ -40,6 +41,7 @@ use crate::TYPE_MODEL_CHANGE;
 use crate::UNECHOED;
 use crate::builder::Builder;
 use crate::builder::Keep;
+use crate::format::is_legacy_codex_header;
 use crate::injected::Markers;
 use crate::json::At;
 use crate::json::Record;
@@ -164,6 +166,29 @@ impl State {
         }
     }
 
+    /// Writes what is still held and ends the import.
+    fn finish(
+        mut self,
+        file: &str,
+        session_id: Option<String>,
+        created: Option<String>,
+        cwd: Option<String>,
+    ) -> Result<Imported, ImportError> {
+        self.flush();
+        self.release();
+        let header = crate::header(
+            session_id.unwrap_or_else(|| crate::id_from_file(file)),
+            created,
+            cwd,
+        );
+        let (drafts, report) = self.b.finish(None)?;
+        Ok(Imported {
+            header,
+            drafts,
+            report,
+        })
+    }
+
     fn item(&mut self, item: Item, time: Option<String>, line: u64) {
         match item {
             Item::Reply(blocks) => {
@@ -216,6 +241,12 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
         model: None,
     };
     state.b.report.records = records.len() as u64;
+    if records
+        .first()
+        .is_some_and(|r| is_legacy_codex_header(&r.value) || is_bare_item(&r.value))
+    {
+        return legacy(file, &records, state);
+    }
     let echoes = typed_lines(&records);
     let echoes = (!echoes.is_empty()).then_some(&echoes);
     let mut session_id = None;
@@ -328,19 +359,55 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
             other => state.b.report.skip(other.to_string()),
         }
     }
-    state.flush();
-    state.release();
-    let header = crate::header(
-        session_id.unwrap_or_else(|| crate::id_from_file(file)),
-        created,
-        cwd,
-    );
-    let (drafts, report) = state.b.finish(None)?;
-    Ok(Imported {
-        header,
-        drafts,
-        report,
-    })
+    state.finish(file, session_id, created, cwd)
+}
+
+/// A rollout from before `session_meta` (Codex CLI up to mid 2025): a bare
+/// header object (`id`, `timestamp`, `instructions`, `git`), then one bare
+/// response item per line, and `record_type` lines holding saved state.
+/// Items carry no time: every event gets the session's start time.
+fn legacy(file: &str, records: &[Record], mut state: State) -> Result<Imported, ImportError> {
+    let mut items = records;
+    let mut session_id = None;
+    let mut created = None;
+    if let Some((first, rest)) = records.split_first()
+        && is_legacy_codex_header(&first.value)
+    {
+        let at = At::line(file, first.line);
+        session_id = Some(at.str(&first.value, "id")?.to_string());
+        created = crate::time_of(&first.value, "timestamp");
+        if first
+            .value
+            .get("instructions")
+            .is_some_and(|i| !i.is_null())
+        {
+            state.b.report.skip("header instructions");
+        }
+        items = rest;
+    }
+    for record in items {
+        let at = At::line(file, record.line);
+        let value = &record.value;
+        if let Some(kind) = value.get("record_type") {
+            state
+                .b
+                .report
+                .skip(format!("record_type/{}", kind.as_str().unwrap_or("?")));
+            continue;
+        }
+        let item = convert(&state.b, at, value)?;
+        state.item(item, created.clone(), record.line);
+    }
+    state.finish(file, session_id, created, None)
+}
+
+/// A response item written bare, as legacy rollouts do.
+fn is_bare_item(value: &Value) -> bool {
+    value.get("payload").is_none()
+        && matches!(
+            value.get("type").and_then(Value::as_str),
+            Some("message" | "function_call" | "function_call_output" | "reasoning")
+        )
 }
 
 /// A `compacted` line: the history from here on is `replacement_history`

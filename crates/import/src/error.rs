@@ -25,14 +25,16 @@ pub enum ImportError {
     },
     /// Nothing in the file says which agent wrote it; pass a format.
     #[error(
-        "{file}: cannot tell which agent wrote this file; pass --format (pi, claude-code, codex, swe-agent)"
+        "{file}: cannot tell which agent wrote this file; pass --format (pi, claude-code, codex, swe-agent, aider, openhands)"
     )]
     UnknownFormat {
         /// The file.
         file: String,
     },
     /// A `--format` value that names no format.
-    #[error("unknown import format {name:?}; expected pi, claude-code, codex or swe-agent")]
+    #[error(
+        "unknown import format {name:?}; expected pi, claude-code, codex, swe-agent, aider or openhands"
+    )]
     FormatName {
         /// What was given.
         name: String,
@@ -55,6 +57,19 @@ pub enum ImportError {
         records: u64,
         /// What those records were, by kind, as the report counts them.
         skipped: BTreeMap<String, u64>,
+    },
+    /// A session number past the sessions the file holds.
+    #[error(
+        "{file}: there is no session {asked}: the file holds {count} {}; pass --session 1 to {count}",
+        if *count == 1 { "session" } else { "sessions" }
+    )]
+    NoSuchSession {
+        /// The file.
+        file: String,
+        /// The number asked for, from 1.
+        asked: usize,
+        /// Sessions in the file.
+        count: usize,
     },
     /// A line is not UTF-8.
     #[error("{file}:{line}:{column}: invalid UTF-8")]

@@ -3,12 +3,15 @@
 //! # Overview
 //!
 //! [`read`] (or [`read_bytes`]) parses a file written by pi (v1 and v3),
-//! Claude Code, the Codex CLI or SWE-agent into an [`Imported`]: a
-//! [`Header`] taken from the source (session id, creation time, working
-//! directory), the events as [`Draft`]s with explicit parents, and an
-//! [`ImportReport`]. Nothing touches a disk until the caller writes the
-//! drafts, in one batch, with [`Imported::into_session`] or
-//! [`Imported::append_to`].
+//! Claude Code, the Codex CLI, SWE-agent, aider or OpenHands into an
+//! [`Imported`]: a [`Header`] taken from the source (session id, creation
+//! time, working directory), the events as [`Draft`]s with explicit
+//! parents, and an [`ImportReport`]. Nothing touches a disk until the
+//! caller writes the drafts, in one batch, with [`Imported::into_session`]
+//! or [`Imported::append_to`]. The format is read from the content
+//! ([`Format::detect`]); a file of several sessions (aider chats, OpenHands
+//! evaluation records) gives one, chosen with [`read_with`] and
+//! [`ReadOptions::session`].
 //!
 //! ```no_run
 //! use abridge_session::{JsonlOptions, JsonlStore};
@@ -52,13 +55,16 @@
 //!   events, turn contexts, thinking-level changes) is counted by kind in
 //!   [`ImportReport::skipped`], never dropped silently.
 
+mod aider;
 mod builder;
 mod call_ids;
 mod claude;
 mod codex;
 mod error;
+mod format;
 mod injected;
 mod json;
+mod openhands;
 mod pi;
 mod report;
 mod swe;
@@ -66,6 +72,7 @@ mod swe;
 use std::path::Path;
 
 pub use error::ImportError;
+pub use format::Format;
 pub use report::ImportReport;
 pub use report::ImportWarning;
 
@@ -75,7 +82,6 @@ use abridge_session::Seq;
 use abridge_session::Session;
 use abridge_session::SessionStore;
 
-#[cfg(doc)]
 use abridge_llm::Origin;
 
 /// The text of the error result added for a tool call whose result the
@@ -106,129 +112,6 @@ pub const MAX_RECORD_BYTES: u64 = 128 * 1024 * 1024;
 
 /// How many leading bytes [`read`] shows [`Format::detect`].
 pub const DETECT_BYTES: usize = 64 * 1024;
-
-/// The agents whose session files abridge reads. Serialized as its
-/// [`Format::name`].
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Format {
-    /// pi coding agent JSONL, v1 (linear) to v3 (`id`/`parentId` tree).
-    Pi,
-    /// Claude Code transcript JSONL (`uuid`/`parentUuid` tree).
-    ClaudeCode,
-    /// OpenAI Codex CLI rollout JSONL.
-    Codex,
-    /// SWE-agent trajectory (`.traj`, one JSON document).
-    SweAgent,
-}
-
-impl Format {
-    /// Every format, in the order detection tries them.
-    pub const ALL: [Format; 4] = [
-        Format::Pi,
-        Format::ClaudeCode,
-        Format::Codex,
-        Format::SweAgent,
-    ];
-
-    /// The name used on the command line, in reports and in
-    /// `Origin::Imported`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Pi => "pi",
-            Format::ClaudeCode => "claude-code",
-            Format::Codex => "codex",
-            Format::SweAgent => "swe-agent",
-        }
-    }
-
-    /// Guesses the format from the file name and its first bytes (a few KiB
-    /// are enough; [`DETECT_BYTES`] is what [`read`] passes). `None` when
-    /// nothing is recognised.
-    pub fn detect(path: &Path, head: &[u8]) -> Option<Format> {
-        if path.extension().is_some_and(|e| e == "traj") {
-            return Some(Format::SweAgent);
-        }
-        let text = String::from_utf8_lossy(head);
-        let first = text.lines().find(|l| !l.trim().is_empty())?;
-        if let Ok(value) = serde_json::from_str::<serde_json::Value>(first)
-            && let Some(found) = detect_value(&value)
-        {
-            return Some(found);
-        }
-        let compact: String = first.chars().filter(|c| !c.is_whitespace()).collect();
-        if compact.starts_with("{\"trajectory\"")
-            || compact.starts_with("{\"history\"")
-            || (compact == "{" && (text.contains("\"trajectory\"") || text.contains("\"history\"")))
-        {
-            return Some(Format::SweAgent);
-        }
-        if compact.contains("\"type\":\"session\"") {
-            Some(Format::Pi)
-        } else if compact.contains("\"type\":\"session_meta\"") {
-            Some(Format::Codex)
-        } else if compact.contains("\"parentUuid\"") || compact.contains("\"sessionId\"") {
-            Some(Format::ClaudeCode)
-        } else {
-            None
-        }
-    }
-}
-
-fn detect_value(value: &serde_json::Value) -> Option<Format> {
-    let kind = value.get("type").and_then(serde_json::Value::as_str);
-    match kind {
-        Some("session") => return Some(Format::Pi),
-        Some("session_meta" | "response_item" | "event_msg" | "turn_context" | "compacted")
-            if value.get("payload").is_some() =>
-        {
-            return Some(Format::Codex);
-        }
-        Some(
-            "user"
-            | "assistant"
-            | "system"
-            | "summary"
-            | "progress"
-            | "file-history-snapshot"
-            | "queue-operation",
-        ) => return Some(Format::ClaudeCode),
-        _ => {}
-    }
-    if value.get("parentUuid").is_some() || value.get("sessionId").is_some() {
-        return Some(Format::ClaudeCode);
-    }
-    if value.get("trajectory").is_some() || value.get("history").is_some() {
-        return Some(Format::SweAgent);
-    }
-    None
-}
-
-impl std::fmt::Display for Format {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Format {
-    type Err = ImportError;
-
-    /// Accepts the names of [`Format::name`] and a few obvious aliases
-    /// (`claude`, `swe`, `traj`), in any case.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().replace('_', "-").as_str() {
-            "pi" | "pi-mono" => Ok(Format::Pi),
-            "claude-code" | "claude" | "claudecode" | "cc" => Ok(Format::ClaudeCode),
-            "codex" | "codex-cli" | "rollout" => Ok(Format::Codex),
-            "swe-agent" | "sweagent" | "swe" | "traj" => Ok(Format::SweAgent),
-            _ => Err(ImportError::FormatName {
-                name: s.to_string(),
-            }),
-        }
-    }
-}
 
 /// A source session parsed into events, not yet written anywhere.
 #[derive(Debug, Clone)]
@@ -298,19 +181,48 @@ impl Imported {
     }
 }
 
-/// Reads the session file at `path`. `format`: `None` to detect it.
+/// What to read from a file: which format (detected when `None`) and,
+/// for files that hold several sessions (aider chats, OpenHands evaluation
+/// records), which one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// The source format; `None` to detect it from the content.
+    pub format: Option<Format>,
+    /// Which session, counting from 1 in file order. `None`: the last one
+    /// that holds a message, since a file grows at its end and the newest
+    /// work is what a user usually means.
+    pub session: Option<usize>,
+}
+
+/// Reads the session file at `path`. `format`: `None` to detect it. For a
+/// file of several sessions, the last; see [`read_with`] to choose.
 ///
 /// # Errors
 /// [`ImportError`] naming the file, line and field of malformed input;
 /// [`ImportError::UnknownFormat`] when detection fails;
 /// [`ImportError::NoMessages`] when the file holds no message.
 pub fn read(path: &Path, format: Option<Format>) -> Result<Imported, ImportError> {
+    read_with(
+        path,
+        &ReadOptions {
+            format,
+            session: None,
+        },
+    )
+}
+
+/// Reads the session file at `path` as `options` say.
+///
+/// # Errors
+/// As [`read`], and [`ImportError::NoSuchSession`] when `options.session`
+/// is past the sessions the file holds.
+pub fn read_with(path: &Path, options: &ReadOptions) -> Result<Imported, ImportError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
         file: file.clone(),
         source,
     })?;
-    read_bytes(&file, &bytes, format)
+    read_bytes_with(&file, &bytes, options)
 }
 
 /// Reads a session from memory; `file` names it in errors, and its
@@ -323,12 +235,31 @@ pub fn read_bytes(
     bytes: &[u8],
     format: Option<Format>,
 ) -> Result<Imported, ImportError> {
+    read_bytes_with(
+        file,
+        bytes,
+        &ReadOptions {
+            format,
+            session: None,
+        },
+    )
+}
+
+/// Reads a session from memory as `options` say.
+///
+/// # Errors
+/// As [`read_with`].
+pub fn read_bytes_with(
+    file: &str,
+    bytes: &[u8],
+    options: &ReadOptions,
+) -> Result<Imported, ImportError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ImportError::Empty {
             file: file.to_string(),
         });
     }
-    let format = match format {
+    let format = match options.format {
         Some(f) => f,
         None => Format::detect(Path::new(file), &bytes[..bytes.len().min(DETECT_BYTES)])
             .ok_or_else(|| ImportError::UnknownFormat {
@@ -336,11 +267,17 @@ pub fn read_bytes(
             })?,
     };
     let _span = tracing::debug_span!("import", file, format = format.name()).entered();
+    if !matches!(format, Format::Aider | Format::OpenHands) {
+        // One session per file: only `--session 1` names it.
+        pick(file, 1, options.session, |_| true)?;
+    }
     let imported = match format {
         Format::Pi => pi::import(file, bytes),
         Format::ClaudeCode => claude::import(file, bytes),
         Format::Codex => codex::import(file, bytes),
         Format::SweAgent => swe::import(file, bytes),
+        Format::Aider => aider::import(file, bytes, options.session),
+        Format::OpenHands => openhands::import(file, bytes, options.session),
     }?;
     if imported.report.message_count() == 0 {
         return Err(ImportError::NoMessages {
@@ -355,6 +292,39 @@ pub fn read_bytes(
         "imported"
     );
     Ok(imported)
+}
+
+/// Which of `count` sessions to import (0-based): `asked` (1-based) when
+/// given, else the last for which `has_messages` holds, else the last.
+fn pick(
+    file: &str,
+    count: usize,
+    asked: Option<usize>,
+    has_messages: impl Fn(usize) -> bool,
+) -> Result<usize, ImportError> {
+    match asked {
+        Some(n) if n >= 1 && n <= count => Ok(n - 1),
+        Some(n) => Err(ImportError::NoSuchSession {
+            file: file.to_string(),
+            asked: n,
+            count,
+        }),
+        None => Ok((0..count)
+            .rev()
+            .find(|i| has_messages(*i))
+            .unwrap_or(count.saturating_sub(1))),
+    }
+}
+
+/// A model named the way aider and OpenHands (through LiteLLM) name them:
+/// `provider/model` when a provider prefix is given, else the bare model,
+/// whose provider the file does not say.
+fn model_origin(name: &str) -> Origin {
+    let (provider, model) = name.split_once('/').unwrap_or(("", name));
+    Origin::Model {
+        provider: provider.to_string(),
+        model: model.to_string(),
+    }
 }
 
 /// A session id for sources that record none: the file's stem.
@@ -410,68 +380,6 @@ fn header(session_id: String, created: Option<String>, cwd: Option<String>) -> H
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn format_names_round_trip() {
-        for format in Format::ALL {
-            assert_eq!(format.name().parse::<Format>().unwrap(), format);
-        }
-        assert_eq!("Claude".parse::<Format>().unwrap(), Format::ClaudeCode);
-        assert_eq!(
-            "gemini".parse::<Format>().unwrap_err().to_string(),
-            "unknown import format \"gemini\"; expected pi, claude-code, codex or swe-agent"
-        );
-    }
-
-    #[test]
-    fn detects_each_format_from_its_first_line() {
-        let cases: [(&str, &[u8], Option<Format>); 6] = [
-            (
-                "a.jsonl",
-                br#"{"type":"session","id":"x","timestamp":"t","cwd":"/"}"#,
-                Some(Format::Pi),
-            ),
-            (
-                "a.jsonl",
-                br#"{"timestamp":"t","type":"session_meta","payload":{"id":"x"}}"#,
-                Some(Format::Codex),
-            ),
-            (
-                "a.jsonl",
-                br#"{"type":"file-history-snapshot","messageId":"m","snapshot":{}}"#,
-                Some(Format::ClaudeCode),
-            ),
-            (
-                "a.json",
-                b"{\n  \"trajectory\": [\n",
-                Some(Format::SweAgent),
-            ),
-            ("a.traj", b"", Some(Format::SweAgent)),
-            ("a.jsonl", br#"{"hello":"world"}"#, None),
-        ];
-        for (name, head, expected) in cases {
-            assert_eq!(Format::detect(Path::new(name), head), expected, "{name}");
-        }
-    }
-
-    #[test]
-    fn detection_survives_a_cut_first_line() {
-        let head = br#"{"timestamp":"t","type":"session_meta","payload":{"id":"x","base_instructions":{"text":"lo"#;
-        assert_eq!(
-            Format::detect(Path::new("r.jsonl"), head),
-            Some(Format::Codex)
-        );
-    }
-
-    #[test]
-    fn formats_serialize_as_their_names() {
-        for format in Format::ALL {
-            assert_eq!(
-                serde_json::to_value(format).unwrap(),
-                serde_json::Value::String(format.name().to_string())
-            );
-        }
-    }
 
     #[test]
     fn empty_and_unknown_files_are_errors() {

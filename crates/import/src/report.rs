@@ -167,8 +167,14 @@ impl std::fmt::Display for ImportWarning {
 pub struct ImportReport {
     /// The source format.
     pub format: Format,
-    /// Records read (non-blank lines; 1 for a single-document format).
+    /// Records read (non-blank lines; 1 for a single-document format; the
+    /// lines of the chosen session for aider).
     pub records: u64,
+    /// Sessions the file holds: aider chats, OpenHands evaluation records;
+    /// 1 for the other formats.
+    pub sessions: usize,
+    /// Which of them was imported, from 1.
+    pub session: usize,
     /// Message events written, by role (`user`, `assistant`, `tool`, ...).
     pub messages: BTreeMap<String, usize>,
     /// Tool calls in imported assistant messages.
@@ -207,6 +213,8 @@ impl ImportReport {
         ImportReport {
             format,
             records: 0,
+            sessions: 1,
+            session: 1,
             messages: BTreeMap::new(),
             tool_calls: 0,
             tool_results: 0,
@@ -245,6 +253,13 @@ impl std::fmt::Display for ImportReport {
     /// kinds, then warnings (the first 20).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "format: {} ({} records)", self.format, self.records)?;
+        if self.sessions > 1 {
+            writeln!(
+                f,
+                "session: {} of {} in the file (choose with --session N)",
+                self.session, self.sessions
+            )?;
+        }
         let roles: Vec<String> = self
             .messages
             .iter()

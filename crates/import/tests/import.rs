@@ -10,156 +10,24 @@
 use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::collections::HashSet;
-use std::path::Path;
-use std::path::PathBuf;
 
 use abridge_import as import;
 use abridge_import::Format;
 use abridge_import::ImportError;
-use abridge_import::ImportReport;
 use abridge_import::ImportWarning;
 use abridge_llm::Block;
 use abridge_llm::Origin;
 use abridge_llm::Role;
-use abridge_llm::SharedMessage;
 use abridge_session::EventBody;
-use abridge_session::JsonlOptions;
-use abridge_session::JsonlStore;
 use abridge_session::MemoryStore;
 use abridge_session::Session;
-use abridge_session::SurfaceOp;
 use abridge_session::dangling_tool_calls;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-const PI: &str = "pi-mono__large-session.jsonl";
-const CLAUDE: &str = "claude-code__spotter__4d5611e5.jsonl";
-const CODEX: &str = "codex__localpush__rollout-2026-02-23T12-54-34-redacted.jsonl";
-const SWE: &str = "swe-agent__marshmallow-1867__function_calling_replace_from_source.traj";
+mod support;
 
-fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../assets/sessions")
-        .join(name)
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-/// What the imported log holds, counted from its events.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Counts {
-    by_role: BTreeMap<&'static str, usize>,
-    tool_calls: usize,
-    replaces: usize,
-}
-
-fn counts(session: &Session) -> Counts {
-    let mut counts = Counts::default();
-    for event in session.events() {
-        let Some(m) = event.message_event() else {
-            continue;
-        };
-        *counts.by_role.entry(m.message.role.as_str()).or_default() += 1;
-        counts.tool_calls += m.message.tool_calls().count();
-        if matches!(m.op, SurfaceOp::Replace { .. }) {
-            counts.replaces += 1;
-        }
-    }
-    counts
-}
-
-fn roles(pairs: &[(&'static str, usize)]) -> BTreeMap<&'static str, usize> {
-    pairs.iter().filter(|(_, n)| *n > 0).copied().collect()
-}
-
-/// Imports `path` into a JSONL session in a temp dir, reopens it, and
-/// checks the reopened session shows the same surface and messages, the
-/// full fold equals the incremental one, and tool calls on the surface are
-/// answered right after their turn (except calls dangling at the end).
-fn import_and_reopen(path: &Path) -> (Session, ImportReport) {
-    let imported = import::read(path, None).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("imported.jsonl");
-    let store = JsonlStore::open(&out, JsonlOptions::default()).unwrap();
-    let (session, report) = imported.into_session(Box::new(store)).unwrap();
-    let reader = JsonlStore::open(
-        &out,
-        JsonlOptions {
-            read_only: true,
-            ..JsonlOptions::default()
-        },
-    )
-    .unwrap();
-    let (reopened, load) = Session::open(Box::new(reader)).unwrap();
-    assert_eq!(load.skipped, Vec::new());
-    assert_eq!(reopened.surface().seqs(), session.surface().seqs());
-    assert_eq!(
-        reopened.surface().generation(),
-        session.surface().generation()
-    );
-    assert_eq!(reopened.surface_messages(), session.surface_messages());
-    assert_eq!(reopened.len(), session.len());
-    for (a, b) in reopened.events().iter().zip(session.events()) {
-        assert_eq!(
-            (a.seq, a.parent, &a.time, a.body.kind()),
-            (b.seq, b.parent, &b.time, b.body.kind())
-        );
-        assert_eq!(a.message_event(), b.message_event(), "seq {}", a.seq);
-        assert_eq!(
-            a.log().map(|l| &l.data),
-            b.log().map(|l| &l.data),
-            "seq {}",
-            a.seq
-        );
-    }
-    assert_eq!(reopened.header(), session.header());
-    assert_eq!(&session.fold_full(), session.surface());
-    check_pairing(&session.surface_messages(), &dangling_tool_calls(&session));
-    (session, report)
-}
-
-/// Every result on the surface answers a call of the assistant turn just
-/// before it; every call is answered before anything else speaks, except
-/// the calls `dangling` at the very end.
-fn check_pairing(messages: &[SharedMessage], dangling: &[(String, String)]) {
-    let mut open: Vec<String> = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        match m.role {
-            Role::Tool => {
-                let (id, _, _) = m.tool_result_block().unwrap();
-                let at = open.iter().position(|c| c == id);
-                assert!(
-                    at.is_some(),
-                    "surface[{i}]: result {id} answers no open call"
-                );
-                open.retain(|c| c != id);
-            }
-            _ => {
-                assert_eq!(
-                    open,
-                    Vec::<String>::new(),
-                    "surface[{i}]: calls left unanswered"
-                );
-                open = m.tool_calls().map(|(id, _, _)| id.to_string()).collect();
-            }
-        }
-    }
-    let dangling: Vec<String> = dangling.iter().map(|(id, _)| id.clone()).collect();
-    assert_eq!(open, dangling);
-}
+use support::*;
 
 #[test]
 fn pi_v1_sample_keeps_every_message_and_answers_interrupted_calls() {
@@ -909,22 +777,30 @@ mod fuzz {
                 .unwrap();
             (format, bytes[..=end].to_vec())
         })
-        .chain(std::iter::once((
-            Format::Pi,
-            std::fs::read(fixture("pi-v3-tree.jsonl")).unwrap(),
-        )))
+        .chain(
+            [
+                ("pi-v3-tree.jsonl", Format::Pi),
+                ("aider-three-chats.md", Format::Aider),
+                ("openhands-trajectory.json", Format::OpenHands),
+                ("openhands-output.jsonl", Format::OpenHands),
+                ("claude-subagent.jsonl", Format::ClaudeCode),
+                ("codex-legacy-rollout.jsonl", Format::Codex),
+            ]
+            .into_iter()
+            .map(|(name, format)| (format, std::fs::read(fixture(name)).unwrap())),
+        )
         .collect()
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
+        #![proptest_config(ProptestConfig::with_cases(128))]
 
         /// Whatever the damage (a cut, a flipped byte, a deleted line), an
         /// import either fails with an error or yields drafts the session
         /// accepts. Nothing panics.
         #[test]
         fn damaged_input_never_panics_and_ok_imports_are_valid(
-            which in 0usize..4,
+            which in 0usize..9,
             cut in 0.0f64..1.0,
             flips in proptest::collection::vec((0.0f64..1.0, any::<u8>()), 0..4),
             drop_line in proptest::option::of(0usize..40),
@@ -1142,17 +1018,7 @@ fn a_renamed_call_id_skips_ids_the_source_already_has() {
 /// that says why, not a session of zero events.
 #[test]
 fn an_import_without_messages_is_an_error_that_says_why() {
-    let cases: [(&str, &str, &str); 5] = [
-        (
-            "side.jsonl",
-            concat!(
-                r#"{"type":"user","uuid":"u","parentUuid":null,"isSidechain":true,"sessionId":"s","message":{"role":"user","content":"look"}}"#,
-                "\n",
-                r#"{"type":"assistant","uuid":"a","parentUuid":"u","isSidechain":true,"sessionId":"s","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"seen"}]}}"#,
-                "\n",
-            ),
-            "side.jsonl: nothing to import: none of its 2 records is a message (skipped: sidechain assistant 1, sidechain user 1)",
-        ),
+    let cases: [(&str, &str, &str); 4] = [
         (
             "c.jsonl",
             concat!(
@@ -1194,18 +1060,6 @@ fn an_import_without_messages_is_an_error_that_says_why() {
         );
         assert_eq!(err.to_string(), expected);
     }
-}
-
-fn injected_sources(session: &Session) -> Vec<String> {
-    session
-        .events()
-        .iter()
-        .filter_map(|e| e.message())
-        .filter_map(|m| match &m.meta.origin {
-            Some(Origin::Injected { source }) => Some(source.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Issue 16, point 4: Codex writes its AGENTS.md block and environment as

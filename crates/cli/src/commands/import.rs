@@ -17,9 +17,14 @@ pub(crate) struct Args {
     #[arg(short, long)]
     out: Option<PathBuf>,
     /// The source format, when detection guesses wrong
-    /// (pi, claude-code, codex, swe-agent).
+    /// (pi, claude-code, codex, swe-agent, aider, openhands).
     #[arg(long)]
     format: Option<import::Format>,
+    /// Which session of a file that holds several (aider chats, OpenHands
+    /// evaluation records), counting from 1 (default: the last one with a
+    /// message).
+    #[arg(long, value_name = "N")]
+    session: Option<usize>,
     /// Print the import report as JSON.
     #[arg(long)]
     json: bool,
@@ -34,7 +39,13 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
     let progress = crate::progress::Progress::start("importing", true);
-    let imported = import::read(&args.file, args.format)?;
+    let imported = import::read_with(
+        &args.file,
+        &import::ReadOptions {
+            format: args.format,
+            session: args.session,
+        },
+    )?;
     let store = JsonlStore::open(&out, JsonlOptions::default())?;
     let (session, report) = imported
         .into_session(Box::new(store))
