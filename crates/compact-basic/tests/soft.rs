@@ -578,3 +578,36 @@ fn the_framed_digest_checkpoint() {
     text.push_str(&format!("--- short\n{}\n", outcome.short_summary));
     insta::assert_snapshot!("framed_digest_checkpoint", text);
 }
+
+#[test]
+fn soft_compacting_twice_merges_the_previous_checkpoint() {
+    let (mut session, _) = session();
+    let client = ScriptedClient::new(vec![
+        Ok(text("## Goal\nfirst checkpoint")),
+        Ok(text("## Goal\nfirst checkpoint, turn prefix")),
+    ]);
+    compact_soft(&mut session, &client, SoftConfig::default()).unwrap();
+    let before = client.requests().len();
+    for i in 0..3 {
+        session
+            .append_message(Message::user(format!(
+                "Next step {i}: {}",
+                "more ".repeat(60)
+            )))
+            .unwrap();
+        session
+            .append_message(Message::assistant(format!(
+                "Step {i} done. {}",
+                "ok ".repeat(60)
+            )))
+            .unwrap();
+    }
+    compact_soft(&mut session, &client, SoftConfig::default()).unwrap();
+    let requests = client.requests();
+    let prompt = requests[before].messages[1].plain_text();
+    assert!(prompt.contains(SUMMARIZE_UPDATE.trim()), "{prompt}");
+    assert!(
+        prompt.contains("<previous-checkpoint>\n## Goal\nfirst checkpoint"),
+        "{prompt}"
+    );
+}
