@@ -152,16 +152,18 @@ impl CompactionHooks for NavigationHooks {
     }
 }
 
-/// Navigates from the branch back to `fork` under hooks answering `before`.
-fn navigate_under(
-    before: BeforeNavigation,
-) -> (
+/// What navigating under hooks left: the session, the fork, the
+/// summarizer's requests, the hooks and the result.
+type Navigated = (
     Session,
     u64,
     Arc<Recording>,
     NavigationHooks,
     Result<(abridge_session::Navigation, Option<u64>), CompactError>,
-) {
+);
+
+/// Navigates from the branch back to `fork` under hooks answering `before`.
+fn navigate_under(before: BeforeNavigation) -> Navigated {
     let (mut session, fork) = session_with_branch();
     let recorder = Arc::new(Recording(Default::default()));
     let hooks = NavigationHooks {
