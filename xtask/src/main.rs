@@ -8,6 +8,9 @@
 //!   BENCHMARKS.md.
 //! - `cargo xtask eval`: frame legibility (OCR) and density, written to
 //!   BENCHMARKS.md beside the bench figures.
+//! - `cargo xtask mutants`: mutation testing of the compaction core under
+//!   a time budget, into docs/mutants.md and BENCHMARKS.md (not in `ci`:
+//!   hours on two cores).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -22,6 +25,7 @@ mod bench;
 mod e2e;
 mod e2e_checks;
 mod eval;
+mod mutants;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -33,9 +37,10 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => release_only("bench", &args).and_then(|()| run_bench(&root, &args[1..])),
         Some("eval") => release_only("eval", &args).and_then(|()| run_eval(&root)),
         Some("bench-child") => bench::child(&args[1..]),
+        Some("mutants") => mutants::run(&root, &args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|e2e|bench [AREA...]|eval>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  e2e    compaction against a real llama.cpp server on 127.0.0.1\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md"
+                "usage: cargo xtask <ci|e2e|bench [AREA...]|eval|mutants>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  e2e    compaction against a real llama.cpp server on 127.0.0.1\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md"
             );
             bail!("unknown or missing command")
         }

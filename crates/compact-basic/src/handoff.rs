@@ -8,7 +8,8 @@
 //! disabled ([`ToolChoice::None`]). The prefix is therefore the one the
 //! provider has just cached, and only the instruction and the document are
 //! billed at full price. The document replaces the planned span like any
-//! checkpoint, and is optionally also written to a Markdown file.
+//! checkpoint, and is optionally also written to a Markdown file once the
+//! checkpoint has committed.
 //!
 //! A conversation that ends in tool calls still waiting for results (a
 //! handoff in the middle of a turn) is replayed without that last
@@ -26,6 +27,7 @@ use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::MethodContext;
 use abridge_compact::MethodOutput;
+use abridge_compact::Outcome;
 use abridge_compact::Plan;
 use abridge_llm::Block;
 use abridge_llm::Candidate;
@@ -46,6 +48,7 @@ use crate::candidates::set_detail;
 use crate::files::cumulative_file_ops;
 use crate::files::with_files_tree;
 use crate::llm::split_short;
+use crate::prompts::SHORT_HEADING;
 use crate::transcript::clip;
 use crate::transcript::render_transcript;
 
@@ -64,9 +67,10 @@ pub struct HandoffConfig {
     /// Cap on the document's length in tokens. Default 4096.
     pub max_tokens: u32,
     /// Also write the document (with its `## In short`) to this Markdown
-    /// file, replacing it. Written when the document is accepted, before
-    /// the commit; a write failure is recorded in `details.save_error`
-    /// and does not stop the checkpoint.
+    /// file, replacing it. Written only after the checkpoint commits (a
+    /// rejected checkpoint leaves no file); the path is recorded in
+    /// `details.save_to`, and a write failure is logged as a warning and
+    /// does not undo the checkpoint.
     pub save_to: Option<PathBuf>,
     /// Retry policy of every candidate.
     pub retry: RetryPolicy,
@@ -210,24 +214,11 @@ impl HandoffMethod {
                 .await?;
         let mut details = serde_json::json!({});
         if let Some(path) = &self.config.save_to {
-            match save(path, text.trim()) {
-                Ok(()) => set_detail(
-                    &mut details,
-                    "saved_to",
-                    Ok(serde_json::json!(path.display().to_string())),
-                ),
-                Err(error) => {
-                    tracing::warn!(path = %path.display(), %error, "could not save the handoff document");
-                    set_detail(
-                        &mut details,
-                        "save_error",
-                        Ok(serde_json::json!(format!(
-                            "could not write {}: {error}",
-                            path.display()
-                        ))),
-                    );
-                }
-            }
+            set_detail(
+                &mut details,
+                "save_to",
+                Ok(serde_json::json!(path.display().to_string())),
+            );
         }
         let (body, short) = split_short(&text);
         let files = cumulative_file_ops(plan);
@@ -264,6 +255,23 @@ impl CompactionMethod for HandoffMethod {
         let log = AttemptLog::default();
         let result = self.write(plan, &log).await;
         log.settle(result)
+    }
+
+    /// Saves the document once its checkpoint is in the session, so a
+    /// checkpoint the commit rejects leaves no file claiming otherwise.
+    async fn committed(&self, output: &MethodOutput, _outcome: &Outcome) {
+        let (Some(path), MethodOutput::Checkpoint(checkpoint)) = (&self.config.save_to, output)
+        else {
+            return;
+        };
+        let document = format!(
+            "{}\n\n{SHORT_HEADING}\n{}",
+            checkpoint.summary.trim_end(),
+            checkpoint.short_summary.trim()
+        );
+        if let Err(error) = save(path, &document) {
+            tracing::warn!(path = %path.display(), %error, "could not save the handoff document");
+        }
     }
 }
 

@@ -3,9 +3,11 @@
 //! The hidden history is summarized in windows that fit the summarizer's
 //! input budget, each window updating the running summary (the first
 //! starts from the previous checkpoint, so nothing it recorded is lost).
-//! When the summarizer reports an overflow, the window is halved and the
-//! same window retried. A split turn's hidden start is summarized
-//! separately and placed below, under [`TURN_PREFIX_HEADING`].
+//! When the summarizer reports an overflow, the window is set to half of
+//! what was sent and the same stretch retried, so every retry sends less. A split turn's hidden start is summarized
+//! separately and placed below, under [`TURN_PREFIX_HEADING`], when it fits
+//! one window; a longer one is summarized with the history, so the
+//! checkpoint keeps one set of sections.
 
 use std::sync::Arc;
 
@@ -98,7 +100,15 @@ impl SoftMethod {
         request
     }
 
+    /// True when `messages` fit in one input window.
+    fn fits_one_window(&self, plan: &Plan, messages: &[SharedMessage]) -> bool {
+        let total: u64 = messages.iter().map(|m| plan.count(m)).sum();
+        total <= self.config.input_window_tokens
+    }
+
     /// Summarizes `messages` window by window, starting from `previous`.
+    /// Each window after the first is sent with the running summary, so
+    /// the summarizer merges rather than restarts.
     async fn fold(
         &self,
         plan: &Plan,
@@ -130,9 +140,13 @@ impl SoftMethod {
                 end += 1;
             }
             let chunk = messages[at..end].to_vec();
-            let previous = (!folded.text.is_empty() && !prefix_mode).then(|| folded.text.clone());
+            // Every window after the first updates the running summary, so
+            // the windows end as one summary rather than one per window
+            // (nine "## Goal" sections were seen on a long single turn).
+            // Only a prefix's first window gets the turn-prefix prompt.
+            let previous = (!folded.text.is_empty()).then(|| folded.text.clone());
             let mut request = self.request(plan, Vec::new(), previous);
-            if prefix_mode {
+            if prefix_mode && request.previous.is_none() {
                 request.turn_prefix = chunk;
             } else {
                 request.messages = chunk;
@@ -140,11 +154,7 @@ impl SoftMethod {
             match self.summarizer.summarize(&request).await {
                 Ok(summary) => {
                     folded.calls += 1;
-                    if prefix_mode && !folded.text.is_empty() {
-                        folded.text = format!("{}\n{}", folded.text, summary.text.trim());
-                    } else {
-                        folded.text = summary.text.trim().to_string();
-                    }
+                    folded.text = summary.text.trim().to_string();
                     folded.short = summary.short.or(folded.short);
                     if let Some(usage) = summary.usage {
                         folded.usage.add(&usage);
@@ -162,7 +172,10 @@ impl SoftMethod {
                             ),
                         });
                     }
-                    window /= 2;
+                    // Halve what was sent, not the nominal window: a
+                    // history smaller than half the window would otherwise
+                    // be resent unchanged until the halvings caught up.
+                    window = window.min(used + running_cost) / 2;
                     folded.halvings += 1;
                     tracing::debug!(window, "summarizer overflowed; halving the window");
                 }
@@ -181,8 +194,22 @@ impl CompactionMethod for SoftMethod {
 
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
         let previous = plan.previous.as_ref().map(|p| p.summary.clone());
-        let history = plan.history();
-        let prefix = plan.turn_prefix();
+        // A turn prefix too long for one window is folded with the history
+        // as one span: a separate prefix summary would merge its windows
+        // through the update prompt and carry a second Goal under the
+        // prefix heading.
+        let whole: Vec<SharedMessage>;
+        let (history, prefix) = if self.fits_one_window(plan, plan.turn_prefix()) {
+            (plan.history(), plan.turn_prefix())
+        } else {
+            whole = plan
+                .history()
+                .iter()
+                .chain(plan.turn_prefix())
+                .cloned()
+                .collect();
+            (whole.as_slice(), &[][..])
+        };
         let mut usage = Usage::default();
         let mut model = None;
         let mut calls = 0;

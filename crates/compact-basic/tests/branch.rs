@@ -123,3 +123,136 @@ fn the_budget_keeps_the_newest_messages() {
     let text = session.message(seq).unwrap().plain_text();
     assert!(text.contains("## Goal\nTry a lookup table."), "{text}");
 }
+
+/// Navigation hooks that answer `before` and record what `after` saw.
+#[derive(Debug)]
+struct NavigationHooks {
+    before: BeforeNavigation,
+    after: std::sync::Mutex<Vec<(abridge_session::Navigation, Option<u64>)>>,
+}
+
+#[async_trait]
+impl CompactionHooks for NavigationHooks {
+    async fn before_navigation(
+        &self,
+        _from: Option<u64>,
+        _target: Option<u64>,
+    ) -> BeforeNavigation {
+        self.before
+    }
+    async fn after_navigation(
+        &self,
+        navigation: &abridge_session::Navigation,
+        summary: Option<u64>,
+    ) {
+        self.after
+            .lock()
+            .unwrap()
+            .push((navigation.clone(), summary));
+    }
+}
+
+/// What navigating under hooks left: the session, the fork, the
+/// summarizer's requests, the hooks and the result.
+type Navigated = (
+    Session,
+    u64,
+    Arc<Recording>,
+    NavigationHooks,
+    Result<(abridge_session::Navigation, Option<u64>), CompactError>,
+);
+
+/// Navigates from the branch back to `fork` under hooks answering `before`.
+fn navigate_under(before: BeforeNavigation) -> Navigated {
+    let (mut session, fork) = session_with_branch();
+    let recorder = Arc::new(Recording(Default::default()));
+    let hooks = NavigationHooks {
+        before,
+        after: Default::default(),
+    };
+    let result = run(navigate_with_summary(
+        &mut session,
+        Some(fork),
+        Some(recorder.clone()),
+        &hooks,
+        &EstimateCounter::new(),
+        BranchConfig::default(),
+    ));
+    (session, fork, recorder, hooks, result)
+}
+
+#[test]
+fn a_cancelling_navigation_hook_leaves_the_branch_in_place() {
+    let (session, _, recorder, hooks, result) = navigate_under(BeforeNavigation::Cancel);
+    let error = result.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "compaction cancelled by hook (before navigation)"
+    );
+    assert_eq!(session.surface().len(), 6);
+    assert!(recorder.0.lock().unwrap().is_empty());
+    assert!(hooks.after.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_navigation_hook_can_skip_the_branch_summary() {
+    let (session, fork, recorder, hooks, result) = navigate_under(BeforeNavigation::SkipSummary);
+    let (navigation, summary) = result.unwrap();
+    assert_eq!(summary, None);
+    assert_eq!(session.surface().seqs().to_vec(), vec![0, fork]);
+    assert!(recorder.0.lock().unwrap().is_empty());
+    assert_eq!(*hooks.after.lock().unwrap(), vec![(navigation, None)]);
+}
+
+#[test]
+fn after_navigation_sees_the_navigation_and_its_summary() {
+    let (_, _, _, hooks, result) = navigate_under(BeforeNavigation::Proceed);
+    let (navigation, summary) = result.unwrap();
+    assert!(summary.is_some());
+    assert_eq!(*hooks.after.lock().unwrap(), vec![(navigation, summary)]);
+}
+
+/// Keeps every request and answers with a short summary.
+#[derive(Debug, Default)]
+struct RecordingModel(std::sync::Mutex<Vec<abridge_llm::Request>>);
+
+#[async_trait]
+impl abridge_llm::LlmClient for RecordingModel {
+    fn provider(&self) -> &str {
+        "recording"
+    }
+    async fn complete(
+        &self,
+        request: &abridge_llm::Request,
+    ) -> Result<abridge_llm::Response, abridge_llm::LlmError> {
+        self.0.lock().unwrap().push(request.clone());
+        Ok(abridge_llm::Response {
+            message: Message::assistant("- tried a lookup table; slower"),
+            usage: Default::default(),
+            stop_reason: abridge_llm::StopReason::EndTurn,
+            model: "m-1".into(),
+            native: None,
+        })
+    }
+}
+
+#[test]
+fn the_llm_branch_summary_asks_with_the_branch_prompt() {
+    let (mut session, fork) = session_with_branch();
+    let model = Arc::new(RecordingModel::default());
+    let summarizer: Arc<dyn Summarizer> = Arc::new(LlmSummarizer::new(model.clone(), "m-1"));
+    run(navigate_with_summary(
+        &mut session,
+        Some(fork),
+        Some(summarizer),
+        &NoHooks,
+        &EstimateCounter::new(),
+        BranchConfig::default(),
+    ))
+    .unwrap();
+    let requests = model.0.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    let prompt = requests[0].messages.last().unwrap().plain_text();
+    assert!(prompt.contains(BRANCH_SUMMARY.trim()), "{prompt}");
+    assert!(!prompt.contains(SUMMARIZE_INITIAL.trim()), "{prompt}");
+}

@@ -199,7 +199,7 @@ async fn handoff_replays_the_live_turn_and_lands_a_checkpoint_and_a_file() {
     let saved = std::fs::read_to_string(&file).unwrap();
     assert_eq!(saved, DOCUMENT);
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
-    assert_eq!(summary.details["saved_to"], file.display().to_string());
+    assert_eq!(summary.details["save_to"], file.display().to_string());
     assert_eq!(summary.usage.unwrap().cache_read, 2800);
     assert!(summary.summary.starts_with("## Goal\nTrailing commas"));
     let body = checkpoint_body(session.message(outcome.checkpoint_seq.unwrap()).unwrap());
@@ -208,25 +208,49 @@ async fn handoff_replays_the_live_turn_and_lands_a_checkpoint_and_a_file() {
 }
 
 #[tokio::test]
-async fn an_unwritable_file_is_recorded_and_the_checkpoint_still_lands() {
+async fn an_unwritable_file_does_not_stop_the_checkpoint() {
     let (_server, client) = server(answer(DOCUMENT, "stop")).await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("missing-dir").join("HANDOFF.md");
     let mut session = session();
     let outcome = compact_session(
         &mut session,
-        &handoff_method(client, "live-1", config(Some(file))),
+        &handoff_method(client, "live-1", config(Some(file.clone()))),
         &policy(),
         Trigger::Manual,
     )
     .await
     .unwrap();
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
+    assert_eq!(summary.details["save_to"], file.display().to_string());
+    assert!(!file.exists());
+}
+
+// Issue 17: the document was saved before the commit, so a checkpoint the
+// commit refused still left it on disk.
+#[tokio::test]
+async fn a_handoff_checkpoint_rejected_at_commit_leaves_no_file() {
+    let too_long = format!(
+        "## Goal\n{}\n\n## In short\nToo long.",
+        "detail ".repeat(3000)
+    );
+    let (_server, client) = server(answer(&too_long, "stop")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("HANDOFF.md");
+    let mut session = session();
+    let error = compact_session(
+        &mut session,
+        &handoff_method(client, "live-1", config(Some(file.clone()))),
+        &policy(),
+        Trigger::Manual,
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(error, CompactError::NotSmaller { .. }), "{error}");
     assert!(
-        summary.details["save_error"]
-            .as_str()
-            .unwrap()
-            .starts_with("could not write ")
+        !file.exists(),
+        "a rejected checkpoint left {}",
+        file.display()
     );
 }
 

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::error::CompactError;
 use crate::plan::Plan;
+use crate::service::Outcome;
 
 /// Why a compaction was asked for. Methods and hooks may behave
 /// differently per trigger (an overflow wants the most reduction, idle
@@ -241,6 +242,12 @@ pub trait CompactionMethod: Send + Sync + Debug {
     /// # Errors
     /// See the trait docs.
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError>;
+
+    /// Called after `output`, which this method produced, committed as
+    /// `outcome`. Side effects outside the session (a document written
+    /// beside it) belong here rather than in `run`, so a checkpoint that
+    /// the commit rejects leaves nothing behind. The default does nothing.
+    async fn committed(&self, _output: &MethodOutput, _outcome: &Outcome) {}
 }
 
 #[async_trait]
@@ -254,6 +261,9 @@ impl<T: CompactionMethod + ?Sized> CompactionMethod for Arc<T> {
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
         (**self).run(plan).await
     }
+    async fn committed(&self, output: &MethodOutput, outcome: &Outcome) {
+        (**self).committed(output, outcome).await
+    }
 }
 
 #[async_trait]
@@ -266,6 +276,9 @@ impl<T: CompactionMethod + ?Sized> CompactionMethod for Box<T> {
     }
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
         (**self).run(plan).await
+    }
+    async fn committed(&self, output: &MethodOutput, outcome: &Outcome) {
+        (**self).committed(output, outcome).await
     }
 }
 

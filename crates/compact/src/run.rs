@@ -196,10 +196,16 @@ async fn run_attempt<A: Access>(
             reason: "the compaction's ticket was lost".to_string(),
         }));
     };
+    // Kept for the method's `committed`, which runs only once the commit
+    // has landed.
+    let landed = output.as_ref().ok().cloned();
     let outcome = guard.access.with(|session| match output {
         Ok(output) => commit(session, ticket, output),
         Err(error) => abort(session, ticket, &error).and(Err(error)),
     })?;
+    if let Some(output) = &landed {
+        method.committed(output, &outcome).await;
+    }
     hooks.after_compaction(&outcome).await;
     Ok(outcome)
 }

@@ -549,3 +549,128 @@ fn rewrites_commit_as_one_batch() {
     assert_eq!(session.surface().seqs()[2], outcome.rewrite_seqs[0]);
     assert!(check_invariants(&session).is_ok());
 }
+
+/// A method that lands a checkpoint and records the notes its plan carried.
+#[derive(Debug, Default)]
+struct NoteTaker(Mutex<Vec<String>>);
+
+#[async_trait]
+impl CompactionMethod for NoteTaker {
+    fn name(&self) -> &str {
+        "notes"
+    }
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        self.0.lock().unwrap().extend(plan.extra_context.clone());
+        Ok(checkpoint("## Goal\nread files"))
+    }
+}
+
+#[test]
+fn while_compacting_notes_reach_the_method_plan() {
+    let store = MemoryStore::new();
+    let mut session = session_in(&store, 6);
+    let method = NoteTaker::default();
+    run(compact_session_with(
+        &mut session,
+        &method,
+        &policy(),
+        Target::Trigger(Trigger::Manual),
+        &Hooks {
+            before: Before::Proceed,
+        },
+        &MethodContext::default(),
+    ))
+    .unwrap();
+    assert_eq!(
+        *method.0.lock().unwrap(),
+        vec!["plan.md says: finish step 3".to_string()]
+    );
+}
+
+/// Records the outcome of every compaction it is told committed.
+#[derive(Debug, Default)]
+struct AfterHooks(Mutex<Vec<Outcome>>);
+
+#[async_trait]
+impl CompactionHooks for AfterHooks {
+    async fn after_compaction(&self, outcome: &Outcome) {
+        self.0.lock().unwrap().push(outcome.clone());
+    }
+}
+
+#[test]
+fn after_compaction_sees_each_committed_outcome_and_no_failure() {
+    let store = MemoryStore::new();
+    let mut session = session_in(&store, 6);
+    let hooks = AfterHooks::default();
+    let mut attempt_with = |behaviour| {
+        run(compact_session_with(
+            &mut session,
+            &method("m", behaviour),
+            &policy(),
+            Target::Trigger(Trigger::Manual),
+            &hooks,
+            &MethodContext::default(),
+        ))
+    };
+    attempt_with(Behaviour::Fail).unwrap_err();
+    let outcome = attempt_with(Behaviour::Land).unwrap();
+    assert_eq!(*hooks.0.lock().unwrap(), vec![outcome]);
+}
+
+/// A checkpoint whose framed message costs exactly `tokens` under the
+/// ticket's counter.
+fn checkpoint_costing(ticket: &Ticket, tokens: u64) -> MethodOutput {
+    let plan = ticket.plan();
+    let mut text = String::from("## Goal\n");
+    loop {
+        let framed = frame_checkpoint(
+            ticket.compaction_id(),
+            "m",
+            vec![Block::text(text.clone())],
+            &plan.preserve,
+        );
+        let cost = plan.counter.message_tokens(&framed);
+        if cost == tokens {
+            return checkpoint(&text);
+        }
+        assert!(cost < tokens, "overshot {tokens} tokens: {cost}");
+        text.push('y');
+    }
+}
+
+#[test]
+fn a_checkpoint_exactly_the_size_of_its_span_is_refused() {
+    let store = MemoryStore::new();
+    let mut session = session_in(&store, 6);
+    let planned = plan(&session, &policy()).unwrap();
+    let hidden = planned.tokens.hidden;
+    let ticket = begin(&mut session, planned, "m").unwrap();
+    let same = checkpoint_costing(&ticket, hidden);
+    let error = commit(&mut session, ticket, same).unwrap_err();
+    assert!(matches!(error, CompactError::NotSmaller { .. }), "{error}");
+
+    let planned = plan(&session, &policy()).unwrap();
+    let ticket = begin(&mut session, planned, "m").unwrap();
+    let smaller = checkpoint_costing(&ticket, hidden - 1);
+    commit(&mut session, ticket, smaller).unwrap();
+}
+
+#[test]
+fn a_rewrite_no_smaller_than_its_target_is_refused() {
+    let store = MemoryStore::new();
+    let mut session = session_in(&store, 3);
+    let surface = session.surface().clone();
+    let plan = plan(&session, &Policy::default().with_keep_recent_tokens(0)).unwrap();
+    let ticket = begin(&mut session, plan, "prune").unwrap();
+    let output = MethodOutput::Rewrites {
+        rewrites: vec![Rewrite {
+            target: 2,
+            message: Message::tool_result("c0", "x".repeat(900), false),
+        }],
+        details: serde_json::Value::Null,
+    };
+    let error = commit(&mut session, ticket, output).unwrap_err();
+    assert!(matches!(error, CompactError::NotSmaller { .. }), "{error}");
+    assert_eq!(session.surface(), &surface);
+}
