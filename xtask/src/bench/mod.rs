@@ -127,6 +127,7 @@ pub(crate) fn child(args: &[String]) -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("load-peak") => session::load_peak(rest),
         Some("simulate") => simulate::child(rest),
+        Some("first-count") => meter::first_count(rest),
         other => anyhow::bail!("unknown bench-child measurement {other:?}"),
     }
 }
