@@ -17,7 +17,7 @@
 //! |---|---|---|
 //! | threshold, mid-turn | context above the threshold | none |
 //! | idle | context above half the threshold | none |
-//! | overflow | always | `handoff` (it would resend the input that overflowed) |
+//! | overflow | always; also a threshold or mid-turn call with the breaker open once the context leaves the reply less than half its reserve | `handoff` (it would resend the input that overflowed) |
 //! | incomplete output | always | none |
 //! | manual | always; the breaker is reset | none |
 //!
@@ -291,6 +291,7 @@ impl Maintenance {
         instructions: Option<String>,
     ) -> Result<Pass, CompactError> {
         let tokens = self.policy.counter.context_tokens(&lock_session(session));
+        let trigger = self.unsendable_as_overflow(trigger, tokens);
         let goal = self.goal(trigger);
         let manual = trigger == Trigger::Manual;
         if !manual && !self.enabled {
@@ -427,6 +428,27 @@ impl Maintenance {
             PassStatus::Failed
         };
         Ok(self.end(pass))
+    }
+
+    /// A threshold or mid-turn call with the breaker open, on a context
+    /// that leaves the reply less than half its reserve, is recovery: the
+    /// next request would be refused as too long or cut short, so it runs
+    /// as an overflow pass (which the breaker does not stop) instead of
+    /// letting the host send it. Between the threshold and that line the
+    /// breaker still stops upkeep, so a session that cannot be reduced
+    /// does not compact every turn.
+    fn unsendable_as_overflow(&self, trigger: Trigger, tokens: u64) -> Trigger {
+        let line = self.limits.window.saturating_sub(self.limits.reserve / 2);
+        let unsendable = tokens > line;
+        if matches!(trigger, Trigger::Threshold | Trigger::MidTurn)
+            && unsendable
+            && self.enabled
+            && self.breaker_open()
+        {
+            Trigger::Overflow
+        } else {
+            trigger
+        }
     }
 
     /// The retention budget for a pass that must reach `goal`: the

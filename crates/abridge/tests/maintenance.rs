@@ -308,6 +308,33 @@ fn the_breaker_stops_a_fourth_attempt_until_a_manual_run_or_a_success() {
 }
 
 #[test]
+fn with_the_breaker_open_a_context_that_cannot_be_sent_is_recovered_as_overflow() {
+    // The breaker opened on a method that always fails; the session then
+    // grew past the window minus half the reserve (1500 of 2000), where
+    // the next request would be refused. The next threshold call runs as
+    // overflow recovery instead of letting the host send it.
+    let failing = maintenance(vec![method("bad", Behaviour::Fail)]);
+    let shared = session(6);
+    for _ in 0..3 {
+        run(failing.run(&shared, Trigger::Threshold)).unwrap();
+    }
+    assert!(failing.breaker_open());
+    // Below the line: the breaker holds.
+    assert!(tokens(&shared) <= 1_500);
+    let pass = run(failing.run(&shared, Trigger::Threshold)).unwrap();
+    assert_eq!(pass.status, PassStatus::BreakerOpen);
+    // Above it: recovery runs, as overflow.
+    for i in 0..2 {
+        append_turn(&mut lock_session(&shared), 200 + i);
+    }
+    assert!(tokens(&shared) > 1_500);
+    let before = starts(&shared);
+    let pass = run(failing.run(&shared, Trigger::MidTurn)).unwrap();
+    assert_eq!(pass.trigger, Trigger::Overflow, "{pass:?}");
+    assert_eq!(starts(&shared), before + 1);
+}
+
+#[test]
 fn overflow_skips_handoff_and_aims_below_the_window_minus_the_reserve() {
     let shared = session(6);
     let m = maintenance(vec![
