@@ -99,9 +99,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .client(ProviderConfig::new(args.url.clone()).with_default_model(args.model.clone()))?;
     // Small replies keep the run short on a CPU; the summarizer is the
     // same model.
+    // At a window this small the default retention (half the threshold)
+    // plus a 256-token summary would not fit under the pass's goal (80% of
+    // the threshold), so every pass would end short; keep an eighth.
     let settings = Settings {
         method_order: ["prune", "soft", "digest"].map(String::from).to_vec(),
         reserve: Some(args.window / 4),
+        keep_recent_tokens: Some(args.window / 8),
         ..Settings::default()
     };
     let soft = abridge::basic::SoftConfig {
