@@ -488,6 +488,38 @@ mod tests {
         assert_eq!(std::fs::read(&secret).unwrap(), b"do not read");
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn a_link_to_another_artifact_or_a_directory_in_its_place_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirArtifactStore::open(dir.path().join("s.artifacts")).unwrap();
+        // A link that stays inside the store still is not the artifact
+        // its name promises.
+        let real = store.put(b"real bytes").unwrap();
+        let linked = ArtifactId::for_content(b"x");
+        std::os::unix::fs::symlink(
+            store.root().join(real.as_str()),
+            store.root().join(linked.as_str()),
+        )
+        .unwrap();
+        let err = store.get(&linked).unwrap_err();
+        assert!(matches!(err, PruneError::OutsideStore { .. }), "{err}");
+        // Nor is a directory under an artifact's name.
+        let hollow = ArtifactId::for_content(b"y");
+        std::fs::create_dir(store.root().join(hollow.as_str())).unwrap();
+        let err = store.get(&hollow).unwrap_err();
+        assert!(matches!(err, PruneError::OutsideStore { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_region_may_be_empty_but_never_end_before_it_starts() {
+        let id = ArtifactId::for_content(b"z");
+        let empty = ArtifactRef::parse(&format!("artifact://{id}#5-5")).unwrap();
+        assert_eq!(empty.region, Some(5..5));
+        let err = ArtifactRef::parse(&format!("artifact://{id}#6-5")).unwrap_err();
+        assert!(err.to_string().contains("ends before it starts"), "{err}");
+    }
+
     #[test]
     fn beside_names_the_directory_after_the_session() {
         assert_eq!(
