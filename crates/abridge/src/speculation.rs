@@ -26,9 +26,9 @@ use abridge_compact::MethodOutput;
 use abridge_compact::Outcome;
 use abridge_compact::Plan;
 use abridge_compact::Span;
+use abridge_prune::original_of;
 use abridge_session::Seq;
 use abridge_session::Session;
-use abridge_session::SurfaceOp;
 use async_trait::async_trait;
 use tokio::task::JoinHandle;
 
@@ -110,24 +110,6 @@ impl Speculation {
             }),
         }
     }
-}
-
-/// The message a surface seq stands for, through any chain of rewrites.
-fn original_of(session: &Session, seq: Seq) -> Seq {
-    let mut current = seq;
-    // A chain is at most one rewrite per pass; the bound only guards a
-    // malformed log.
-    for _ in 0..64 {
-        match session
-            .event(current)
-            .and_then(|e| e.message_event())
-            .map(|e| &e.op)
-        {
-            Some(SurfaceOp::Rewrite { target }) => current = *target,
-            _ => return current,
-        }
-    }
-    current
 }
 
 /// The slot a Maintenance keeps its one speculation in.
