@@ -54,20 +54,7 @@ pub fn build_request(
     session: &Session,
     target: &RequestTarget,
 ) -> Result<Vec<Message>, HarnessError> {
-    let frames = abridge_snapcompact::FrameCache::default();
-    let mut out = Vec::with_capacity(session.surface().len());
-    for seq in session.surface().seqs() {
-        let Some(message) = session.message(*seq) else {
-            continue;
-        };
-        if let Some(replayed) = native_replay(session, *seq, message, target) {
-            out.push(replayed);
-        } else if abridge_snapcompact::is_snapcompact_checkpoint(message) {
-            out.push(expand_frames_of(session, *seq, message, &frames)?);
-        } else {
-            out.push(message.as_ref().clone());
-        }
-    }
+    let mut out = surface_for(session, Some(target))?;
     keep_thinking_for(&mut out, target);
     pair_tool_calls(&mut out);
     Ok(out)
@@ -79,13 +66,24 @@ pub fn build_request(
 /// # Errors
 /// As [`build_request`].
 pub fn expand_frames(session: &Session) -> Result<Vec<Message>, HarnessError> {
+    surface_for(session, None)
+}
+
+/// The surface with frames drawn and, when `target` is given, native
+/// compactions replayed for it.
+fn surface_for(
+    session: &Session,
+    target: Option<&RequestTarget>,
+) -> Result<Vec<Message>, HarnessError> {
     let frames = abridge_snapcompact::FrameCache::default();
     let mut out = Vec::with_capacity(session.surface().len());
     for seq in session.surface().seqs() {
         let Some(message) = session.message(*seq) else {
             continue;
         };
-        if abridge_snapcompact::is_snapcompact_checkpoint(message) {
+        if let Some(replayed) = target.and_then(|t| native_replay(session, *seq, message, t)) {
+            out.push(replayed);
+        } else if abridge_snapcompact::is_snapcompact_checkpoint(message) {
             out.push(expand_frames_of(session, *seq, message, &frames)?);
         } else {
             out.push(message.as_ref().clone());
