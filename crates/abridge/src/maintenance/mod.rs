@@ -52,10 +52,10 @@ use crate::pass::Observer;
 use crate::pass::Pass;
 use crate::pass::PassStatus;
 use crate::settings::Limits;
-use crate::speculation::SPECULATIVE_METHODS;
+
+mod service;
+mod speculate;
 use crate::speculation::Slot;
-use crate::speculation::Speculation;
-use crate::speculation::Supplied;
 
 /// The state machine for one session. Build it with
 /// [`Maintenance::new`]; the [`Harness`](crate::Harness) owns one.
@@ -471,106 +471,6 @@ impl Maintenance {
         u64::try_from(scaled).unwrap_or(keep).clamp(1, keep.max(1))
     }
 
-    /// Drops the held speculation; its method's name when there was one.
-    fn drop_speculation(&self) -> Option<String> {
-        self.state
-            .speculation
-            .take_for_any()
-            .map(|s| s.method.clone())
-    }
-
-    /// Starts a speculation when `tokens` is inside the band, nothing is
-    /// running or held, and a model-backed method is ready.
-    fn maybe_speculate(&self, session: &SharedSession, tokens: u64) {
-        let Some(band) = self.speculative_band else {
-            return;
-        };
-        if !self.enabled
-            || tokens <= self.limits.threshold.saturating_sub(band)
-            || self.breaker_open()
-            || self.state.running.load(Ordering::Acquire)
-            || self.state.speculation.occupied()
-        {
-            return;
-        }
-        let context = self.method_context(Trigger::Threshold, tokens);
-        let Some(method) = self.methods.iter().find(|m| {
-            SPECULATIVE_METHODS.contains(&m.name())
-                && matches!(m.available(&context), abridge_compact::Availability::Ready)
-        }) else {
-            return;
-        };
-        let plan = {
-            let session = lock_session(session);
-            abridge_compact::plan_for(&session, &self.policy, Trigger::Threshold)
-        };
-        let Some(plan) = plan else {
-            return;
-        };
-        if let Some(speculation) = Speculation::start(Arc::clone(method), plan) {
-            self.emit(&MaintenanceEvent::SpeculationStarted {
-                method: speculation.method.clone(),
-                tokens,
-            });
-            self.state.speculation.put(speculation);
-        }
-    }
-
-    /// Commits the held speculation when it was written by `method` and
-    /// still fits the session: `None` when there is none to use (the
-    /// caller runs the method live), else the attempt's result.
-    async fn commit_speculation(
-        &self,
-        session: &SharedSession,
-        method: &dyn CompactionMethod,
-        policy: &Policy,
-        context: &abridge_compact::MethodContext,
-    ) -> Option<Result<Outcome, CompactError>> {
-        let mut speculation = self.state.speculation.take_for(method.name())?;
-        let name = speculation.method.clone();
-        let span = speculation.span;
-        let dropped = |reason: String| {
-            self.emit(&MaintenanceEvent::SpeculationDropped {
-                method: name.clone(),
-                reason,
-            });
-        };
-        if !speculation.still_fits(&lock_session(session)) {
-            dropped("the history it summarized changed".to_string());
-            return None;
-        }
-        let output = match speculation.output().await {
-            Ok(output) => output,
-            Err(error) => {
-                dropped(format!("it failed: {error}"));
-                return None;
-            }
-        };
-        // The session may have moved while the task finished.
-        if !speculation.still_fits(&lock_session(session)) {
-            dropped("the history it summarized changed".to_string());
-            return None;
-        }
-        let hooks = Supplied {
-            inner: Arc::clone(&self.hooks),
-            output: Mutex::new(Some(output)),
-        };
-        let result = attempt(
-            session,
-            method,
-            policy,
-            Target::Region(span),
-            &hooks,
-            context,
-        )
-        .instrument(tracing::info_span!("attempt", method = %name, speculative = true))
-        .await;
-        if result.is_ok() {
-            self.emit(&MaintenanceEvent::SpeculationCommitted { method: name });
-        }
-        Some(result)
-    }
-
     /// Updates the breaker and reports the end of a pass.
     fn end(&self, pass: Pass) -> Pass {
         let opened = {
@@ -660,56 +560,5 @@ impl Maintenance {
             }
         }
         Err(last)
-    }
-}
-
-#[async_trait::async_trait]
-impl abridge_compact::CompactService for Maintenance {
-    async fn compact_if_needed(
-        &self,
-        session: &SharedSession,
-        trigger: Trigger,
-    ) -> Result<Option<Outcome>, CompactError> {
-        let pass = self.run(session, trigger).await?;
-        Ok(pass.outcomes.into_iter().last())
-    }
-
-    async fn compact_now(
-        &self,
-        session: &SharedSession,
-        request: abridge_compact::CompactRequest,
-    ) -> Result<Outcome, CompactError> {
-        let mut maintenance = self.clone();
-        if let Some(keep) = request.keep_recent_tokens {
-            maintenance.policy.keep_recent_tokens = keep;
-        }
-        let pass = maintenance
-            .run_with(
-                session,
-                request.trigger,
-                &request.methods,
-                request.instructions,
-            )
-            .await?;
-        let failures: Vec<(String, String)> = pass
-            .failures
-            .iter()
-            .map(|f| (f.method.clone(), f.message.clone()))
-            .collect();
-        match pass.outcomes.into_iter().last() {
-            Some(mut outcome) => {
-                outcome.failures = failures;
-                Ok(outcome)
-            }
-            None => Err(CompactError::AllFailed { failures }),
-        }
-    }
-
-    async fn compact_region(
-        &self,
-        session: &SharedSession,
-        span: Span,
-    ) -> Result<Outcome, CompactError> {
-        self.region(session, span).await
     }
 }

@@ -1,0 +1,126 @@
+//! The speculation steps of a pass: starting one inside the band, taking
+//! one when the walk reaches its method, dropping one before a manual pass
+//! (the mechanism itself is in [`crate::speculation`]).
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+
+use abridge_compact::CompactError;
+use abridge_compact::CompactionMethod;
+use abridge_compact::Outcome;
+use abridge_compact::Policy;
+use abridge_compact::SharedSession;
+use abridge_compact::Target;
+use abridge_compact::Trigger;
+use abridge_compact::attempt;
+use abridge_compact::lock_session;
+use tracing::Instrument;
+
+use super::Maintenance;
+use crate::pass::MaintenanceEvent;
+use crate::speculation::SPECULATIVE_METHODS;
+use crate::speculation::Speculation;
+use crate::speculation::Supplied;
+
+impl Maintenance {
+    /// Drops the held speculation; its method's name when there was one.
+    pub(super) fn drop_speculation(&self) -> Option<String> {
+        self.state
+            .speculation
+            .take_for_any()
+            .map(|s| s.method.clone())
+    }
+
+    /// Starts a speculation when `tokens` is inside the band, nothing is
+    /// running or held, and a model-backed method is ready.
+    pub(super) fn maybe_speculate(&self, session: &SharedSession, tokens: u64) {
+        let Some(band) = self.speculative_band else {
+            return;
+        };
+        if !self.enabled
+            || tokens <= self.limits.threshold.saturating_sub(band)
+            || self.breaker_open()
+            || self.state.running.load(Ordering::Acquire)
+            || self.state.speculation.occupied()
+        {
+            return;
+        }
+        let context = self.method_context(Trigger::Threshold, tokens);
+        let Some(method) = self.methods.iter().find(|m| {
+            SPECULATIVE_METHODS.contains(&m.name())
+                && matches!(m.available(&context), abridge_compact::Availability::Ready)
+        }) else {
+            return;
+        };
+        let plan = {
+            let session = lock_session(session);
+            abridge_compact::plan_for(&session, &self.policy, Trigger::Threshold)
+        };
+        let Some(plan) = plan else {
+            return;
+        };
+        if let Some(speculation) = Speculation::start(Arc::clone(method), plan) {
+            self.emit(&MaintenanceEvent::SpeculationStarted {
+                method: speculation.method.clone(),
+                tokens,
+            });
+            self.state.speculation.put(speculation);
+        }
+    }
+
+    /// Commits the held speculation when it was written by `method` and
+    /// still fits the session: `None` when there is none to use (the
+    /// caller runs the method live), else the attempt's result.
+    pub(super) async fn commit_speculation(
+        &self,
+        session: &SharedSession,
+        method: &dyn CompactionMethod,
+        policy: &Policy,
+        context: &abridge_compact::MethodContext,
+    ) -> Option<Result<Outcome, CompactError>> {
+        let mut speculation = self.state.speculation.take_for(method.name())?;
+        let name = speculation.method.clone();
+        let span = speculation.span;
+        let dropped = |reason: String| {
+            self.emit(&MaintenanceEvent::SpeculationDropped {
+                method: name.clone(),
+                reason,
+            });
+        };
+        if !speculation.still_fits(&lock_session(session)) {
+            dropped("the history it summarized changed".to_string());
+            return None;
+        }
+        let output = match speculation.output().await {
+            Ok(output) => output,
+            Err(error) => {
+                dropped(format!("it failed: {error}"));
+                return None;
+            }
+        };
+        // The session may have moved while the task finished.
+        if !speculation.still_fits(&lock_session(session)) {
+            dropped("the history it summarized changed".to_string());
+            return None;
+        }
+        let hooks = Supplied {
+            inner: Arc::clone(&self.hooks),
+            output: Mutex::new(Some(output)),
+        };
+        let result = attempt(
+            session,
+            method,
+            policy,
+            Target::Region(span),
+            &hooks,
+            context,
+        )
+        .instrument(tracing::info_span!("attempt", method = %name, speculative = true))
+        .await;
+        if result.is_ok() {
+            self.emit(&MaintenanceEvent::SpeculationCommitted { method: name });
+        }
+        Some(result)
+    }
+}
