@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
+use abridge_compact::ErrorKind;
 use abridge_compact::MeterCounter;
 use abridge_compact::Policy;
 use abridge_compact::Trigger;
@@ -70,8 +71,8 @@ fn declined(error: &CompactError) -> bool {
         CompactError::NothingToCompact { .. }
             | CompactError::NotSmaller { .. }
             | CompactError::Unavailable { .. }
-    ) || matches!(error, CompactError::AllFailed { failures } if failures.iter().all(|(_, e)| {
-        e.contains("nothing to compact") || e.contains("not smaller") || e.contains("unavailable") || e.contains("does not cost fewer")
+    ) || matches!(error, CompactError::AllFailed { failures } if failures.iter().all(|f| {
+        matches!(f.kind, ErrorKind::NothingToCompact | ErrorKind::NotSmaller) || f.kind.is_skip()
     }))
 }
 

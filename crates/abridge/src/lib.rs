@@ -66,6 +66,7 @@ mod request;
 mod settings;
 mod speculation;
 
+pub use abridge_compact::MethodFailure;
 pub use error::HarnessError;
 pub use harness::Harness;
 pub use harness::HarnessBuilder;
@@ -75,7 +76,6 @@ pub use methods::MethodSources;
 pub use methods::SummarizerModel;
 pub use methods::build_methods;
 pub use pass::MaintenanceEvent;
-pub use pass::MethodFailure;
 pub use pass::Observer;
 pub use pass::Pass;
 pub use pass::PassStatus;

@@ -16,8 +16,9 @@ use abridge_prune::ArtifactStore;
 use abridge_prune::MemoryArtifactStore;
 use abridge_prune::ReclaimConfig;
 
-use crate::pass::MethodFailure;
 use crate::settings::Settings;
+use abridge_compact::ErrorKind;
+use abridge_compact::MethodFailure;
 
 /// A model that writes summaries (`soft`, `handoff`).
 #[derive(Clone)]
@@ -138,11 +139,11 @@ pub fn build_methods(
             Ok(method) => methods.push(method),
             Err(reason) => {
                 tracing::info!(method = %name, %reason, "method skipped");
-                skipped.push(MethodFailure {
-                    method: name.clone(),
-                    kind: "not_configured".to_string(),
-                    message: format!("{name} skipped: {reason}"),
-                });
+                skipped.push(MethodFailure::new(
+                    name.clone(),
+                    ErrorKind::NotConfigured,
+                    format!("{name} skipped: {reason}"),
+                ));
             }
         }
     }

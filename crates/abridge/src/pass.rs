@@ -3,37 +3,10 @@
 
 use std::sync::Arc;
 
-use abridge_compact::CompactError;
+use abridge_compact::MethodFailure;
 use abridge_compact::Outcome;
 use abridge_compact::Trigger;
 use serde::Serialize;
-
-/// One method's failure within a pass: typed, so hosts match on `kind`
-/// instead of parsing text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MethodFailure {
-    /// The method's name.
-    pub method: String,
-    /// The failure's kind: a [`CompactError::kind`] (`summary`,
-    /// `not_smaller`, `llm`, ...), `unavailable` or `not_configured`.
-    pub kind: String,
-    /// What happened, for people.
-    pub message: String,
-}
-
-impl MethodFailure {
-    pub(crate) fn from_error(method: &str, error: &CompactError) -> Self {
-        let kind = match error.inner() {
-            CompactError::Unavailable { .. } => "unavailable",
-            other => other.kind(),
-        };
-        MethodFailure {
-            method: method.to_string(),
-            kind: kind.to_string(),
-            message: error.to_string(),
-        }
-    }
-}
 
 /// How a pass ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -101,7 +101,7 @@ fn expand_frames_of(
     let frames = |reason: String| HarnessError::Frames { seq, reason };
     let summary = abridge_compact::summary_of_checkpoint(session, seq)
         .ok_or_else(|| frames("it has no compaction/summary event".to_string()))?;
-    let archive = abridge_snapcompact::Archive::from_summary(&summary.summary, &summary.details)
+    let archive = abridge_snapcompact::archive_from_summary(&summary.summary, &summary.details)
         .ok_or_else(|| frames("its snapcompact archive cannot be read back".to_string()))?;
     let mut expanded = message.clone();
     expanded.content = archive

@@ -62,9 +62,9 @@ impl Speculation {
     /// speculation, and nothing else changes).
     pub(crate) fn start(method: Arc<dyn CompactionMethod>, plan: Plan) -> Option<Self> {
         let runtime = tokio::runtime::Handle::try_current().ok()?;
-        let span = plan.span;
-        let seqs = plan.seqs.clone();
-        let session_id = plan.session_id.clone();
+        let span = plan.span();
+        let seqs = plan.seqs().to_vec();
+        let session_id = plan.session_id().to_string();
         let name = method.name().to_string();
         let task = runtime.spawn(async move { method.run(&plan).await });
         Some(Speculation {

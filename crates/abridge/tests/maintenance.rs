@@ -102,7 +102,7 @@ impl CompactionMethod for Scripted {
         self.name
     }
 
-    fn available(&self, _context: &MethodContext) -> Availability {
+    fn available(&self) -> Availability {
         match self.behaviour {
             Behaviour::Unavailable => Availability::Unavailable {
                 reason: "scripted".into(),
@@ -113,24 +113,14 @@ impl CompactionMethod for Scripted {
 
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
         match self.behaviour {
-            Behaviour::Land | Behaviour::Unavailable => Ok(MethodOutput::Checkpoint(Checkpoint {
-                content: vec![Block::text("## Goal\nread files")],
-                summary: "## Goal\nread files".into(),
-                short_summary: "short".into(),
-                files: FileOps::default(),
-                usage: None,
-                model: None,
-                details: serde_json::Value::Null,
-            })),
-            Behaviour::Bulky => Ok(MethodOutput::Checkpoint(Checkpoint {
-                content: vec![Block::text("long summary ".repeat(185))],
-                summary: "long summary".into(),
-                short_summary: "short".into(),
-                files: FileOps::default(),
-                usage: None,
-                model: None,
-                details: serde_json::Value::Null,
-            })),
+            Behaviour::Land | Behaviour::Unavailable => Ok(MethodOutput::Checkpoint(
+                Checkpoint::new("## Goal\nread files").with_short_summary("short"),
+            )),
+            Behaviour::Bulky => Ok(MethodOutput::Checkpoint(
+                Checkpoint::new("long summary")
+                    .with_content(vec![Block::text("long summary ".repeat(185))])
+                    .with_short_summary("short"),
+            )),
             Behaviour::Fail => Err(CompactError::Summary {
                 method: self.name.into(),
                 reason: "scripted failure".into(),
@@ -164,7 +154,7 @@ impl CompactionMethod for Scripted {
                         target,
                         message: Message::tool_result(id, "[pruned]", false),
                     }],
-                    details: serde_json::Value::Null,
+                    details: Details::new(),
                 })
             }
         }
@@ -348,7 +338,7 @@ fn overflow_skips_handoff_and_aims_below_the_window_minus_the_reserve() {
     let pass = run(m.run(&shared, Trigger::Overflow)).unwrap();
     assert_eq!(pass.outcomes[0].method, "ok");
     assert_eq!(pass.failures[0].method, "handoff");
-    assert_eq!(pass.failures[0].kind, "skipped");
+    assert_eq!(pass.failures[0].kind, ErrorKind::Skipped);
     assert_eq!(pass.outcomes[0].trigger, Trigger::Overflow);
 }
 
@@ -407,7 +397,7 @@ fn named_methods_run_in_the_given_order_and_unknown_names_are_failures() {
     let pass =
         run(m.run_with(&shared, Trigger::Manual, &["nope".into(), "b".into()], None)).unwrap();
     assert_eq!(pass.outcomes[0].method, "b");
-    assert_eq!(pass.failures[0].kind, "not_configured");
+    assert_eq!(pass.failures[0].kind, ErrorKind::NotConfigured);
     assert_eq!(
         pass.failures[0].message,
         "method nope is not configured (configured: a, b)"
@@ -513,17 +503,12 @@ impl CompactionMethod for Counted {
         let call = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         let text = format!(
             "call {call} summarized {}..={}",
-            plan.span.start, plan.span.end
+            plan.span().start,
+            plan.span().end
         );
-        Ok(MethodOutput::Checkpoint(Checkpoint {
-            content: vec![Block::text(text.clone())],
-            summary: text,
-            short_summary: "short".into(),
-            files: FileOps::default(),
-            usage: None,
-            model: None,
-            details: serde_json::Value::Null,
-        }))
+        Ok(MethodOutput::Checkpoint(
+            Checkpoint::new(text).with_short_summary("short"),
+        ))
     }
 }
 

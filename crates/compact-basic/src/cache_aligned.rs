@@ -107,9 +107,9 @@ impl AlignedPrefix {
     /// checkpoint message.
     pub fn for_plan(prefix: &ConversationPrefix, plan: &Plan) -> Self {
         let mut aligned = AlignedPrefix::new(prefix);
-        aligned.lead.extend(plan.head.iter().cloned());
-        if let Some(previous) = &plan.previous {
-            aligned.checkpoint = plan.messages.first().cloned();
+        aligned.lead.extend(plan.head().iter().cloned());
+        if let Some(previous) = &plan.previous() {
+            aligned.checkpoint = plan.messages().first().cloned();
             aligned.previous_summary = Some(previous.summary.clone());
         }
         aligned.first = plan.history().first().cloned();

@@ -23,7 +23,6 @@ use std::sync::Mutex;
 use abridge_compact::Availability;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
-use abridge_compact::MethodContext;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
 use abridge_compact::Summarizer;
@@ -42,45 +41,17 @@ use abridge_llm::StopReason;
 use abridge_llm::Usage;
 use async_trait::async_trait;
 use futures::StreamExt;
-use serde::Serialize;
 
 use crate::cache_aligned::AlignedPrefix;
 use crate::cache_aligned::ConversationPrefix;
 use crate::llm::LlmSummarizer;
 use crate::llm::RequestMode;
+use crate::record::Attempt;
+use crate::record::AttemptOutcome;
+use crate::record::AttemptsRecord;
 use crate::soft::SOFT;
 use crate::soft::SoftConfig;
 use crate::soft::SoftMethod;
-
-/// How one model call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AttemptOutcome {
-    /// The model answered and the answer was used.
-    Ok,
-    /// The model answered but the answer was unusable (a tool call, empty
-    /// text, cut by the output limit).
-    Rejected,
-    /// The call failed (HTTP error, timeout, malformed body).
-    Failed,
-}
-
-/// One model call made for a compaction.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Attempt {
-    /// The candidate's provider name.
-    pub provider: String,
-    /// The model asked for (empty: the client's default).
-    pub model: String,
-    /// How it ended.
-    pub outcome: AttemptOutcome,
-    /// Why it failed or was rejected.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// What it cost, when the provider answered.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-}
 
 /// Every call of one compaction run, in order. Cheap to clone (shared).
 #[derive(Debug, Clone, Default)]
@@ -149,38 +120,15 @@ impl AttemptLog {
                     checkpoint.usage = Some(usage);
                 }
                 if !self.is_empty() {
-                    set_detail(
-                        &mut checkpoint.details,
-                        "attempts",
-                        serde_json::to_value(self.attempts()),
-                    );
+                    checkpoint.details.insert(&AttemptsRecord {
+                        attempts: self.attempts(),
+                    })?;
                 }
                 Ok(MethodOutput::Checkpoint(checkpoint))
             }
             Ok(other) => Ok(other),
             Err(error) => Err(error.with_usage(usage)),
         }
-    }
-}
-
-/// Sets `key` in a details object (turning `Null` into an object).
-pub(crate) fn set_detail(
-    details: &mut serde_json::Value,
-    key: &str,
-    value: Result<serde_json::Value, serde_json::Error>,
-) {
-    let Ok(value) = value else { return };
-    if !details.is_object() {
-        let old = std::mem::take(details);
-        *details = serde_json::json!({});
-        if !old.is_null()
-            && let Some(map) = details.as_object_mut()
-        {
-            map.insert("method".to_string(), old);
-        }
-    }
-    if let Some(map) = details.as_object_mut() {
-        map.insert(key.to_string(), value);
     }
 }
 
@@ -515,7 +463,7 @@ impl CompactionMethod for CandidateSoftMethod {
         SOFT
     }
 
-    fn available(&self, _context: &MethodContext) -> Availability {
+    fn available(&self) -> Availability {
         if self.candidates.candidates.is_empty() {
             Availability::Unavailable {
                 reason: "no summarizer model is configured".to_string(),
@@ -555,13 +503,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn details_keep_the_methods_own_fields() {
-        let mut details = serde_json::json!({"calls": 2});
-        set_detail(&mut details, "attempts", Ok(serde_json::json!([])));
-        assert_eq!(details, serde_json::json!({"calls": 2, "attempts": []}));
-        let mut null = serde_json::Value::Null;
-        set_detail(&mut null, "x", Ok(serde_json::json!(1)));
-        assert_eq!(null, serde_json::json!({"x": 1}));
+    fn settling_adds_the_attempts_beside_the_methods_own_record() {
+        let log = AttemptLog::default();
+        log.push(Attempt {
+            provider: "p".into(),
+            model: "m".into(),
+            outcome: AttemptOutcome::Failed,
+            error: Some("503".into()),
+            usage: None,
+        });
+        let checkpoint = abridge_compact::Checkpoint::new("summary")
+            .with_section(&crate::record::SoftRecord {
+                calls: 2,
+                halvings: 0,
+            })
+            .unwrap();
+        let Ok(MethodOutput::Checkpoint(settled)) =
+            log.settle(Ok(MethodOutput::Checkpoint(checkpoint)))
+        else {
+            panic!("a checkpoint settles into a checkpoint");
+        };
+        let soft = settled.details.get::<crate::record::SoftRecord>().unwrap();
+        assert_eq!(soft.map(|s| s.calls), Some(2));
+        let attempts = settled.details.get::<AttemptsRecord>().unwrap().unwrap();
+        assert_eq!(attempts.attempts, log.attempts());
     }
 
     #[test]
@@ -576,7 +541,7 @@ mod tests {
             reason: "empty".into(),
         };
         let spent = inner().with_usage(usage).with_usage(usage);
-        assert_eq!(spent.kind(), "summary");
+        assert_eq!(spent.kind(), abridge_compact::ErrorKind::Summary);
         assert_eq!(spent.to_string(), inner().to_string());
         assert_eq!(spent.usage().map(|u| (u.input, u.output)), Some((10, 4)));
         assert!(matches!(spent.inner(), CompactError::Summary { .. }));

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use abridge_compact::Checkpoint;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
+use abridge_compact::DetailSection;
+use abridge_compact::Details;
 use abridge_compact::FileAccess;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
@@ -46,6 +48,11 @@ pub const PROGRESS_CHARS: usize = 900;
 /// Shortest assistant text counted as a statement of progress rather than
 /// a passing remark ("Now let me read the tests.").
 pub const SUBSTANTIAL_CHARS: usize = 160;
+
+impl DetailSection for DigestState {
+    const KEY: &'static str = "digest";
+    const VERSION: u32 = 1;
+}
 
 /// The digest of everything compacted so far.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -406,33 +413,43 @@ impl DigestMethod {
     pub fn checkpoint(plan: &Plan) -> Checkpoint {
         let mut state = DigestState::default();
         let mut files = abridge_compact::FileOps::default();
-        if let Some(previous) = &plan.previous {
+        if let Some(previous) = plan.previous() {
             files.merge(&previous.files);
             match previous_state(plan) {
                 Some(earlier_state) => state = earlier_state,
                 None => state.earlier = Some(clip(&previous.summary, 4_000)),
             }
         }
-        let from = usize::from(plan.previous.is_some());
-        let messages = &plan.messages[from..];
+        let from = usize::from(plan.previous().is_some());
+        let messages = &plan.messages()[from..];
         state.absorb(messages);
         files.merge(&collect_file_ops(messages));
         let text = state.render(&files);
-        Checkpoint {
-            content: vec![Block::text(text.clone())],
-            summary: text,
-            short_summary: state.short(&files),
-            files,
-            usage: None,
-            model: None,
-            details: serde_json::json!({ "digest": state }),
+        let short = state.short(&files);
+        let checkpoint = Checkpoint::new(text)
+            .with_short_summary(short)
+            .with_files(files);
+        let mut details = Details::new();
+        // The state is plain strings and numbers; should it ever fail to
+        // serialize, the digest is still right, only not continuable.
+        if let Err(error) = details.insert(&state) {
+            tracing::warn!(%error, "digest state not recorded");
         }
+        checkpoint.with_details(details)
     }
 }
 
+/// The previous digest's state, to continue it. A previous checkpoint
+/// written by another method has none; one whose state does not read back
+/// (a newer format) is summarized from its text instead, with a warning.
 fn previous_state(plan: &Plan) -> Option<DigestState> {
-    let previous = plan.previous.as_ref()?;
-    serde_json::from_value(previous.details.get("digest")?.clone()).ok()
+    match plan.previous()?.details.get::<DigestState>() {
+        Ok(state) => state,
+        Err(error) => {
+            tracing::warn!(%error, "previous digest state unreadable; starting from its text");
+            None
+        }
+    }
 }
 
 #[async_trait]

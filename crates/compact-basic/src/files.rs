@@ -289,12 +289,8 @@ fn common_dir<'a>(mut paths: impl Iterator<Item = &'a str>) -> &'a str {
 /// the plan folds in) merged with those the planned span touched, so the
 /// list stays cumulative across compactions.
 pub(crate) fn cumulative_file_ops(plan: &abridge_compact::Plan) -> FileOps {
-    let mut files = plan
-        .previous
-        .as_ref()
-        .map(|p| p.files.clone())
-        .unwrap_or_default();
-    files.merge(&collect_file_ops(&plan.messages));
+    let mut files = plan.previous().map(|p| p.files.clone()).unwrap_or_default();
+    files.merge(&collect_file_ops(plan.messages()));
     files
 }
 

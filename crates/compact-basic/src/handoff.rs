@@ -25,7 +25,7 @@ use abridge_compact::Availability;
 use abridge_compact::Checkpoint;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
-use abridge_compact::MethodContext;
+use abridge_compact::Details;
 use abridge_compact::MethodOutput;
 use abridge_compact::Outcome;
 use abridge_compact::Plan;
@@ -44,11 +44,11 @@ use crate::cache_aligned::ConversationPrefix;
 use crate::candidates::AttemptLog;
 use crate::candidates::SummarizerCandidates;
 use crate::candidates::complete_with_candidates;
-use crate::candidates::set_detail;
 use crate::files::cumulative_file_ops;
 use crate::files::with_files_tree;
 use crate::llm::split_short;
 use crate::prompts::SHORT_HEADING;
+use crate::record::HandoffRecord;
 use crate::transcript::clip;
 use crate::transcript::render_transcript;
 
@@ -109,15 +109,15 @@ fn paired(messages: &[SharedMessage]) -> bool {
 /// The instruction message: the prompt, host notes and any focus.
 fn instruction(plan: &Plan) -> String {
     let mut text = String::from(HANDOFF_PROMPT.trim());
-    if !plan.extra_context.is_empty() {
+    if !plan.extra_context().is_empty() {
         text.push_str("\n\n<host-notes>\n");
-        for note in &plan.extra_context {
+        for note in plan.extra_context() {
             text.push_str(note.trim());
             text.push('\n');
         }
         text.push_str("</host-notes>");
     }
-    if let Some(focus) = &plan.instructions {
+    if let Some(focus) = &plan.instructions() {
         text.push_str("\n\nThe user asked the handoff to focus on: ");
         text.push_str(focus.trim());
     }
@@ -134,9 +134,9 @@ pub fn build_handoff_request(
     plan: &Plan,
     max_tokens: u32,
 ) -> Request {
-    let mut conversation: Vec<SharedMessage> = plan.head.clone();
-    conversation.extend(plan.messages.iter().cloned());
-    conversation.extend(plan.kept.iter().cloned());
+    let mut conversation: Vec<SharedMessage> = plan.head().to_vec();
+    conversation.extend(plan.messages().iter().cloned());
+    conversation.extend(plan.kept().iter().cloned());
     if !paired(&conversation)
         && conversation
             .last()
@@ -152,9 +152,9 @@ pub fn build_handoff_request(
         tracing::debug!(
             "conversation has unpaired tool calls; sending the handoff request as a transcript"
         );
-        messages.extend(plan.head.iter().cloned());
-        let mut rest = plan.messages.clone();
-        rest.extend(plan.kept.iter().cloned());
+        messages.extend(plan.head().iter().cloned());
+        let mut rest = plan.messages().to_vec();
+        rest.extend(plan.kept().iter().cloned());
         format!(
             "<conversation>\n{}\n</conversation>\n\n{}",
             render_transcript(&rest),
@@ -212,26 +212,25 @@ impl HandoffMethod {
         let (text, response) =
             complete_with_candidates(HANDOFF, &clients, log, &request, self.config.max_tokens)
                 .await?;
-        let mut details = serde_json::json!({});
+        let mut details = Details::new();
         if let Some(path) = &self.config.save_to {
-            set_detail(
-                &mut details,
-                "save_to",
-                Ok(serde_json::json!(path.display().to_string())),
-            );
+            details.insert(&HandoffRecord {
+                save_to: path.display().to_string(),
+            })?;
         }
         let (body, short) = split_short(&text);
         let files = cumulative_file_ops(plan);
         let content = with_files_tree(&body, &files);
-        Ok(MethodOutput::Checkpoint(Checkpoint {
-            content: vec![Block::text(content)],
-            short_summary: short.unwrap_or_else(|| clip(&body.replace('\n', " "), 300)),
-            summary: body,
-            files,
-            usage: Some(response.usage),
-            model: Some(response.model),
-            details,
-        }))
+        let short = short.unwrap_or_else(|| clip(&body.replace('\n', " "), 300));
+        Ok(MethodOutput::Checkpoint(
+            Checkpoint::new(body)
+                .with_content(vec![Block::text(content)])
+                .with_short_summary(short)
+                .with_files(files)
+                .with_usage(Some(response.usage))
+                .with_model(response.model)
+                .with_details(details),
+        ))
     }
 }
 
@@ -241,7 +240,7 @@ impl CompactionMethod for HandoffMethod {
         HANDOFF
     }
 
-    fn available(&self, _context: &MethodContext) -> Availability {
+    fn available(&self) -> Availability {
         if self.candidates.candidates.is_empty() {
             Availability::Unavailable {
                 reason: "no model is configured to write the handoff".to_string(),

@@ -35,6 +35,7 @@ mod files;
 mod handoff;
 mod llm;
 mod prompts;
+mod record;
 #[cfg(feature = "remote")]
 mod remote;
 mod soft;
@@ -50,9 +51,7 @@ pub use cache_aligned::CACHE_ALIGNED_NOTICE;
 pub use cache_aligned::ConversationPrefix;
 pub use cache_aligned::SUMMARIZE_UPDATE_ALIGNED;
 pub use cache_aligned::build_cache_aligned_request;
-pub use candidates::Attempt;
 pub use candidates::AttemptLog;
-pub use candidates::AttemptOutcome;
 pub use candidates::CandidateSoftMethod;
 pub use candidates::CandidateSummarizer;
 pub use candidates::SoftSetup;
@@ -94,12 +93,20 @@ pub use prompts::SUMMARIZE_SYSTEM;
 pub use prompts::SUMMARIZE_TURN_PREFIX;
 pub use prompts::SUMMARIZE_UPDATE;
 pub use prompts::TURN_PREFIX_HEADING;
+pub use record::Attempt;
+pub use record::AttemptOutcome;
+pub use record::AttemptsRecord;
+pub use record::HandoffRecord;
+pub use record::NativeRecord;
+pub use record::RemoteRecord;
+pub use record::SoftRecord;
+pub use record::native_replay;
 #[cfg(feature = "remote")]
 pub use remote::{
     ANTHROPIC_COMPACTION_BETA, ANTHROPIC_COMPACTION_EDIT, ANTHROPIC_MIN_TRIGGER, AnthropicCompact,
     COMPACTION_ITEM, NativeCompaction, REMOTE, RESPONSES_COMPACT_PATH, RemoteConfig, RemoteKind,
     RemoteMethod, ResponsesCompact, SUMMARY_ENDPOINT, SummaryEndpoint, endpoint_summarizer,
-    native_replay, remote_method,
+    remote_method,
 };
 pub use soft::SOFT;
 pub use soft::SoftConfig;

@@ -35,7 +35,7 @@ use std::time::SystemTime;
 use abridge_compact::Availability;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
-use abridge_compact::MethodContext;
+use abridge_compact::Details;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
 use abridge_llm::ApiKey;
@@ -62,8 +62,10 @@ use crate::cache_aligned::ConversationPrefix;
 use crate::candidates::AttemptLog;
 use crate::candidates::CandidateSoftMethod;
 use crate::candidates::SummarizerCandidates;
-use crate::candidates::set_detail;
 use crate::digest::DigestMethod;
+use crate::record::AttemptsRecord;
+use crate::record::NativeRecord;
+use crate::record::RemoteRecord;
 use crate::soft::SoftConfig;
 
 /// The name `remote` registers under.
@@ -514,8 +516,8 @@ impl ResponsesCompact {
         plan: &Plan,
     ) -> Result<Value, LlmError> {
         let mut messages: Vec<Message> = prefix.map(|p| p.system.clone()).unwrap_or_default();
-        messages.extend(plan.head.iter().map(|m| (**m).clone()));
-        messages.extend(plan.messages.iter().map(|m| (**m).clone()));
+        messages.extend(plan.head().iter().map(|m| (**m).clone()));
+        messages.extend(plan.messages().iter().map(|m| (**m).clone()));
         let request = Request::new(self.model.clone(), messages, Purpose::Compaction);
         let encoded = self.encoder.build_body(&request, false)?;
         Ok(json!({
@@ -595,22 +597,6 @@ impl ResponsesCompact {
             model,
         }))
     }
-}
-
-/// The opaque output to send instead of a checkpoint's text, when the
-/// checkpoint was written by native compaction at `provider` and the next
-/// request goes there too; `None` otherwise (every other provider gets the
-/// text). `details` is the checkpoint's `compaction/summary` details.
-pub fn native_replay<'a>(details: &'a Value, provider: &str) -> Option<&'a [Value]> {
-    let native = details.get("native")?;
-    (native.get("provider").and_then(Value::as_str) == Some(provider))
-        .then(|| {
-            native
-                .get("output")
-                .and_then(Value::as_array)
-                .map(Vec::as_slice)
-        })
-        .flatten()
 }
 
 /// A provider-native compaction target: posts a prepared body and reads
@@ -713,28 +699,12 @@ impl RemoteMethod {
                     usage.add(&spent);
                     checkpoint.usage = Some(usage);
                 }
-                set_detail(
-                    &mut checkpoint.details,
-                    "remote",
-                    Ok(json!(kind_name(self.kind))),
-                );
-                set_detail(
-                    &mut checkpoint.details,
-                    "remote_error",
-                    Ok(json!(error.to_string())),
-                );
-                if let Some(log) = log.filter(|log| !log.is_empty()) {
-                    set_detail(
-                        &mut checkpoint.details,
-                        "remote_attempts",
-                        serde_json::to_value(log.attempts()),
-                    );
-                }
-                set_detail(
-                    &mut checkpoint.details,
-                    "written_by",
-                    Ok(json!(self.local.name())),
-                );
+                checkpoint.details.insert(&RemoteRecord {
+                    kind: kind_name(self.kind).to_string(),
+                    written_by: Some(self.local.name().to_string()),
+                    error: Some(error.to_string()),
+                    attempts: log.map(AttemptLog::attempts).unwrap_or_default(),
+                })?;
                 Ok(MethodOutput::Checkpoint(checkpoint))
             }
             Ok(other) => Ok(other),
@@ -829,31 +799,20 @@ impl RemoteMethod {
         let mut usage = checkpoint.usage.unwrap_or_default();
         usage.add(&log.usage());
         checkpoint.usage = (!usage.is_zero()).then_some(usage);
-        set_detail(
-            &mut checkpoint.details,
-            "remote",
-            Ok(json!(kind_name(self.kind))),
-        );
-        set_detail(
-            &mut checkpoint.details,
-            "written_by",
-            Ok(json!(self.local.name())),
-        );
-        set_detail(
-            &mut checkpoint.details,
-            "attempts",
-            serde_json::to_value(log.attempts()),
-        );
-        set_detail(
-            &mut checkpoint.details,
-            "native",
-            Ok(json!({
-                "provider": ResponsesCompact::NAME,
-                "endpoint": compact.url,
-                "model": native.model,
-                "output": native.native.unwrap_or(Value::Null),
-            })),
-        );
+        checkpoint.details.insert(&RemoteRecord {
+            kind: kind_name(self.kind).to_string(),
+            written_by: Some(self.local.name().to_string()),
+            ..RemoteRecord::default()
+        })?;
+        checkpoint.details.insert(&AttemptsRecord {
+            attempts: log.attempts(),
+        })?;
+        checkpoint.details.insert(&NativeRecord {
+            provider: ResponsesCompact::NAME.to_string(),
+            endpoint: compact.url.clone(),
+            model: native.model,
+            output: native.native.unwrap_or(Value::Null),
+        })?;
         Ok(MethodOutput::Checkpoint(checkpoint))
     }
 
@@ -864,7 +823,7 @@ impl RemoteMethod {
         compact: &Arc<AnthropicCompact>,
         plan: &Plan,
     ) -> Result<MethodOutput, CompactError> {
-        let input = plan.tokens.head + plan.tokens.hidden;
+        let input = plan.tokens().head + plan.tokens().hidden;
         if input < ANTHROPIC_MIN_TRIGGER {
             let error = CompactError::Unavailable {
                 method: REMOTE.to_string(),
@@ -890,32 +849,30 @@ impl RemoteMethod {
         let files = crate::files::cumulative_file_ops(plan);
         let content = crate::files::with_files_tree(&text, &files);
         let usage = log.usage();
-        let mut details = json!({});
-        set_detail(&mut details, "remote", Ok(json!(kind_name(self.kind))));
-        set_detail(
-            &mut details,
-            "attempts",
-            serde_json::to_value(log.attempts()),
-        );
-        set_detail(
-            &mut details,
-            "native",
-            Ok(json!({
-                "provider": AnthropicCompact::NAME,
-                "endpoint": compact.url,
-                "model": native.model,
-                "output": native.native.unwrap_or(Value::Null),
-            })),
-        );
-        Ok(MethodOutput::Checkpoint(abridge_compact::Checkpoint {
-            content: vec![abridge_llm::Block::text(content)],
-            short_summary: crate::transcript::clip(&text.replace('\n', " "), 300),
-            summary: text,
-            files,
-            usage: (!usage.is_zero()).then_some(usage),
-            model: Some(native.model),
-            details,
-        }))
+        let details = Details::new()
+            .with(&RemoteRecord {
+                kind: kind_name(self.kind).to_string(),
+                ..RemoteRecord::default()
+            })?
+            .with(&AttemptsRecord {
+                attempts: log.attempts(),
+            })?
+            .with(&NativeRecord {
+                provider: AnthropicCompact::NAME.to_string(),
+                endpoint: compact.url.clone(),
+                model: native.model.clone(),
+                output: native.native.unwrap_or(Value::Null),
+            })?;
+        let short = crate::transcript::clip(&text.replace('\n', " "), 300);
+        Ok(MethodOutput::Checkpoint(
+            abridge_compact::Checkpoint::new(text)
+                .with_content(vec![abridge_llm::Block::text(content)])
+                .with_short_summary(short)
+                .with_files(files)
+                .with_usage((!usage.is_zero()).then_some(usage))
+                .with_model(native.model)
+                .with_details(details),
+        ))
     }
 }
 
@@ -1052,8 +1009,8 @@ impl AnthropicCompact {
         max_tokens: u32,
     ) -> Result<Value, LlmError> {
         let mut messages: Vec<Message> = prefix.map(|p| p.system.clone()).unwrap_or_default();
-        messages.extend(plan.head.iter().map(|m| (**m).clone()));
-        messages.extend(plan.messages.iter().map(|m| (**m).clone()));
+        messages.extend(plan.head().iter().map(|m| (**m).clone()));
+        messages.extend(plan.messages().iter().map(|m| (**m).clone()));
         let mut request = Request::new(self.model.clone(), messages, Purpose::Compaction);
         request.tools = prefix.map(|p| p.tools.clone()).unwrap_or_default();
         request.max_output_tokens = Some(max_tokens);
@@ -1157,9 +1114,9 @@ impl CompactionMethod for RemoteMethod {
         REMOTE
     }
 
-    fn available(&self, context: &MethodContext) -> Availability {
+    fn available(&self) -> Availability {
         match &self.writer {
-            Writer::Soft(soft) => soft.available(context),
+            Writer::Soft(soft) => soft.available(),
             Writer::OpenAi(_) | Writer::Anthropic(_) => Availability::Ready,
         }
     }
@@ -1170,11 +1127,10 @@ impl CompactionMethod for RemoteMethod {
                 let log = AttemptLog::default();
                 match soft.run_logged(plan, &log).await {
                     Ok(MethodOutput::Checkpoint(mut checkpoint)) => {
-                        set_detail(
-                            &mut checkpoint.details,
-                            "remote",
-                            Ok(json!(kind_name(self.kind))),
-                        );
+                        checkpoint.details.insert(&RemoteRecord {
+                            kind: kind_name(self.kind).to_string(),
+                            ..RemoteRecord::default()
+                        })?;
                         Ok(MethodOutput::Checkpoint(checkpoint))
                     }
                     Ok(other) => Ok(other),

@@ -27,6 +27,7 @@ use async_trait::async_trait;
 use crate::files::cumulative_file_ops;
 use crate::files::with_files_tree;
 use crate::prompts::TURN_PREFIX_HEADING;
+use crate::record::SoftRecord;
 use crate::transcript::clip;
 
 /// The name `soft` registers under.
@@ -94,8 +95,8 @@ impl SoftMethod {
     ) -> SummaryRequest {
         let mut request = SummaryRequest::new(messages);
         request.previous = previous;
-        request.instructions = plan.instructions.clone();
-        request.extra_context = plan.extra_context.clone();
+        request.instructions = plan.instructions().map(str::to_string);
+        request.extra_context = plan.extra_context().to_vec();
         request.max_output_tokens = self.config.max_summary_tokens;
         request
     }
@@ -193,7 +194,7 @@ impl CompactionMethod for SoftMethod {
     }
 
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
-        let previous = plan.previous.as_ref().map(|p| p.summary.clone());
+        let previous = plan.previous().map(|p| p.summary.clone());
         // A turn prefix too long for one window is folded with the history
         // as one span: a separate prefix summary would merge its windows
         // through the update prompt and carry a second Goal under the
@@ -249,14 +250,13 @@ impl CompactionMethod for SoftMethod {
         let files = cumulative_file_ops(plan);
         let content = with_files_tree(&text, &files);
         let short_summary = short.unwrap_or_else(|| clip(&text.replace('\n', " "), 300));
-        Ok(MethodOutput::Checkpoint(Checkpoint {
-            content: vec![Block::text(content)],
-            summary: text,
-            short_summary,
-            files,
-            usage: (!usage.is_zero()).then_some(usage),
-            model,
-            details: serde_json::json!({ "calls": calls, "halvings": halvings }),
-        }))
+        let mut checkpoint = Checkpoint::new(text)
+            .with_content(vec![Block::text(content)])
+            .with_short_summary(short_summary)
+            .with_files(files)
+            .with_usage((!usage.is_zero()).then_some(usage))
+            .with_section(&SoftRecord { calls, halvings })?;
+        checkpoint.model = model;
+        Ok(MethodOutput::Checkpoint(checkpoint))
     }
 }

@@ -199,7 +199,15 @@ async fn handoff_replays_the_live_turn_and_lands_a_checkpoint_and_a_file() {
     let saved = std::fs::read_to_string(&file).unwrap();
     assert_eq!(saved, DOCUMENT);
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
-    assert_eq!(summary.details["save_to"], file.display().to_string());
+    assert_eq!(
+        summary
+            .details
+            .get::<HandoffRecord>()
+            .unwrap()
+            .unwrap()
+            .save_to,
+        file.display().to_string()
+    );
     assert_eq!(summary.usage.unwrap().cache_read, 2800);
     assert!(summary.summary.starts_with("## Goal\nTrailing commas"));
     let body = checkpoint_body(session.message(outcome.checkpoint_seq.unwrap()).unwrap());
@@ -222,7 +230,15 @@ async fn an_unwritable_file_does_not_stop_the_checkpoint() {
     .await
     .unwrap();
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
-    assert_eq!(summary.details["save_to"], file.display().to_string());
+    assert_eq!(
+        summary
+            .details
+            .get::<HandoffRecord>()
+            .unwrap()
+            .unwrap()
+            .save_to,
+        file.display().to_string()
+    );
     assert!(!file.exists());
 }
 

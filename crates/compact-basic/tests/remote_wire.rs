@@ -397,7 +397,7 @@ async fn remote_endpoint_request_shape() {
     assert_eq!(summary.method, REMOTE);
     assert_eq!(summary.model.as_deref(), Some("summarizer-v2"));
     assert_eq!(summary.usage.unwrap().input, 700);
-    assert_eq!(summary.details["remote"], "endpoint");
+    assert_eq!(remote_record(&summary).kind, "endpoint");
     let requests = server.received_requests().await.unwrap();
     assert_eq!(requests[0].url.path(), "/summarize");
     assert_eq!(
@@ -451,7 +451,7 @@ async fn responses_compact_keeps_the_opaque_output_for_the_same_provider() {
         .unwrap();
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
     // The text every provider sees is the local digest's.
-    assert_eq!(summary.details["written_by"], DIGEST);
+    assert_eq!(remote_record(&summary).written_by.as_deref(), Some(DIGEST));
     assert!(
         summary.summary.contains("trailing commas"),
         "{}",
@@ -464,7 +464,7 @@ async fn responses_compact_keeps_the_opaque_output_for_the_same_provider() {
     );
     let native = native_replay(&summary.details, "openai-responses").unwrap();
     assert_eq!(
-        native,
+        native.as_slice(),
         compact_answer()["output"].as_array().unwrap().as_slice()
     );
     assert_eq!(native_replay(&summary.details, "anthropic"), None);
@@ -521,14 +521,14 @@ async fn responses_compact_failure_falls_back_to_the_local_summary() {
     .await
     .unwrap();
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
-    assert_eq!(summary.details["written_by"], DIGEST);
+    assert_eq!(remote_record(&summary).written_by.as_deref(), Some(DIGEST));
     assert!(
-        summary.details["remote_error"]
-            .as_str()
+        remote_record(&summary)
+            .error
             .unwrap()
             .contains("holds no compaction item")
     );
-    assert!(summary.details.get("native").is_none());
+    assert!(!summary.details.contains::<NativeRecord>());
 }
 
 #[tokio::test]
@@ -558,16 +558,12 @@ async fn rate_limit_with_retry_after_is_waited_out_then_succeeds() {
         .await
         .unwrap();
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
-    let outcomes: Vec<&str> = summary.details["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["outcome"].as_str().unwrap())
-        .collect();
-    assert_eq!(outcomes, ["failed", "ok"]);
+    let outcomes: Vec<AttemptOutcome> = attempts(&summary).iter().map(|a| a.outcome).collect();
+    assert_eq!(outcomes, [AttemptOutcome::Failed, AttemptOutcome::Ok]);
     assert!(
-        summary.details["attempts"][0]["error"]
-            .as_str()
+        attempts(&summary)[0]
+            .error
+            .clone()
             .unwrap()
             .contains("rate limited (retry after 1.0s)")
     );
@@ -729,8 +725,9 @@ async fn overflow_in_the_providers_words_halves_the_window() {
         .await
         .unwrap();
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
-    assert_eq!(summary.details["halvings"], 1);
-    assert_eq!(summary.details["attempts"][0]["outcome"], "failed");
+    let soft = summary.details.get::<SoftRecord>().unwrap().unwrap();
+    assert_eq!(soft.halvings, 1);
+    assert_eq!(attempts(&summary)[0].outcome, AttemptOutcome::Failed);
     assert!(server.received_requests().await.unwrap().len() >= 2);
 }
 
@@ -757,10 +754,10 @@ async fn a_long_retry_after_moves_to_the_next_candidate() {
     let sent = bodies(&second).await;
     assert_eq!(sent[0]["model"], "summ-2");
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
-    let attempts = summary.details["attempts"].as_array().unwrap();
-    assert_eq!(attempts[0]["outcome"], "failed");
-    assert_eq!(attempts[0]["model"], "summ-1");
-    assert_eq!(attempts.last().unwrap()["outcome"], "ok");
+    let attempts = attempts(&summary);
+    assert_eq!(attempts[0].outcome, AttemptOutcome::Failed);
+    assert_eq!(attempts[0].model, "summ-1");
+    assert_eq!(attempts.last().unwrap().outcome, AttemptOutcome::Ok);
 }
 
 #[tokio::test]
@@ -779,8 +776,8 @@ async fn a_rejected_answer_moves_to_the_next_candidate_and_both_costs_count() {
         .await
         .unwrap();
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
-    let calls = summary.details["attempts"].as_array().unwrap().len() as u64;
-    assert_eq!(summary.details["attempts"][0]["outcome"], "rejected");
+    let calls = attempts(&summary).len() as u64;
+    assert_eq!(attempts(&summary)[0].outcome, AttemptOutcome::Rejected);
     // Every call answered with 300 uncached + 600 cached input and 40 output.
     let usage = summary.usage.unwrap();
     assert_eq!(
@@ -809,10 +806,10 @@ async fn a_failing_remote_endpoint_falls_back_to_digest() {
     .unwrap();
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
     assert_eq!(summary.method, REMOTE);
-    assert_eq!(summary.details["written_by"], DIGEST);
+    assert_eq!(remote_record(&summary).written_by.as_deref(), Some(DIGEST));
     assert!(
-        summary.details["remote_error"]
-            .as_str()
+        remote_record(&summary)
+            .error
             .unwrap()
             .contains("server error 503")
     );
@@ -838,7 +835,7 @@ async fn a_chat_completions_url_is_a_summarizer() {
     .await
     .unwrap();
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
-    assert_eq!(summary.details["remote"], "chat_completions");
+    assert_eq!(remote_record(&summary).kind, "chat_completions");
     assert_eq!(summary.summary, "## Goal\nTrailing commas in the parser.");
     assert_eq!(
         server.received_requests().await.unwrap()[0].url.path(),
@@ -961,10 +958,10 @@ async fn a_span_below_anthropics_trigger_is_never_sent() {
     .unwrap();
     assert!(server.received_requests().await.unwrap().is_empty());
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
-    assert_eq!(summary.details["written_by"], DIGEST);
+    assert_eq!(remote_record(&summary).written_by.as_deref(), Some(DIGEST));
     assert!(
-        summary.details["remote_error"]
-            .as_str()
+        remote_record(&summary)
+            .error
             .unwrap()
             .contains("below Anthropic's smallest compaction trigger of 50000")
     );
@@ -1005,7 +1002,7 @@ async fn a_key_echoed_by_the_server_never_reaches_the_log() {
         .find_map(|e| e.log().filter(|l| l.kind == TYPE_COMPACTION_SUMMARY))
         .unwrap();
     assert!(
-        last.data["details"]["remote_error"]
+        last.data["details"]["remote"]["error"]
             .as_str()
             .unwrap()
             .contains("bad key <redacted> for this account")
@@ -1107,8 +1104,12 @@ async fn a_native_answer_without_a_compaction_is_final_and_its_cost_counts() {
             1,
             "{kind:?} was sent again"
         );
-        assert_eq!(summary.details["written_by"], DIGEST, "{kind:?}");
-        let error = summary.details["remote_error"].as_str().unwrap();
+        assert_eq!(
+            remote_record(&summary).written_by.as_deref(),
+            Some(DIGEST),
+            "{kind:?}"
+        );
+        let error = remote_record(&summary).error.unwrap();
         assert!(error.contains("the answer cannot be used"), "{error}");
         assert!(error.contains("no compaction"), "{error}");
         let usage = summary.usage.unwrap();
@@ -1117,10 +1118,10 @@ async fn a_native_answer_without_a_compaction_is_final_and_its_cost_counts() {
             spent,
             "{kind:?}"
         );
-        let attempts = summary.details["remote_attempts"].as_array().unwrap();
+        let attempts = remote_record(&summary).attempts;
         assert_eq!(attempts.len(), 1, "{attempts:?}");
-        assert_eq!(attempts[0]["outcome"], "rejected");
-        assert_eq!(attempts[0]["usage"]["output"], spent.2);
+        assert_eq!(attempts[0].outcome, AttemptOutcome::Rejected);
+        assert_eq!(attempts[0].usage.unwrap().output, spent.2);
     }
 }
 
@@ -1150,4 +1151,23 @@ async fn the_chat_kind_caps_output_in_the_models_field() {
         );
         assert!(body.get(absent).is_none(), "{model}: {body}");
     }
+}
+
+/// The remote method's record of a checkpoint.
+fn remote_record(summary: &SummaryData) -> RemoteRecord {
+    summary
+        .details
+        .get::<RemoteRecord>()
+        .expect("the remote record reads back")
+        .expect("the checkpoint has a remote record")
+}
+
+/// The model calls a checkpoint's run made, from its attempts record.
+fn attempts(summary: &SummaryData) -> Vec<Attempt> {
+    summary
+        .details
+        .get::<AttemptsRecord>()
+        .expect("the attempts record reads back")
+        .expect("the checkpoint has an attempts record")
+        .attempts
 }

@@ -228,10 +228,10 @@ fn render_request(request: &Request) -> String {
 fn the_summarizer_request_shape() {
     let (session, _) = session();
     let plan = plan(&session, &policy()).unwrap();
-    assert!(plan.split_turn.is_some(), "the fixture must split a turn");
+    assert!(plan.split_turn().is_some(), "the fixture must split a turn");
     let mut request = SummaryRequest::new(plan.history().to_vec());
     request.previous = Some("## Goal\nearlier goal".into());
-    request.instructions = plan.instructions;
+    request.instructions = plan.instructions().map(str::to_string);
     request.extra_context = vec!["host note: tests live in tests/".into()];
     let built = build_summary_request("m-1", RequestMode::Transcript, &request);
     assert!(built.tools.is_empty());
@@ -378,7 +378,8 @@ fn overflow_halves_the_window_and_retries() {
     };
     let outcome = compact_soft(&mut session, &client, config).unwrap();
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
-    assert_eq!(summary.details["halvings"], 1);
+    let soft = summary.details.get::<SoftRecord>().unwrap().unwrap();
+    assert_eq!(soft.halvings, 1);
     let requests = client.requests();
     // The retry sends half of what overflowed, not the same request again.
     assert!(

@@ -4,6 +4,10 @@ use abridge_llm::LlmError;
 use abridge_llm::Usage;
 use abridge_session::Seq;
 use abridge_session::SessionError;
+use serde::Deserialize;
+use serde::Serialize;
+
+use crate::details::DetailsError;
 
 /// Why a compaction did not land.
 ///
@@ -121,31 +125,146 @@ pub enum CompactError {
         #[source]
         source: Box<CompactError>,
     },
+    /// A method's details section could not be written (or read back).
+    #[error(transparent)]
+    Details(#[from] DetailsError),
     /// Every method tried failed; each failure is listed in order.
-    #[error("every method failed: {}", failures.iter().map(|(m, e)| format!("{m}: {e}")).collect::<Vec<_>>().join("; "))]
+    #[error("every method failed: {}", failures.iter().map(|f| format!("{}: {}", f.method, f.message)).collect::<Vec<_>>().join("; "))]
     AllFailed {
-        /// `(method name, error text)` in the order tried.
-        failures: Vec<(String, String)>,
+        /// What each method did, in the order tried.
+        failures: Vec<MethodFailure>,
     },
 }
 
-impl CompactError {
-    /// A short stable name for the variant, written into
-    /// `compaction/end` events and reports.
-    pub fn kind(&self) -> &'static str {
+/// What kind of failure a [`CompactError`] or a [`MethodFailure`] is: the
+/// stable name written into `compaction/end` events and reports, and what
+/// callers match on instead of error text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`CompactError::Busy`].
+    Busy,
+    /// [`CompactError::Cancelled`].
+    Cancelled,
+    /// [`CompactError::Changed`].
+    Changed,
+    /// [`CompactError::Summary`].
+    Summary,
+    /// [`CompactError::Overflow`].
+    Overflow,
+    /// [`CompactError::Llm`].
+    Llm,
+    /// [`CompactError::NotSmaller`].
+    NotSmaller,
+    /// [`CompactError::NothingToCompact`].
+    NothingToCompact,
+    /// [`CompactError::Unavailable`], or a method that said it could not
+    /// run ([`Availability::Unavailable`](crate::Availability)).
+    Unavailable,
+    /// [`CompactError::Commit`].
+    Commit,
+    /// [`CompactError::Persistence`].
+    Persistence,
+    /// [`CompactError::Details`].
+    Details,
+    /// [`CompactError::AllFailed`].
+    AllFailed,
+    /// A method named in the order that could not be built (no model, no
+    /// endpoint configured). Only in a [`MethodFailure`]: it never ran.
+    NotConfigured,
+    /// A method passed over on purpose (its result would not have
+    /// helped, e.g. a slow method while the breaker is open). Only in a
+    /// [`MethodFailure`]: it never ran.
+    Skipped,
+}
+
+impl ErrorKind {
+    /// The snake_case name, as serialized.
+    pub fn as_str(self) -> &'static str {
         match self {
-            CompactError::Busy { .. } => "busy",
-            CompactError::Cancelled { .. } => "cancelled",
-            CompactError::Changed { .. } => "changed",
-            CompactError::Summary { .. } => "summary",
-            CompactError::Overflow { .. } => "overflow",
-            CompactError::Llm { .. } => "llm",
-            CompactError::NotSmaller { .. } => "not_smaller",
-            CompactError::NothingToCompact { .. } => "nothing_to_compact",
-            CompactError::Unavailable { .. } => "unavailable",
-            CompactError::Commit { .. } => "commit",
-            CompactError::Persistence(_) => "persistence",
-            CompactError::AllFailed { .. } => "all_failed",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Changed => "changed",
+            ErrorKind::Summary => "summary",
+            ErrorKind::Overflow => "overflow",
+            ErrorKind::Llm => "llm",
+            ErrorKind::NotSmaller => "not_smaller",
+            ErrorKind::NothingToCompact => "nothing_to_compact",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Commit => "commit",
+            ErrorKind::Persistence => "persistence",
+            ErrorKind::Details => "details",
+            ErrorKind::AllFailed => "all_failed",
+            ErrorKind::NotConfigured => "not_configured",
+            ErrorKind::Skipped => "skipped",
+        }
+    }
+
+    /// True when the method never ran: it was not configured, could not
+    /// run, or was passed over. Reports list these apart from real
+    /// failures.
+    pub fn is_skip(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::NotConfigured | ErrorKind::Unavailable | ErrorKind::Skipped
+        )
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One method that did not land in a pass: which, what kind of failure,
+/// and the message for people.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MethodFailure {
+    /// The method's name.
+    pub method: String,
+    /// What kind of failure; match on this, not on `message`.
+    pub kind: ErrorKind,
+    /// What happened, for people.
+    pub message: String,
+}
+
+impl MethodFailure {
+    /// A failure of `kind` with `message`.
+    pub fn new(method: impl Into<String>, kind: ErrorKind, message: impl Into<String>) -> Self {
+        MethodFailure {
+            method: method.into(),
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The failure `error` describes, met by `method`.
+    pub fn from_error(method: impl Into<String>, error: &CompactError) -> Self {
+        MethodFailure::new(method, error.kind(), error.to_string())
+    }
+}
+
+impl CompactError {
+    /// What kind of failure this is, written into `compaction/end`
+    /// events and reports. Usage attached with [`with_usage`](Self::with_usage)
+    /// does not change it.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            CompactError::Busy { .. } => ErrorKind::Busy,
+            CompactError::Cancelled { .. } => ErrorKind::Cancelled,
+            CompactError::Changed { .. } => ErrorKind::Changed,
+            CompactError::Summary { .. } => ErrorKind::Summary,
+            CompactError::Overflow { .. } => ErrorKind::Overflow,
+            CompactError::Llm { .. } => ErrorKind::Llm,
+            CompactError::NotSmaller { .. } => ErrorKind::NotSmaller,
+            CompactError::NothingToCompact { .. } => ErrorKind::NothingToCompact,
+            CompactError::Unavailable { .. } => ErrorKind::Unavailable,
+            CompactError::Commit { .. } => ErrorKind::Commit,
+            CompactError::Persistence(_) => ErrorKind::Persistence,
+            CompactError::Details(_) => ErrorKind::Details,
+            CompactError::AllFailed { .. } => ErrorKind::AllFailed,
             CompactError::Spent { source, .. } => source.kind(),
         }
     }
@@ -238,9 +357,12 @@ mod tests {
             error.to_string(),
             "method digest: checkpoint costs 900 tokens but hides only 800; rejected"
         );
-        assert_eq!(error.kind(), "not_smaller");
+        assert_eq!(error.kind(), ErrorKind::NotSmaller);
         let all = CompactError::AllFailed {
-            failures: vec![("soft".into(), "x".into()), ("digest".into(), "y".into())],
+            failures: vec![
+                MethodFailure::new("soft", ErrorKind::Summary, "x"),
+                MethodFailure::new("digest", ErrorKind::NotSmaller, "y"),
+            ],
         };
         assert_eq!(all.to_string(), "every method failed: soft: x; digest: y");
     }
@@ -254,10 +376,14 @@ mod tests {
                 message: "too long".into(),
             },
         );
-        assert_eq!(error.kind(), "overflow");
+        assert_eq!(error.kind(), ErrorKind::Overflow);
         assert_eq!(
             CompactError::from_llm("soft", LlmError::Cancelled).kind(),
-            "cancelled"
+            ErrorKind::Cancelled
+        );
+        assert_eq!(
+            serde_json::to_value(ErrorKind::NothingToCompact).unwrap(),
+            "nothing_to_compact"
         );
     }
 }

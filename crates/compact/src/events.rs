@@ -14,8 +14,9 @@ use abridge_session::Session;
 use serde::Deserialize;
 use serde::Serialize;
 
-use crate::method::FileOps;
-use crate::plan::Span;
+use crate::details::Details;
+use crate::types::FileOps;
+use crate::types::Span;
 
 /// Event type that opens a compaction (the lock).
 pub const TYPE_COMPACTION_START: &str = "compaction/start";
@@ -32,7 +33,7 @@ pub struct StartData {
     /// The method about to run.
     pub method: String,
     /// Why it runs.
-    pub trigger: crate::method::Trigger,
+    pub trigger: crate::types::Trigger,
     /// Surface positions planned, inclusive.
     pub span: Span,
     /// The first and last seq of the span.
@@ -74,9 +75,9 @@ pub struct SummaryData {
     /// For rewrites: the targets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rewrites: Vec<Seq>,
-    /// Method-specific data.
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub details: serde_json::Value,
+    /// The method's own record, as typed sections.
+    #[serde(default, skip_serializing_if = "Details::is_empty")]
+    pub details: Details,
 }
 
 /// How a compaction ended.
@@ -162,7 +163,7 @@ pub fn unmatched_starts(session: &Session) -> Vec<UnmatchedStart> {
         .map(|(id, seq)| UnmatchedStart {
             compaction_id: id.to_string(),
             seq,
-            live: crate::txn::is_live(id),
+            live: session.leases().is_held(id),
         })
         .collect();
     out.sort_by_key(|u| u.seq);

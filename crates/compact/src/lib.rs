@@ -54,7 +54,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use abridge_compact::*;
-//! use abridge_llm::{Block, Message};
+//! use abridge_llm::Message;
 //! use abridge_session::Session;
 //!
 //! let mut session = Session::in_memory("demo");
@@ -66,15 +66,10 @@
 //! let plan = plan(&session, &policy).expect("something to compact");
 //! let ticket = begin(&mut session, plan, "example")?;
 //! // ... a method runs here, with no borrow of the session ...
-//! let output = MethodOutput::Checkpoint(Checkpoint {
-//!     content: vec![Block::text("The user sent six requests; all answered.")],
-//!     summary: "six requests answered".into(),
-//!     short_summary: "Six requests were answered.".into(),
-//!     files: FileOps::default(),
-//!     usage: None,
-//!     model: None,
-//!     details: serde_json::Value::Null,
-//! });
+//! let output = MethodOutput::Checkpoint(
+//!     Checkpoint::new("The user sent six requests; all answered.")
+//!         .with_short_summary("Six requests were answered."),
+//! );
 //! let outcome = commit(&mut session, ticket, output)?;
 //! assert!(outcome.tokens_after < outcome.tokens_before);
 //! assert!(check_invariants(&session).is_ok());
@@ -82,21 +77,30 @@
 //! ```
 
 mod check;
+mod details;
 mod error;
 mod events;
 mod frame;
 mod hooks;
 mod method;
 mod plan;
+mod planner;
+mod policy;
 mod run;
 mod service;
 mod summarizer;
 mod txn;
+mod types;
 
 pub use check::InvariantReport;
 pub use check::Violation;
 pub use check::check_invariants;
+pub use details::DetailSection;
+pub use details::Details;
+pub use details::DetailsError;
 pub use error::CompactError;
+pub use error::ErrorKind;
+pub use error::MethodFailure;
 pub use events::EndData;
 pub use events::EndStatus;
 pub use events::StartData;
@@ -120,27 +124,21 @@ pub use hooks::NoHooks;
 pub use method::Availability;
 pub use method::Checkpoint;
 pub use method::CompactionMethod;
-pub use method::FileAccess;
-pub use method::FileOps;
-pub use method::MethodContext;
 pub use method::MethodOutput;
 pub use method::Rewrite;
-pub use method::Trigger;
-pub use plan::DEFAULT_KEEP_RECENT_TOKENS;
 pub use plan::Plan;
 pub use plan::PlanTokens;
-pub use plan::Policy;
 pub use plan::PreviousCheckpoint;
-pub use plan::Span;
 pub use plan::SplitTurn;
-pub use plan::plan;
-pub use plan::plan_maximal;
-pub use plan::plan_region;
-pub use plan::plan_with_keep;
-pub use plan::scale_keep;
+pub use planner::plan;
+pub use planner::plan_maximal;
+pub use planner::plan_region;
+pub use planner::plan_with_keep;
+pub use policy::DEFAULT_KEEP_RECENT_TOKENS;
+pub use policy::Policy;
+pub use policy::scale_keep;
 pub use run::Target;
 pub use run::attempt;
-pub use run::build_context;
 pub use run::compact_session;
 pub use run::compact_session_with;
 pub use run::plan_for;
@@ -171,3 +169,14 @@ pub use txn::abort;
 pub use txn::begin;
 pub use txn::close_stale;
 pub use txn::commit;
+pub use types::FileAccess;
+pub use types::FileOps;
+pub use types::Span;
+pub use types::Trigger;
+
+/// `docs/writing-a-compaction-method.md`, compiled and run with the crate's
+/// doctests so the walkthrough a backend author follows cannot drift from
+/// the code.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/writing-a-compaction-method.md")]
+pub struct WritingACompactionMethod;

@@ -1,6 +1,5 @@
 //! The `CompactionMethod` trait and what a method returns.
 
-use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -9,118 +8,22 @@ use abridge_llm::Message;
 use abridge_llm::Usage;
 use abridge_session::Seq;
 use async_trait::async_trait;
-use serde::Deserialize;
-use serde::Serialize;
 
+use crate::details::DetailSection;
+use crate::details::Details;
 use crate::error::CompactError;
 use crate::plan::Plan;
 use crate::service::Outcome;
-
-/// Why a compaction was asked for. Methods and hooks may behave
-/// differently per trigger (an overflow wants the most reduction, idle
-/// time allows a slow model).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Trigger {
-    /// The context crossed the threshold between turns.
-    Threshold,
-    /// The context crossed the threshold inside a turn (between tool
-    /// calls): the cut will likely split the turn.
-    MidTurn,
-    /// The provider refused a request as too large.
-    Overflow,
-    /// The model's answer was cut by the output limit because the context
-    /// left too little room.
-    IncompleteOutput,
-    /// The user is away; there is time for a slow, careful method.
-    Idle,
-    /// Someone asked (a command, an API call).
-    Manual,
-}
-
-impl Trigger {
-    /// The snake_case name used in events.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Trigger::Threshold => "threshold",
-            Trigger::MidTurn => "mid_turn",
-            Trigger::Overflow => "overflow",
-            Trigger::IncompleteOutput => "incomplete_output",
-            Trigger::Idle => "idle",
-            Trigger::Manual => "manual",
-        }
-    }
-}
-
-/// What a file operation did to a path, for the `<files>` list a
-/// checkpoint carries forward.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FileAccess {
-    /// Only read.
-    Read,
-    /// Only written (created, edited, patched).
-    Write,
-    /// Both.
-    ReadWrite,
-}
-
-impl FileAccess {
-    /// Combines two accesses to the same path.
-    pub fn merge(self, other: FileAccess) -> FileAccess {
-        if self == other {
-            self
-        } else {
-            FileAccess::ReadWrite
-        }
-    }
-
-    /// The mark shown in a `<files>` list.
-    pub fn mark(self) -> &'static str {
-        match self {
-            FileAccess::Read => "read",
-            FileAccess::Write => "write",
-            FileAccess::ReadWrite => "read-write",
-        }
-    }
-}
-
-/// The files a stretch of history touched, cumulative across checkpoints
-/// (each checkpoint merges the previous one's), path to access, sorted.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct FileOps {
-    /// Path to what was done to it.
-    pub paths: BTreeMap<String, FileAccess>,
-}
-
-impl FileOps {
-    /// Records one access.
-    pub fn record(&mut self, path: impl Into<String>, access: FileAccess) {
-        let path = path.into();
-        let merged = match self.paths.get(&path) {
-            Some(old) => old.merge(access),
-            None => access,
-        };
-        self.paths.insert(path, merged);
-    }
-
-    /// Merges another set into this one.
-    pub fn merge(&mut self, other: &FileOps) {
-        for (path, access) in &other.paths {
-            self.record(path.clone(), *access);
-        }
-    }
-
-    /// True when no file was touched.
-    pub fn is_empty(&self) -> bool {
-        self.paths.is_empty()
-    }
-}
+use crate::types::FileOps;
 
 /// A checkpoint: the message that will replace the planned span, and
 /// what the log records about it.
+///
+/// Built with [`Checkpoint::new`] and the `with_*` setters, so a method
+/// says only what it has (a summary, and perhaps images, files, the cost);
+/// the fields are public to read.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Checkpoint {
     /// What the model will see, without framing: commit wraps it in the
     /// checkpoint framing (see [`frame_checkpoint`](crate::frame_checkpoint)).
@@ -137,8 +40,90 @@ pub struct Checkpoint {
     pub usage: Option<Usage>,
     /// The model that wrote it, when one did.
     pub model: Option<String>,
-    /// Method-specific data for the log (window count, archive ids, ...).
-    pub details: serde_json::Value,
+    /// Method-specific record for the log (window count, archive, native
+    /// items), as typed sections.
+    pub details: Details,
+}
+
+/// The longest default short summary, in characters.
+const SHORT_SUMMARY_CHARS: usize = 240;
+
+impl Checkpoint {
+    /// A checkpoint the model reads as `summary`'s text. The short summary
+    /// defaults to the summary's first line (cut to 240 characters); no
+    /// files, no cost, no details until set.
+    pub fn new(summary: impl Into<String>) -> Self {
+        let summary = summary.into();
+        let short_summary = default_short_summary(&summary);
+        Checkpoint {
+            content: vec![Block::text(summary.clone())],
+            summary,
+            short_summary,
+            files: FileOps::default(),
+            usage: None,
+            model: None,
+            details: Details::new(),
+        }
+    }
+
+    /// Shows the model `content` instead of the summary's text (frames,
+    /// a summary with images).
+    pub fn with_content(mut self, content: Vec<Block>) -> Self {
+        self.content = content;
+        self
+    }
+
+    /// Sets the UI line.
+    pub fn with_short_summary(mut self, short_summary: impl Into<String>) -> Self {
+        self.short_summary = short_summary.into();
+        self
+    }
+
+    /// Sets the cumulative file operations.
+    pub fn with_files(mut self, files: FileOps) -> Self {
+        self.files = files;
+        self
+    }
+
+    /// Sets what producing the checkpoint cost (`None`: no model was
+    /// called).
+    pub fn with_usage(mut self, usage: Option<Usage>) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// Names the model that wrote it.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Replaces the method-specific record.
+    pub fn with_details(mut self, details: Details) -> Self {
+        self.details = details;
+        self
+    }
+
+    /// Adds one typed section to the method-specific record.
+    ///
+    /// # Errors
+    /// [`CompactError::Details`] when the section does not serialize.
+    pub fn with_section<T: DetailSection>(mut self, section: &T) -> Result<Self, CompactError> {
+        self.details.insert(section)?;
+        Ok(self)
+    }
+}
+
+fn default_short_summary(summary: &str) -> String {
+    let line = summary
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    match line.char_indices().nth(SHORT_SUMMARY_CHARS) {
+        Some((cut, _)) => format!("{}...", &line[..cut]),
+        None => line.to_string(),
+    }
 }
 
 /// New content for one visible tool result.
@@ -160,24 +145,9 @@ pub enum MethodOutput {
     Rewrites {
         /// The rewrites, in any order; each target must be visible.
         rewrites: Vec<Rewrite>,
-        /// Method-specific data for the log.
-        details: serde_json::Value,
+        /// Method-specific record for the log.
+        details: Details,
     },
-}
-
-/// What a method may check before it is run.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MethodContext {
-    /// The model the next turn will use, if known.
-    pub model: Option<String>,
-    /// Its context window in tokens, if known.
-    pub window: Option<u64>,
-    /// The figure to act on right now.
-    pub tokens: u64,
-    /// The threshold the trigger compares against, if any.
-    pub threshold: Option<u64>,
-    /// Why compaction was asked for.
-    pub trigger: Option<Trigger>,
 }
 
 /// Whether a method can run now.
@@ -232,8 +202,10 @@ pub trait CompactionMethod: Send + Sync + Debug {
     /// events and matched by `--method`.
     fn name(&self) -> &str;
 
-    /// Whether the method can run in `context`. The default is `Ready`.
-    fn available(&self, _context: &MethodContext) -> Availability {
+    /// Whether the method can run now (a model is configured, a key is
+    /// set). The default is `Ready`. It must be cheap and must not call
+    /// out: it is asked before every attempt.
+    fn available(&self) -> Availability {
         Availability::Ready
     }
 
@@ -255,8 +227,8 @@ impl<T: CompactionMethod + ?Sized> CompactionMethod for Arc<T> {
     fn name(&self) -> &str {
         (**self).name()
     }
-    fn available(&self, context: &MethodContext) -> Availability {
-        (**self).available(context)
+    fn available(&self) -> Availability {
+        (**self).available()
     }
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
         (**self).run(plan).await
@@ -271,32 +243,13 @@ impl<T: CompactionMethod + ?Sized> CompactionMethod for Box<T> {
     fn name(&self) -> &str {
         (**self).name()
     }
-    fn available(&self, context: &MethodContext) -> Availability {
-        (**self).available(context)
+    fn available(&self) -> Availability {
+        (**self).available()
     }
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
         (**self).run(plan).await
     }
     async fn committed(&self, output: &MethodOutput, outcome: &Outcome) {
         (**self).committed(output, outcome).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn file_access_merges_to_read_write() {
-        let mut ops = FileOps::default();
-        ops.record("a.rs", FileAccess::Read);
-        ops.record("a.rs", FileAccess::Write);
-        ops.record("b.rs", FileAccess::Write);
-        assert_eq!(ops.paths["a.rs"], FileAccess::ReadWrite);
-        assert_eq!(ops.paths["b.rs"], FileAccess::Write);
-        assert_eq!(
-            serde_json::to_string(&ops).unwrap(),
-            r#"{"a.rs":"read_write","b.rs":"write"}"#
-        );
     }
 }

@@ -1,128 +1,19 @@
-//! Planning: which span of the surface to compact.
+//! The [`Plan`]: an owned snapshot of what one compaction replaces, and
+//! the figures a method reads from it.
 //!
-//! # Rules
-//!
-//! - **Head-anchored.** The span starts right after any leading system or
-//!   developer messages (standing instructions are never compacted), so a
-//!   previous checkpoint, which sits there, is folded into the next one.
-//! - **Retention walk.** From the newest message backwards, whole units are
-//!   kept while they fit in `keep_recent_tokens` (divided by the reported /
-//!   estimated ratio when it is above 1); the newest unit is always kept.
-//! - **Units.** A cut is allowed only where the running balance of tool
-//!   calls minus tool results is zero: an assistant message and all of its
-//!   results form one unit. A result whose call is nowhere on the surface
-//!   (a damaged import) is ignored for balancing rather than blocking every
-//!   cut.
-//! - **Split turns.** When the kept part begins inside a turn (its first
-//!   message is not a user message), the plan says where that turn began,
-//!   so a summarizer can describe the turn's start separately.
+//! A method sees the plan only through accessors, so the seam can add what
+//! the transaction needs without breaking a backend.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
-use abridge_llm::Role;
 use abridge_llm::SharedMessage;
-use abridge_meter::EstimateCounter;
 use abridge_meter::TokenCounter;
 use abridge_session::Seq;
-use abridge_session::Session;
-use abridge_session::SurfaceOp;
-use serde::Deserialize;
-use serde::Serialize;
 
-use crate::error::CompactError;
-use crate::frame::checkpoint_body;
-use crate::method::FileOps;
-use crate::method::Trigger;
-
-/// How many of the newest tokens a compaction keeps verbatim by default.
-pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
-
-/// An inclusive span of surface positions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Span {
-    /// First position, inclusive.
-    pub start: usize,
-    /// Last position, inclusive.
-    pub end: usize,
-}
-
-impl Span {
-    /// Number of positions.
-    pub fn len(&self) -> usize {
-        self.end + 1 - self.start
-    }
-
-    /// Never true: a span holds at least one position. Present for
-    /// symmetry with `len`.
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-}
-
-/// What to keep and how to count.
-#[derive(Debug, Clone)]
-pub struct Policy {
-    /// Newest tokens kept verbatim (whole units). Default
-    /// [`DEFAULT_KEEP_RECENT_TOKENS`]. Zero keeps only the newest unit.
-    pub keep_recent_tokens: u64,
-    /// Reported/estimated ratio to scale `keep_recent_tokens` by; `None`
-    /// asks the counter.
-    pub reported_ratio: Option<f64>,
-    /// The one counter for trigger, walk, shrink check and success check.
-    pub counter: Arc<dyn TokenCounter>,
-    /// What the user asked the checkpoint to focus on.
-    pub instructions: Option<String>,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Policy::new(Arc::new(EstimateCounter::new()))
-    }
-}
-
-impl Policy {
-    /// Defaults, counting with `counter`.
-    pub fn new(counter: Arc<dyn TokenCounter>) -> Self {
-        Policy {
-            keep_recent_tokens: DEFAULT_KEEP_RECENT_TOKENS,
-            reported_ratio: None,
-            counter,
-            instructions: None,
-        }
-    }
-
-    /// Sets `keep_recent_tokens`.
-    pub fn with_keep_recent_tokens(mut self, tokens: u64) -> Self {
-        self.keep_recent_tokens = tokens;
-        self
-    }
-
-    /// Sets the focus instructions.
-    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
-        self.instructions = Some(instructions.into());
-        self
-    }
-
-    /// `keep_recent_tokens` scaled down by the reported/estimated ratio when
-    /// the provider counts more than we estimate (so the kept part really
-    /// costs what was asked); never scaled up.
-    pub fn effective_keep(&self, session: &Session) -> u64 {
-        let ratio = self
-            .reported_ratio
-            .unwrap_or_else(|| self.counter.reported_ratio(session));
-        scale_keep(self.keep_recent_tokens, ratio)
-    }
-}
-
-/// `keep / ratio` when `ratio > 1` (and finite), else `keep`.
-pub fn scale_keep(keep: u64, ratio: f64) -> u64 {
-    if ratio.is_finite() && ratio > 1.0 {
-        (keep as f64 / ratio).floor() as u64
-    } else {
-        keep
-    }
-}
+use crate::details::Details;
+use crate::types::FileOps;
+use crate::types::Span;
+use crate::types::Trigger;
 
 /// The checkpoint at the head of the span, which the new one must merge.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,9 +25,9 @@ pub struct PreviousCheckpoint {
     pub summary: String,
     /// Its cumulative file operations.
     pub files: FileOps,
-    /// Its method's details (a digest keeps its state here to continue
-    /// it); `Null` when unknown.
-    pub details: serde_json::Value,
+    /// Its method's record (a digest keeps its state here to continue
+    /// it); empty when unknown.
+    pub details: Details,
 }
 
 /// The kept part begins inside a turn.
@@ -165,48 +56,150 @@ pub struct PlanTokens {
 #[non_exhaustive]
 pub struct Plan {
     /// The session's id.
-    pub session_id: String,
+    pub(crate) session_id: String,
     /// Surface positions to replace, inclusive.
-    pub span: Span,
+    pub(crate) span: Span,
     /// The seqs at those positions, in order.
-    pub seqs: Vec<Seq>,
+    pub(crate) seqs: Vec<Seq>,
     /// Their messages, in order.
-    pub messages: Vec<SharedMessage>,
+    pub(crate) messages: Vec<SharedMessage>,
     /// What each of `messages` costs, by `counter`, counted when planned:
     /// the plan holds no session, so a method reads the costs here rather
     /// than counting the messages again.
-    pub message_costs: Vec<u64>,
+    pub(crate) message_costs: Vec<u64>,
     /// Leading system/developer messages, never compacted.
-    pub head: Vec<SharedMessage>,
+    pub(crate) head: Vec<SharedMessage>,
     /// Messages after the span, kept verbatim.
-    pub kept: Vec<SharedMessage>,
+    pub(crate) kept: Vec<SharedMessage>,
     /// Their seqs.
-    pub kept_seqs: Vec<Seq>,
+    pub(crate) kept_seqs: Vec<Seq>,
     /// What each of `kept` costs, as [`message_costs`](Self::message_costs).
-    pub kept_costs: Vec<u64>,
+    pub(crate) kept_costs: Vec<u64>,
     /// The checkpoint at the span's head, if any.
-    pub previous: Option<PreviousCheckpoint>,
+    pub(crate) previous: Option<PreviousCheckpoint>,
     /// Set when the cut falls inside a turn.
-    pub split_turn: Option<SplitTurn>,
+    pub(crate) split_turn: Option<SplitTurn>,
     /// Surface generation when planned.
-    pub generation: u64,
-    /// Surface length when planned.
-    pub surface_len: usize,
+    pub(crate) generation: u64,
     /// Token figures.
-    pub tokens: PlanTokens,
+    pub(crate) tokens: PlanTokens,
     /// Why compaction runs.
-    pub trigger: Trigger,
+    pub(crate) trigger: Trigger,
     /// Focus instructions from the user.
-    pub instructions: Option<String>,
+    pub(crate) instructions: Option<String>,
     /// Extra context supplied by hooks while compacting.
-    pub extra_context: Vec<String>,
+    pub(crate) extra_context: Vec<String>,
     /// Text hooks asked to carry into the checkpoint verbatim.
-    pub preserve: Vec<String>,
+    pub(crate) preserve: Vec<String>,
     /// The counter every figure came from; methods measure with it too.
-    pub counter: Arc<dyn TokenCounter>,
+    pub(crate) counter: Arc<dyn TokenCounter>,
 }
 
 impl Plan {
+    /// The session's id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// Surface positions to replace, inclusive.
+    pub fn span(&self) -> Span {
+        self.span
+    }
+
+    /// The seqs of the span's messages, in order: what rewrites target.
+    pub fn seqs(&self) -> &[Seq] {
+        &self.seqs
+    }
+
+    /// The span's messages, in order.
+    pub fn messages(&self) -> &[SharedMessage] {
+        &self.messages
+    }
+
+    /// What each of [`messages`](Self::messages) costs, counted when
+    /// planned: a method reads costs here rather than counting again.
+    pub fn message_costs(&self) -> &[u64] {
+        &self.message_costs
+    }
+
+    /// Leading system and developer messages, never compacted: the
+    /// standing instructions a summarizer may need to understand the span.
+    pub fn head(&self) -> &[SharedMessage] {
+        &self.head
+    }
+
+    /// The messages after the span, kept verbatim.
+    pub fn kept(&self) -> &[SharedMessage] {
+        &self.kept
+    }
+
+    /// The seqs of [`kept`](Self::kept).
+    pub fn kept_seqs(&self) -> &[Seq] {
+        &self.kept_seqs
+    }
+
+    /// What each of [`kept`](Self::kept) costs.
+    pub fn kept_costs(&self) -> &[u64] {
+        &self.kept_costs
+    }
+
+    /// The checkpoint at the span's head, which a new checkpoint must
+    /// fold in.
+    pub fn previous(&self) -> Option<&PreviousCheckpoint> {
+        self.previous.as_ref()
+    }
+
+    /// Set when the cut falls inside a turn.
+    pub fn split_turn(&self) -> Option<SplitTurn> {
+        self.split_turn
+    }
+
+    /// Token figures of the span, the kept part and the head.
+    pub fn tokens(&self) -> PlanTokens {
+        self.tokens
+    }
+
+    /// Why compaction runs.
+    pub fn trigger(&self) -> Trigger {
+        self.trigger
+    }
+
+    /// What the user asked the checkpoint to focus on.
+    pub fn instructions(&self) -> Option<&str> {
+        self.instructions.as_deref()
+    }
+
+    /// Extra context hooks supplied while compacting, for the prompt.
+    pub fn extra_context(&self) -> &[String] {
+        &self.extra_context
+    }
+
+    /// Text hooks asked to carry into the checkpoint verbatim.
+    pub fn preserve(&self) -> &[String] {
+        &self.preserve
+    }
+
+    /// The counter every figure came from; methods measure with it too.
+    pub fn counter(&self) -> &Arc<dyn TokenCounter> {
+        &self.counter
+    }
+
+    /// Surface generation when planned: commit compares it to detect a
+    /// surface that changed under the method.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Adds context for the prompt (what a `while` hook supplies).
+    pub fn add_extra_context(&mut self, context: impl Into<String>) {
+        self.extra_context.push(context.into());
+    }
+
+    /// Adds text to carry into the checkpoint verbatim.
+    pub fn add_preserve(&mut self, text: impl Into<String>) {
+        self.preserve.push(text.into());
+    }
+
     /// The hidden messages after the previous checkpoint and before a split
     /// turn's prefix: what an update summary adds to the previous one.
     pub fn history(&self) -> &[SharedMessage] {
@@ -230,347 +223,5 @@ impl Plan {
     /// for messages the plan does not hold a cost for).
     pub fn count(&self, message: &abridge_llm::Message) -> u64 {
         self.counter.message_tokens(message)
-    }
-}
-
-/// The leading system and developer messages: never compacted.
-fn head_len(session: &Session) -> usize {
-    session
-        .surface()
-        .seqs()
-        .iter()
-        .take_while(|seq| {
-            session
-                .message(**seq)
-                .is_some_and(|m| matches!(m.role, Role::System | Role::Developer))
-        })
-        .count()
-}
-
-/// Plans a compaction under `policy`, or `None` when nothing can be
-/// compacted (everything fits the retention budget, or the span would hide
-/// only the previous checkpoint).
-///
-/// Costs O(kept part) token lookups plus O(span) pointer copies; with a
-/// counter that caches per message (as the meter does), planning again
-/// after one append is cheap.
-pub fn plan(session: &Session, policy: &Policy) -> Option<Plan> {
-    plan_with_keep(
-        session,
-        policy,
-        policy.effective_keep(session),
-        Trigger::Threshold,
-    )
-}
-
-/// Plans the most reduction possible: keep only the newest unit. Used to
-/// recover from an overflow.
-pub fn plan_maximal(session: &Session, policy: &Policy) -> Option<Plan> {
-    plan_with_keep(session, policy, 0, Trigger::Overflow)
-}
-
-/// Plans with an explicit retention budget (already scaled).
-pub fn plan_with_keep(
-    session: &Session,
-    policy: &Policy,
-    keep: u64,
-    trigger: Trigger,
-) -> Option<Plan> {
-    let surface = session.surface().seqs();
-    let head = head_len(session);
-    if surface.len() < head + 2 {
-        return None;
-    }
-    let cut = retention_cut(session, policy, head, keep)?;
-    if cut <= head {
-        return None;
-    }
-    let span = Span {
-        start: head,
-        end: cut - 1,
-    };
-    if span.len() == 1 && is_checkpoint_seq(session, surface[head]) {
-        return None;
-    }
-    Some(build(session, policy, span, trigger))
-}
-
-/// Plans a caller-chosen span (for `compact_region`).
-///
-/// # Errors
-/// [`CompactError::Commit`] when the span is off the surface or splits a
-/// tool call from its result.
-pub fn plan_region(session: &Session, policy: &Policy, span: Span) -> Result<Plan, CompactError> {
-    let surface = session.surface().seqs();
-    if span.start > span.end || span.end >= surface.len() {
-        return Err(CompactError::Commit {
-            reason: format!(
-                "span {}..={} is not on the surface of {} messages",
-                span.start,
-                span.end,
-                surface.len()
-            ),
-        });
-    }
-    let messages: Vec<&SharedMessage> = surface
-        .iter()
-        .filter_map(|seq| session.message(*seq))
-        .collect();
-    let mut calls: HashSet<&str> = HashSet::new();
-    for message in &messages[span.start..=span.end] {
-        calls.extend(message.tool_calls().map(|(id, _, _)| id));
-    }
-    let all_calls: HashSet<&str> = messages
-        .iter()
-        .flat_map(|m| m.tool_calls().map(|(id, _, _)| id))
-        .collect();
-    for (offset, message) in messages[span.start..=span.end].iter().enumerate() {
-        if let Some((id, _, _)) = message.tool_result_block()
-            && !calls.contains(id)
-            && all_calls.contains(id)
-        {
-            return Err(CompactError::Commit {
-                reason: format!(
-                    "span {}..={} splits call {id} from its result at position {}",
-                    span.start,
-                    span.end,
-                    span.start + offset
-                ),
-            });
-        }
-    }
-    for (offset, message) in messages[span.end + 1..].iter().enumerate() {
-        if let Some((id, _, _)) = message.tool_result_block()
-            && calls.contains(id)
-        {
-            return Err(CompactError::Commit {
-                reason: format!(
-                    "span {}..={} splits call {id} from its result at position {}",
-                    span.start,
-                    span.end,
-                    span.end + 1 + offset
-                ),
-            });
-        }
-    }
-    Ok(build(session, policy, span, Trigger::Manual))
-}
-
-fn is_checkpoint_seq(session: &Session, seq: Seq) -> bool {
-    session
-        .event(seq)
-        .and_then(|e| e.message_event())
-        .is_some_and(|m| matches!(m.op, SurfaceOp::Replace { .. }))
-}
-
-/// The first kept position: walk back from the newest message, keeping
-/// whole units while they fit in `keep`, always at least one.
-fn retention_cut(session: &Session, policy: &Policy, head: usize, keep: u64) -> Option<usize> {
-    let surface = session.surface().seqs();
-    let mut ignore: HashSet<String> = HashSet::new();
-    for _attempt in 0..2 {
-        let mut pending: HashSet<&str> = HashSet::new();
-        let mut kept = 0u64;
-        let mut cut: Option<usize> = None;
-        for index in (head..surface.len()).rev() {
-            let seq = surface[index];
-            let message = session.message(seq)?;
-            kept += policy.counter.seq_tokens(session, seq);
-            if let Some((id, _, _)) = message.tool_result_block()
-                && !ignore.contains(id)
-            {
-                pending.insert(id);
-            }
-            for (id, _, _) in message.tool_calls() {
-                pending.remove(id);
-            }
-            if !pending.is_empty() {
-                continue;
-            }
-            if cut.is_none() || kept <= keep {
-                cut = Some(index);
-            }
-            if kept > keep {
-                break;
-            }
-        }
-        if cut.is_some() || pending.is_empty() {
-            return cut;
-        }
-        // Results whose calls are not on the surface: ignore them and walk
-        // again, rather than refusing every cut.
-        ignore = pending.iter().map(|s| (*s).to_string()).collect();
-    }
-    None
-}
-
-fn build(session: &Session, policy: &Policy, span: Span, trigger: Trigger) -> Plan {
-    let surface = session.surface();
-    let all = surface.seqs();
-    // The messages at `seqs`, with what each costs.
-    let priced = |seqs: &[Seq]| -> (Vec<SharedMessage>, Vec<u64>) {
-        seqs.iter()
-            .filter_map(|&seq| {
-                let message = session.message(seq)?.clone();
-                Some((message, policy.counter.seq_tokens(session, seq)))
-            })
-            .unzip()
-    };
-    let seqs = all[span.start..=span.end].to_vec();
-    let (messages, message_costs) = priced(&seqs);
-    let kept_seqs = all[span.end + 1..].to_vec();
-    let (kept, kept_costs) = priced(&kept_seqs);
-    let (head, head_costs) = priced(&all[..span.start]);
-    let previous = previous_checkpoint(session, seqs[0]);
-    let split_turn = split_turn(&messages, kept.first(), previous.is_some());
-    let tokens = PlanTokens {
-        hidden: message_costs.iter().sum(),
-        kept: kept_costs.iter().sum(),
-        head: head_costs.iter().sum(),
-    };
-    Plan {
-        session_id: session.header().session_id.clone(),
-        span,
-        seqs,
-        messages,
-        message_costs,
-        head,
-        kept,
-        kept_seqs,
-        kept_costs,
-        previous,
-        split_turn,
-        generation: surface.generation(),
-        surface_len: all.len(),
-        tokens,
-        trigger,
-        instructions: policy.instructions.clone(),
-        extra_context: Vec::new(),
-        preserve: Vec::new(),
-        counter: Arc::clone(&policy.counter),
-    }
-}
-
-fn previous_checkpoint(session: &Session, seq: Seq) -> Option<PreviousCheckpoint> {
-    if !is_checkpoint_seq(session, seq) {
-        return None;
-    }
-    let message = session.message(seq)?;
-    Some(match crate::events::summary_of_checkpoint(session, seq) {
-        Some(data) if !data.summary.is_empty() => PreviousCheckpoint {
-            seq,
-            summary: data.summary,
-            files: data.files,
-            details: data.details,
-        },
-        _ => PreviousCheckpoint {
-            seq,
-            summary: checkpoint_body(message),
-            files: FileOps::default(),
-            details: serde_json::Value::Null,
-        },
-    })
-}
-
-fn split_turn(
-    messages: &[SharedMessage],
-    first_kept: Option<&SharedMessage>,
-    has_previous: bool,
-) -> Option<SplitTurn> {
-    let first_kept = first_kept?;
-    if first_kept.role == Role::User {
-        return None;
-    }
-    let floor = usize::from(has_previous);
-    let turn_start = (floor..messages.len())
-        .rev()
-        .find(|i| messages[*i].role == Role::User)?;
-    Some(SplitTurn { turn_start })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use abridge_llm::Block;
-    use abridge_llm::Message;
-
-    fn call(id: &str) -> Message {
-        Message {
-            role: Role::Assistant,
-            content: vec![Block::ToolCall {
-                id: id.into(),
-                name: "read".into(),
-                arguments: serde_json::json!({"path": "a.rs"}),
-            }],
-            meta: Default::default(),
-        }
-    }
-
-    fn policy(keep: u64) -> Policy {
-        Policy::default().with_keep_recent_tokens(keep)
-    }
-
-    #[test]
-    fn never_cuts_between_call_and_result() {
-        let mut s = Session::in_memory("t");
-        s.append_message(Message::user("go")).unwrap();
-        s.append_message(call("c1")).unwrap();
-        s.append_message(Message::tool_result("c1", "x".repeat(400), false))
-            .unwrap();
-        s.append_message(call("c2")).unwrap();
-        s.append_message(Message::tool_result("c2", "y".repeat(400), false))
-            .unwrap();
-        // Keep budget fits only the last result: the cut must move to the call.
-        let plan = plan(&s, &policy(110)).unwrap();
-        assert_eq!(plan.span, Span { start: 0, end: 2 });
-        assert_eq!(plan.kept_seqs, vec![3, 4]);
-        assert_eq!(plan.split_turn, Some(SplitTurn { turn_start: 0 }));
-        assert_eq!(plan.turn_prefix().len(), 3);
-        assert!(plan.history().is_empty());
-    }
-
-    #[test]
-    fn keeps_system_head_and_returns_none_when_all_fits() {
-        let mut s = Session::in_memory("t");
-        s.append_message(Message::system("be brief")).unwrap();
-        s.append_message(Message::user("a")).unwrap();
-        s.append_message(Message::assistant("b")).unwrap();
-        assert!(plan(&s, &policy(10_000)).is_none());
-        let p = plan_maximal(&s, &policy(0)).unwrap();
-        assert_eq!(p.span, Span { start: 1, end: 1 });
-        assert_eq!(p.head.len(), 1);
-    }
-
-    #[test]
-    fn ratio_scales_keep_down_only() {
-        assert_eq!(scale_keep(20_000, 2.0), 10_000);
-        assert_eq!(scale_keep(20_000, 0.5), 20_000);
-        assert_eq!(scale_keep(20_000, f64::NAN), 20_000);
-    }
-
-    #[test]
-    fn orphan_result_does_not_block_cuts() {
-        let mut s = Session::in_memory("t");
-        s.append_message(Message::user("a")).unwrap();
-        s.append_message(Message::assistant("b")).unwrap();
-        s.append_message(Message::tool_result("ghost", "?", false))
-            .unwrap();
-        let p = plan_maximal(&s, &policy(0)).unwrap();
-        assert_eq!(p.kept_seqs, vec![2]);
-    }
-
-    #[test]
-    fn region_refuses_to_split_a_pair() {
-        let mut s = Session::in_memory("t");
-        s.append_message(Message::user("go")).unwrap();
-        s.append_message(call("c1")).unwrap();
-        s.append_message(Message::tool_result("c1", "x", false))
-            .unwrap();
-        let error = plan_region(&s, &policy(0), Span { start: 0, end: 1 }).unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "cannot commit: span 0..=1 splits call c1 from its result at position 2"
-        );
-        assert!(plan_region(&s, &policy(0), Span { start: 0, end: 2 }).is_ok());
     }
 }

@@ -6,7 +6,6 @@
 //! seam's job: that walk lives in the `abridge` crate's Maintenance, which
 //! calls [`attempt`] once per method.
 
-use abridge_llm::SharedMessage;
 use abridge_session::Session;
 
 use crate::error::CompactError;
@@ -15,15 +14,12 @@ use crate::hooks::CompactionHooks;
 use crate::hooks::NoHooks;
 use crate::method::Availability;
 use crate::method::CompactionMethod;
-use crate::method::MethodContext;
 use crate::method::MethodOutput;
-use crate::method::Trigger;
 use crate::plan::Plan;
-use crate::plan::Policy;
-use crate::plan::Span;
-use crate::plan::plan_maximal;
-use crate::plan::plan_region;
-use crate::plan::plan_with_keep;
+use crate::planner::plan_maximal;
+use crate::planner::plan_region;
+use crate::planner::plan_with_keep;
+use crate::policy::Policy;
 use crate::service::Outcome;
 use crate::service::SharedSession;
 use crate::service::lock_session;
@@ -31,12 +27,8 @@ use crate::txn::Ticket;
 use crate::txn::abort;
 use crate::txn::begin;
 use crate::txn::commit;
-
-/// Exactly the messages the model would receive next, in order. Checkpoints
-/// are already framed when committed, so this is the surface.
-pub fn build_context(session: &Session) -> Vec<SharedMessage> {
-    session.surface_messages()
-}
+use crate::types::Span;
+use crate::types::Trigger;
 
 /// Plans for `trigger`: overflow and incomplete output keep only the newest
 /// unit; every other trigger keeps the policy's retention budget.
@@ -89,12 +81,11 @@ pub async fn compact_session(
         policy,
         Target::Trigger(trigger),
         &NoHooks,
-        &MethodContext::default(),
     )
     .await
 }
 
-/// [`compact_session`] with hooks, a method context and any [`Target`].
+/// [`compact_session`] with hooks and any [`Target`].
 ///
 /// # Errors
 /// As [`attempt`].
@@ -104,9 +95,8 @@ pub async fn compact_session_with(
     policy: &Policy,
     target: Target,
     hooks: &dyn CompactionHooks,
-    context: &MethodContext,
 ) -> Result<Outcome, CompactError> {
-    run_attempt(Owned(session), method, policy, target, hooks, context).await
+    run_attempt(Owned(session), method, policy, target, hooks).await
 }
 
 /// One attempt on a shared session: plans afresh for `target`, refuses an
@@ -127,9 +117,8 @@ pub async fn attempt(
     policy: &Policy,
     target: Target,
     hooks: &dyn CompactionHooks,
-    context: &MethodContext,
 ) -> Result<Outcome, CompactError> {
-    run_attempt(Shared(session), method, policy, target, hooks, context).await
+    run_attempt(Shared(session), method, policy, target, hooks).await
 }
 
 fn nothing_to_compact(session: &Session) -> CompactError {
@@ -168,10 +157,9 @@ async fn run_attempt<A: Access>(
     policy: &Policy,
     target: Target,
     hooks: &dyn CompactionHooks,
-    context: &MethodContext,
 ) -> Result<Outcome, CompactError> {
     let name = method.name().to_string();
-    if let Availability::Unavailable { reason } = method.available(context) {
+    if let Availability::Unavailable { reason } = method.available() {
         return Err(CompactError::Unavailable {
             method: name,
             reason,
@@ -227,8 +215,14 @@ async fn produce(
     }
     let extra = hooks.while_compacting(ticket.plan()).await;
     let plan = ticket.plan_mut();
-    plan.extra_context.extend(extra.context);
-    plan.preserve.extend(extra.preserve);
+    extra
+        .context
+        .into_iter()
+        .for_each(|c| plan.add_extra_context(c));
+    extra
+        .preserve
+        .into_iter()
+        .for_each(|p| plan.add_preserve(p));
     method.run(ticket.plan()).await
 }
 

@@ -11,8 +11,9 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::error::CompactError;
-use crate::method::Trigger;
-use crate::plan::Span;
+use crate::error::MethodFailure;
+use crate::types::Span;
+use crate::types::Trigger;
 
 /// A session several tasks share: the agent appends turns while a
 /// compaction's method runs. Services lock it only to plan, begin and
@@ -79,8 +80,8 @@ pub struct Outcome {
     pub end_seq: Seq,
     /// Two or three sentences for a UI line.
     pub short_summary: String,
-    /// Methods tried before this one, with their errors, in order.
-    pub failures: Vec<(String, String)>,
+    /// Methods tried (or passed over) before this one, in order.
+    pub failures: Vec<MethodFailure>,
 }
 
 /// Compaction as a service: the host says when, the service decides how.

@@ -10,23 +10,24 @@
 //!
 //! # Stale starts
 //!
-//! A start is *live* while its [`Ticket`] exists in this process; dropping
-//! the ticket (a crash, a dropped future) makes it *stale*. Only live starts
+//! A start is *live* while its [`Ticket`] exists: the ticket holds a lease
+//! in the session's [`Leases`](abridge_session::Leases), and dropping it (a
+//! crash, a dropped future) makes the start *stale*. The live set belongs
+//! to the session, not the process. Only live starts
 //! make `begin` answer [`CompactError::Busy`]. A session opened after a
 //! crash therefore has only stale starts: they are inert, reported by
 //! [`unmatched_starts`](crate::unmatched_starts) and the invariant checker,
 //! and can be closed with [`close_stale`].
 
 use std::collections::HashSet;
-use std::sync::Mutex;
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering;
 
 use abridge_llm::Role;
 use abridge_session::Draft;
+use abridge_session::Lease;
 use abridge_session::Seq;
 use abridge_session::Session;
 
+use crate::details::Details;
 use crate::error::CompactError;
 use crate::events::EndData;
 use crate::events::EndStatus;
@@ -43,27 +44,14 @@ use crate::method::Rewrite;
 use crate::plan::Plan;
 use crate::service::Outcome;
 
-/// Compaction ids with a live ticket in this process.
-static LIVE: Mutex<Vec<String>> = Mutex::new(Vec::new());
-static NEXT_ID: AtomicU64 = AtomicU64::new(0);
-
-fn live() -> std::sync::MutexGuard<'static, Vec<String>> {
-    LIVE.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-pub(crate) fn is_live(id: &str) -> bool {
-    live().iter().any(|l| l == id)
-}
-
-/// A compaction id unique across processes and sessions: process id, a
-/// clock reading and a counter.
-fn new_compaction_id() -> String {
+/// A compaction id unique within the session and, in practice, across
+/// processes: process id, a clock reading, and the seq its start will take
+/// (two compactions of one session never share a start seq).
+fn new_compaction_id(start_seq: Seq) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    format!("cmp-{:x}-{:x}-{n}", std::process::id(), nanos)
+    format!("cmp-{:x}-{:x}-{start_seq}", std::process::id(), nanos)
 }
 
 /// A begun compaction: owns the plan, holds no borrow of the session.
@@ -77,6 +65,8 @@ pub struct Ticket {
     start_seq: Seq,
     tokens_before: u64,
     plan: Plan,
+    /// Keeps the start live; dropping the ticket releases it.
+    _lease: Lease,
 }
 
 impl Ticket {
@@ -111,12 +101,6 @@ impl Ticket {
     }
 }
 
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        live().retain(|id| *id != self.compaction_id);
-    }
-}
-
 /// Opens a compaction of `plan` by `method`: appends `compaction/start`.
 ///
 /// # Errors
@@ -129,7 +113,7 @@ pub fn begin(session: &mut Session, plan: Plan, method: &str) -> Result<Ticket, 
             start_seq: open.seq,
         });
     }
-    let compaction_id = new_compaction_id();
+    let compaction_id = new_compaction_id(session.len() as Seq);
     let tokens_before = plan.counter.context_tokens(session);
     let data = StartData {
         compaction_id: compaction_id.clone(),
@@ -141,8 +125,8 @@ pub fn begin(session: &mut Session, plan: Plan, method: &str) -> Result<Ticket, 
         generation: plan.generation,
         tokens_before,
     };
-    let start_seq = session.append(Draft::log(TYPE_COMPACTION_START, to_json(&data)))?;
-    live().push(compaction_id.clone());
+    let start_seq = session.append(Draft::log(TYPE_COMPACTION_START, to_json(&data)?))?;
+    let lease = session.leases().take(compaction_id.clone());
     tracing::info!(%compaction_id, method, start_seq, span = ?plan.span, tokens_before, "compaction began");
     Ok(Ticket {
         compaction_id,
@@ -150,11 +134,17 @@ pub fn begin(session: &mut Session, plan: Plan, method: &str) -> Result<Ticket, 
         start_seq,
         tokens_before,
         plan,
+        _lease: lease,
     })
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
-    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
+/// An event's data as JSON. The event types here hold only strings,
+/// numbers and already-JSON details, so this fails only on a bug; it is
+/// still an error rather than a silent `null` in the log.
+fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, CompactError> {
+    serde_json::to_value(value).map_err(|error| CompactError::Commit {
+        reason: format!("event data does not serialize: {error}"),
+    })
 }
 
 /// Ends a compaction with `error`: appends `compaction/end` with status
@@ -171,13 +161,13 @@ pub fn abort(
     let data = EndData {
         compaction_id: ticket.compaction_id.clone(),
         status: EndStatus::Error,
-        kind: Some(error.kind().to_string()),
+        kind: Some(error.kind().as_str().to_string()),
         error: Some(error.to_string()),
         checkpoint: None,
         usage: error.usage().copied(),
     };
     tracing::warn!(compaction_id = %ticket.compaction_id, method = %ticket.method, %error, "compaction failed");
-    let seq = session.append(Draft::log(TYPE_COMPACTION_END, to_json(&data)))?;
+    let seq = session.append(Draft::log(TYPE_COMPACTION_END, to_json(&data)?))?;
     drop(ticket);
     Ok(seq)
 }
@@ -192,7 +182,7 @@ pub fn close_stale(session: &mut Session) -> Result<Vec<Seq>, CompactError> {
         .into_iter()
         .filter(|u| !u.live)
         .map(|u| {
-            Draft::log(
+            Ok(Draft::log(
                 TYPE_COMPACTION_END,
                 to_json(&EndData {
                     compaction_id: u.compaction_id,
@@ -204,10 +194,10 @@ pub fn close_stale(session: &mut Session) -> Result<Vec<Seq>, CompactError> {
                     )),
                     checkpoint: None,
                     usage: None,
-                }),
-            )
+                })?,
+            ))
         })
-        .collect();
+        .collect::<Result<_, CompactError>>()?;
     if drafts.is_empty() {
         return Ok(Vec::new());
     }
@@ -369,9 +359,9 @@ fn prepare_checkpoint(
     };
     Ok(Prepared {
         drafts: vec![
-            Draft::log(TYPE_COMPACTION_SUMMARY, to_json(&data)),
+            Draft::log(TYPE_COMPACTION_SUMMARY, to_json(&data)?),
             Draft::replace(framed, plan.span.start, plan.span.end, sources),
-            Draft::log(TYPE_COMPACTION_END, to_json(&end)),
+            Draft::log(TYPE_COMPACTION_END, to_json(&end)?),
         ],
         short_summary: data.short_summary,
     })
@@ -381,7 +371,7 @@ fn prepare_rewrites(
     session: &Session,
     ticket: &Ticket,
     rewrites: Vec<Rewrite>,
-    details: serde_json::Value,
+    details: Details,
 ) -> Result<Prepared, CompactError> {
     if rewrites.is_empty() {
         return Err(CompactError::Commit {
@@ -442,7 +432,7 @@ fn prepare_rewrites(
         rewrites: rewrites.iter().map(|r| r.target).collect(),
         details,
     };
-    let mut drafts = vec![Draft::log(TYPE_COMPACTION_SUMMARY, to_json(&data))];
+    let mut drafts = vec![Draft::log(TYPE_COMPACTION_SUMMARY, to_json(&data)?)];
     drafts.extend(
         rewrites
             .into_iter()
@@ -457,7 +447,7 @@ fn prepare_rewrites(
             error: None,
             checkpoint: None,
             usage: None,
-        }),
+        })?,
     ));
     Ok(Prepared {
         short_summary: data.short_summary,

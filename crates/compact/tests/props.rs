@@ -50,16 +50,8 @@ impl CompactionMethod for Fixed {
         "fixed"
     }
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
-        let text = format!("{} messages summarized", plan.messages.len());
-        Ok(MethodOutput::Checkpoint(Checkpoint {
-            content: vec![Block::text(text.clone())],
-            summary: text,
-            short_summary: String::new(),
-            files: FileOps::default(),
-            usage: None,
-            model: None,
-            details: serde_json::Value::Null,
-        }))
+        let text = format!("{} messages summarized", plan.messages().len());
+        Ok(MethodOutput::Checkpoint(Checkpoint::new(text)))
     }
 }
 

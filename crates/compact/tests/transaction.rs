@@ -65,15 +65,7 @@ fn policy() -> Policy {
 }
 
 fn checkpoint(text: &str) -> MethodOutput {
-    MethodOutput::Checkpoint(Checkpoint {
-        content: vec![Block::text(text)],
-        summary: text.to_string(),
-        short_summary: "short".into(),
-        files: FileOps::default(),
-        usage: None,
-        model: None,
-        details: serde_json::Value::Null,
-    })
+    MethodOutput::Checkpoint(Checkpoint::new(text).with_short_summary("short"))
 }
 
 #[derive(Debug)]
@@ -112,7 +104,7 @@ impl CompactionMethod for Scripted {
             Behaviour::ChangeSpan(shared) => {
                 let mut session = lock_session(shared);
                 let target = plan
-                    .seqs
+                    .seqs()
                     .iter()
                     .copied()
                     .find(|s| session.message(*s).is_some_and(|m| m.role == Role::Tool))
@@ -208,7 +200,7 @@ fn assert_fails_cleanly(behaviour: Behaviour, kind: &str) {
         Trigger::Manual,
     ))
     .unwrap_err();
-    assert_eq!(error.kind(), kind, "{error}");
+    assert_eq!(error.kind().as_str(), kind, "{error}");
     assert_eq!(session.surface(), &surface);
     let ends = ends(&session);
     assert_eq!(ends.len(), 1);
@@ -296,7 +288,7 @@ fn a_store_failure_at_commit_rolls_back_and_records_the_end() {
     let ticket = begin(&mut session, plan, "m").unwrap();
     store.fail_next_append();
     let error = commit(&mut session, ticket, checkpoint("## Goal\nx")).unwrap_err();
-    assert_eq!(error.kind(), "persistence");
+    assert_eq!(error.kind(), ErrorKind::Persistence);
     assert_eq!(session.surface(), &surface);
     assert_eq!(ends(&session)[0].kind.as_deref(), Some("persistence"));
     let (reopened, _) = Session::open(Box::new(store)).unwrap();
@@ -314,7 +306,6 @@ fn a_span_changed_while_the_method_ran_is_not_committed() {
         &policy(),
         Target::Trigger(Trigger::Manual),
         &NoHooks,
-        &MethodContext::default(),
     ))
     .unwrap_err();
     assert!(
@@ -353,14 +344,12 @@ fn dropping_a_stalled_compaction_records_a_cancelled_end() {
     let surface = lock_session(&shared).surface().clone();
     let slow = method("slow", Behaviour::Stall);
     let policy = policy();
-    let context = MethodContext::default();
     let future = attempt(
         &shared,
         &slow,
         &policy,
         Target::Trigger(Trigger::Manual),
         &NoHooks,
-        &context,
     );
     assert!(future.now_or_never().is_none());
     let session = lock_session(&shared);
@@ -404,7 +393,6 @@ fn hooks_cancel_supply_and_preserve() {
         &policy(),
         Target::Trigger(Trigger::Manual),
         &cancel,
-        &MethodContext::default(),
     ))
     .unwrap_err();
     assert_eq!(
@@ -422,7 +410,6 @@ fn hooks_cancel_supply_and_preserve() {
         &policy(),
         Target::Trigger(Trigger::Manual),
         &supply,
-        &MethodContext::default(),
     ))
     .unwrap();
     let text = session
@@ -445,7 +432,6 @@ fn hooks_cancel_supply_and_preserve() {
         &policy(),
         Target::Trigger(Trigger::Manual),
         &proceed,
-        &MethodContext::default(),
     ))
     .unwrap();
     let text = session
@@ -486,10 +472,10 @@ fn the_previous_checkpoint_is_folded_into_the_next() {
             .unwrap();
     }
     let plan = plan(&session, &policy()).unwrap();
-    let previous = plan.previous.as_ref().unwrap();
+    let previous = plan.previous().unwrap();
     assert_eq!(previous.seq, first.checkpoint_seq.unwrap());
     assert_eq!(previous.summary, "## Goal\nread files");
-    assert_eq!(plan.seqs[0], previous.seq);
+    assert_eq!(plan.seqs()[0], previous.seq);
     let ticket = begin(&mut session, plan, "ok").unwrap();
     commit(&mut session, ticket, checkpoint("## Goal\nread more files")).unwrap();
     let checkpoints = session
@@ -542,7 +528,7 @@ fn rewrites_commit_as_one_batch() {
             target: 2,
             message: Message::tool_result("c0", "[pruned]", false),
         }],
-        details: serde_json::Value::Null,
+        details: Details::new(),
     };
     let outcome = commit(&mut session, ticket, output).unwrap();
     assert_eq!(outcome.rewrite_seqs.len(), 1);
@@ -560,7 +546,10 @@ impl CompactionMethod for NoteTaker {
         "notes"
     }
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
-        self.0.lock().unwrap().extend(plan.extra_context.clone());
+        self.0
+            .lock()
+            .unwrap()
+            .extend(plan.extra_context().iter().cloned());
         Ok(checkpoint("## Goal\nread files"))
     }
 }
@@ -578,7 +567,6 @@ fn while_compacting_notes_reach_the_method_plan() {
         &Hooks {
             before: Before::Proceed,
         },
-        &MethodContext::default(),
     ))
     .unwrap();
     assert_eq!(
@@ -610,7 +598,6 @@ fn after_compaction_sees_each_committed_outcome_and_no_failure() {
             &policy(),
             Target::Trigger(Trigger::Manual),
             &hooks,
-            &MethodContext::default(),
         ))
     };
     attempt_with(Behaviour::Fail).unwrap_err();
@@ -628,9 +615,9 @@ fn checkpoint_costing(ticket: &Ticket, tokens: u64) -> MethodOutput {
             ticket.compaction_id(),
             "m",
             vec![Block::text(text.clone())],
-            &plan.preserve,
+            plan.preserve(),
         );
-        let cost = plan.counter.message_tokens(&framed);
+        let cost = plan.counter().message_tokens(&framed);
         if cost == tokens {
             return checkpoint(&text);
         }
@@ -644,7 +631,7 @@ fn a_checkpoint_exactly_the_size_of_its_span_is_refused() {
     let store = MemoryStore::new();
     let mut session = session_in(&store, 6);
     let planned = plan(&session, &policy()).unwrap();
-    let hidden = planned.tokens.hidden;
+    let hidden = planned.tokens().hidden;
     let ticket = begin(&mut session, planned, "m").unwrap();
     let same = checkpoint_costing(&ticket, hidden);
     let error = commit(&mut session, ticket, same).unwrap_err();
@@ -668,7 +655,7 @@ fn a_rewrite_no_smaller_than_its_target_is_refused() {
             target: 2,
             message: Message::tool_result("c0", "x".repeat(900), false),
         }],
-        details: serde_json::Value::Null,
+        details: Details::new(),
     };
     let error = commit(&mut session, ticket, output).unwrap_err();
     assert!(matches!(error, CompactError::NotSmaller { .. }), "{error}");

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
+use abridge_compact::Details;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
 use abridge_compact::Trigger;
@@ -78,7 +79,7 @@ fn output(method: &str, reclaim: Reclaim) -> Result<MethodOutput, CompactError> 
         }
         return Err(CompactError::NothingToCompact { reason });
     }
-    let details = serde_json::to_value(&reclaim.report).unwrap_or(serde_json::Value::Null);
+    let details = Details::new().with(&reclaim.report)?;
     Ok(MethodOutput::Rewrites {
         rewrites: reclaim.rewrites,
         details,
@@ -111,7 +112,7 @@ impl CompactionMethod for PruneMethod {
             &snapshot,
             &self.config,
             &PassContext::compaction(),
-            plan.counter.as_ref(),
+            plan.counter().as_ref(),
         );
         output(self.name(), reclaim)
     }
@@ -161,14 +162,14 @@ impl CompactionMethod for ShakeMethod {
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
         let config = match &self.config {
             Some(config) => config.clone(),
-            None => ShakeConfig::preset(Self::preset_for(plan.trigger)),
+            None => ShakeConfig::preset(Self::preset_for(plan.trigger())),
         };
         let snapshot = Snapshot::of_plan(plan);
         let reclaim = shake(
             &snapshot,
             &config,
             &PassContext::compaction(),
-            plan.counter.as_ref(),
+            plan.counter().as_ref(),
             self.store.as_ref(),
         )
         .map_err(|error| CompactError::Unavailable {
@@ -209,7 +210,7 @@ impl CompactionMethod for TrimMethod {
             &snapshot,
             &self.config,
             &PassContext::compaction(),
-            plan.counter.as_ref(),
+            plan.counter().as_ref(),
         )
         .map_err(|error| CompactError::Unavailable {
             method: self.name().to_string(),

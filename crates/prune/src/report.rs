@@ -1,12 +1,14 @@
 //! What a pass did, for logs, the CLI and the closing figures.
 
+use abridge_compact::DetailSection;
 use abridge_compact::Rewrite;
 use abridge_session::Draft;
 use abridge_session::Seq;
+use serde::Deserialize;
 use serde::Serialize;
 
 /// The rule that produced a rewrite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
     /// An old tool result replaced by [`crate::PRUNED`].
@@ -24,7 +26,7 @@ pub enum Rule {
 }
 
 /// One rewrite of a pass.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RewriteNote {
     /// The visible seq that is rewritten.
     pub target: Seq,
@@ -48,7 +50,7 @@ impl RewriteNote {
 }
 
 /// What a pass found and did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Report {
     /// The surface's cost before the pass.
     pub surface_tokens: u64,
@@ -64,6 +66,13 @@ pub struct Report {
     pub artifact: Option<String>,
     /// Image blocks moved into the artifact (image policy `record`).
     pub images_recorded: usize,
+}
+
+/// A pass's report is what the `prune`, `shake` and `trim` methods record
+/// about their rewrites.
+impl DetailSection for Report {
+    const KEY: &'static str = "reclaim";
+    const VERSION: u32 = 1;
 }
 
 impl Report {

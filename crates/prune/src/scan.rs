@@ -52,14 +52,14 @@ impl Snapshot {
     /// the plan counted. The plan's leading system messages carry no tool
     /// results and precede every candidate, so they are left out.
     pub fn of_plan(plan: &Plan) -> Self {
-        let seqs = plan.seqs.iter().chain(&plan.kept_seqs).copied();
-        let messages = plan.messages.iter().chain(&plan.kept).cloned();
+        let seqs = plan.seqs().iter().chain(plan.kept_seqs()).copied();
+        let messages = plan.messages().iter().chain(plan.kept()).cloned();
         Snapshot {
             entries: seqs.zip(messages).collect(),
             costs: plan
-                .message_costs
+                .message_costs()
                 .iter()
-                .chain(&plan.kept_costs)
+                .chain(plan.kept_costs())
                 .copied()
                 .collect(),
         }

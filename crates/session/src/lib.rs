@@ -39,6 +39,7 @@
 
 mod error;
 mod event;
+mod lease;
 mod repair;
 mod session;
 mod store;
@@ -60,6 +61,8 @@ pub use event::Seq;
 pub use event::SurfaceOp;
 pub use event::TYPE_LEAF;
 pub use event::TYPE_MESSAGE;
+pub use lease::Lease;
+pub use lease::Leases;
 pub use repair::UNKNOWN_OUTCOME;
 pub use repair::dangling_tool_calls;
 pub use repair::repair_dangling_tool_calls;

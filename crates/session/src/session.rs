@@ -13,6 +13,7 @@ use crate::event::EventBody;
 use crate::event::Header;
 use crate::event::Seq;
 use crate::event::SurfaceOp;
+use crate::lease::Leases;
 use crate::store::LoadReport;
 use crate::store::MemoryStore;
 use crate::store::SessionStore;
@@ -59,6 +60,7 @@ pub struct Session {
     journal: Vec<SurfaceChange>,
     epoch: u64,
     store: Box<dyn SessionStore>,
+    leases: Leases,
 }
 
 impl Session {
@@ -75,7 +77,14 @@ impl Session {
             journal: Vec::new(),
             epoch: 0,
             store,
+            leases: Leases::default(),
         })
+    }
+
+    /// Work in flight on this session that the log cannot show (a
+    /// compaction's model call): see [`Leases`].
+    pub fn leases(&self) -> &Leases {
+        &self.leases
     }
 
     /// A new session in a fresh [`MemoryStore`].
@@ -91,6 +100,7 @@ impl Session {
             journal: Vec::new(),
             epoch: 0,
             store: Box::new(store),
+            leases: Leases::default(),
         }
     }
 
@@ -123,6 +133,7 @@ impl Session {
             journal: Vec::new(),
             epoch: 0,
             store,
+            leases: Leases::default(),
         };
         session
             .refold()

@@ -56,9 +56,6 @@ pub const READING_GUIDE: &str = include_str!("../../../prompts/snapcompact_guide
 /// size is set, so the meter bills it exactly while the log holds no PNG.
 pub const FRAME_URL_SCHEME: &str = "snapcompact:";
 
-/// Key of the archive inside a checkpoint's `details`.
-pub const DETAILS_KEY: &str = "snapcompact";
-
 /// Tags that open a scope printed in dim ink.
 const DIM_TAGS: [&str; 2] = ["[result] ", "[error] "];
 /// Tags that open a scope printed in normal ink.
@@ -275,44 +272,6 @@ impl Archive {
         let json = serde_json::to_vec(self).unwrap_or_default();
         let digest = Sha256::digest(&json);
         digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
-    }
-
-    /// The archive as a checkpoint's `details` value, without its text:
-    /// the text is the checkpoint's summary ([`Archive::full_text`]), so the
-    /// log holds it once. Rebuild with [`Archive::from_summary`].
-    pub fn to_details(&self) -> serde_json::Value {
-        let lengths = [&self.head, &self.middle, &self.tail].map(|t| t.chars().count());
-        let plan = Archive {
-            head: String::new(),
-            middle: String::new(),
-            tail: String::new(),
-            ..self.clone()
-        };
-        serde_json::json!({ DETAILS_KEY: { "plan": plan, "lengths": lengths, "id": self.id() } })
-    }
-
-    /// The archive of a snapcompact checkpoint, from its summary text and
-    /// its `details` (both in the `compaction/summary` event). `None` when
-    /// the details hold no archive or the lengths do not match the text.
-    pub fn from_summary(summary: &str, details: &serde_json::Value) -> Option<Archive> {
-        let inner = details.get(DETAILS_KEY)?;
-        let mut archive: Archive = serde_json::from_value(inner.get("plan")?.clone()).ok()?;
-        let lengths: [usize; 3] = serde_json::from_value(inner.get("lengths")?.clone()).ok()?;
-        let mut chars = summary.chars();
-        let mut take = |n: usize| -> Option<String> {
-            let text: String = chars.by_ref().take(n).collect();
-            (text.chars().count() == n).then_some(text)
-        };
-        archive.head = take(lengths[0])?;
-        take(1)?;
-        archive.middle = take(lengths[1])?;
-        take(1)?;
-        archive.tail = take(lengths[2])?;
-        if chars.next().is_some() {
-            return None;
-        }
-        let id = inner.get("id").and_then(|v| v.as_str());
-        (id == Some(archive.id().as_str())).then_some(archive)
     }
 
     /// Every frame, in order, drawn or fetched from `cache`.
@@ -988,18 +947,28 @@ mod tests {
             "an earlier archive is the oldest history"
         );
         assert!(archive.middle.starts_with("[user] earlier work\n"));
-        let details = archive.to_details();
+        let details = abridge_compact::Details::new()
+            .with(&crate::ArchiveRecord::of(&archive))
+            .unwrap();
         let text = archive.full_text();
         assert!(
-            !details.to_string().contains("earlier work"),
+            !serde_json::to_string(&details)
+                .unwrap()
+                .contains("earlier work"),
             "details hold no text"
         );
         assert_eq!(
-            Archive::from_summary(&text, &details),
+            crate::archive_from_summary(&text, &details),
             Some(archive.clone())
         );
-        assert_eq!(Archive::from_summary(&format!("{text}x"), &details), None);
-        assert_eq!(Archive::from_summary(&text, &json!({"other": 1})), None);
+        assert_eq!(
+            crate::archive_from_summary(&format!("{text}x"), &details),
+            None
+        );
+        assert_eq!(
+            crate::archive_from_summary(&text, &abridge_compact::Details::new()),
+            None
+        );
         assert!(archive.full_text().contains("earlier work"));
     }
 }

@@ -64,6 +64,9 @@ pub enum Error {
         /// Which limit ran out first.
         reason: String,
     },
+    /// The archive's record did not serialize for the log.
+    #[error(transparent)]
+    Record(#[from] abridge_compact::DetailsError),
     /// The model cannot read images.
     #[error("model {model:?} has no vision input; snapcompact needs one")]
     NoVision {

@@ -37,7 +37,7 @@
 //! A checkpoint holds image blocks whose source is a `snapcompact:` URL
 //! with the frame's pixel size (so the meter bills them exactly), and the
 //! archive's text sits in the checkpoint's summary event. The request
-//! builder calls [`Archive::from_summary`] and [`Archive::expand`] to swap
+//! builder calls [`archive_from_summary`] and [`Archive::expand`] to swap
 //! the references for PNGs. Session files stay small and any later
 //! compaction re-renders from text.
 //!
@@ -61,6 +61,7 @@ mod inline;
 mod instructions;
 mod method;
 mod normalize;
+mod record;
 mod render;
 mod serialize;
 mod shape;
@@ -68,7 +69,6 @@ mod thinking;
 
 pub use archive::Archive;
 pub use archive::ArchiveConfig;
-pub use archive::DETAILS_KEY;
 pub use archive::FRAME_URL_SCHEME;
 pub use archive::FrameCache;
 pub use archive::FrameRef;
@@ -107,6 +107,10 @@ pub use method::is_snapcompact_checkpoint;
 pub use normalize::NEWLINE;
 pub use normalize::UNPRINTABLE;
 pub use normalize::normalize;
+pub use record::ArchiveRecord;
+pub use record::DETAILS_KEY;
+pub use record::FrameStats;
+pub use record::archive_from_summary;
 pub use render::Frame;
 pub use render::Grid;
 pub use render::Ink;

@@ -7,9 +7,9 @@ use abridge_compact::Availability;
 use abridge_compact::Checkpoint;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
+use abridge_compact::Details;
 use abridge_compact::FileAccess;
 use abridge_compact::FileOps;
-use abridge_compact::MethodContext;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
 use abridge_llm::Block;
@@ -27,6 +27,8 @@ use crate::budget::base64_len;
 use crate::budget::frame_budget;
 use crate::budget::frame_tokens;
 use crate::error::Error;
+use crate::record::ArchiveRecord;
+use crate::record::FrameStats;
 use crate::shape::FrameSpec;
 use crate::thinking::thinking_allowed;
 
@@ -139,12 +141,12 @@ impl Snapcompact {
     fn build(&self, plan: &Plan) -> Result<Checkpoint, Error> {
         // A previous snapcompact checkpoint is re-rendered from its text.
         let first_is_ours = plan
-            .messages
+            .messages()
             .first()
             .is_some_and(|m| is_snapcompact_checkpoint(m));
-        let (earlier, messages) = match (&plan.previous, first_is_ours) {
-            (Some(previous), true) => (Some(previous.summary.as_str()), &plan.messages[1..]),
-            _ => (None, &plan.messages[..]),
+        let (earlier, messages) = match (plan.previous(), first_is_ours) {
+            (Some(previous), true) => (Some(previous.summary.as_str()), &plan.messages()[1..]),
+            _ => (None, plan.messages()),
         };
 
         let billing = self.entry.image_billing;
@@ -152,11 +154,11 @@ impl Snapcompact {
         let window_left = self
             .entry
             .context_window
-            .saturating_sub(plan.tokens.head + plan.tokens.kept + reserve);
+            .saturating_sub(plan.tokens().head + plan.tokens().kept + reserve);
         let images_present: usize = plan
-            .head
+            .head()
             .iter()
-            .chain(&plan.kept)
+            .chain(plan.kept())
             .map(|m| count_images(&m.content))
             .sum();
         let images_left =
@@ -165,7 +167,7 @@ impl Snapcompact {
             });
         let tokens_per_frame = frame_tokens(&billing, self.spec.width, self.spec.max_height);
         let budget = frame_budget(&BudgetInputs {
-            tokens_left: window_left.min(plan.tokens.hidden),
+            tokens_left: window_left.min(plan.tokens().hidden),
             tokens_per_frame,
             images_left,
             byte_budget: self.config.archive.byte_budget,
@@ -177,13 +179,13 @@ impl Snapcompact {
             "snapcompact frame budget"
         );
         if budget.frames == 0
-            && plan.tokens.hidden <= tokens_per_frame
+            && plan.tokens().hidden <= tokens_per_frame
             && window_left >= tokens_per_frame
         {
             // One frame would cost more than the whole span as text.
             return Err(Error::NoSaving {
                 imaged: tokens_per_frame,
-                text: plan.tokens.hidden,
+                text: plan.tokens().hidden,
             });
         }
         if budget.frames == 0 {
@@ -204,11 +206,7 @@ impl Snapcompact {
             &self.cache,
         )?;
 
-        let mut files = plan
-            .previous
-            .as_ref()
-            .map(|p| p.files.clone())
-            .unwrap_or_default();
+        let mut files = plan.previous().map(|p| p.files.clone()).unwrap_or_default();
         for message in messages {
             record_files(message, &mut files);
         }
@@ -216,10 +214,10 @@ impl Snapcompact {
         let content = archive.stored_content(&file_list, &self.cache)?;
         let counter = |text: &str| plan.count(&Message::user(text));
         let imaged = archive.tokens(&billing, &file_list, &counter, &self.cache)?;
-        if imaged >= plan.tokens.hidden {
+        if imaged >= plan.tokens().hidden {
             return Err(Error::NoSaving {
                 imaged,
-                text: plan.tokens.hidden,
+                text: plan.tokens().hidden,
             });
         }
         let frames = archive.frames(&self.cache)?;
@@ -239,28 +237,22 @@ impl Snapcompact {
                 String::new()
             }
         );
-        let mut details = archive.to_details();
-        if let Some(object) = details.as_object_mut() {
-            object.insert(
-                "stats".to_string(),
-                serde_json::json!({
-                    "frames": frames.len(),
-                    "frame_tokens": imaged,
-                    "hidden_tokens": plan.tokens.hidden,
-                    "base64_bytes": bytes,
-                    "limited_by": budget.limited_by.as_str(),
-                }),
-            );
-        }
-        Ok(Checkpoint {
-            content,
-            summary: archive.full_text(),
-            short_summary,
-            files,
-            usage: None,
-            model: None,
-            details,
-        })
+        let record = ArchiveRecord {
+            stats: Some(FrameStats {
+                frames: frames.len(),
+                frame_tokens: imaged,
+                hidden_tokens: plan.tokens().hidden,
+                base64_bytes: bytes,
+                limited_by: budget.limited_by.as_str().to_string(),
+            }),
+            ..ArchiveRecord::of(&archive)
+        };
+        let details = Details::new().with(&record)?;
+        Ok(Checkpoint::new(archive.full_text())
+            .with_content(content)
+            .with_short_summary(short_summary)
+            .with_files(files)
+            .with_details(details))
     }
 }
 
@@ -270,7 +262,7 @@ impl CompactionMethod for Snapcompact {
         METHOD_NAME
     }
 
-    fn available(&self, _context: &MethodContext) -> Availability {
+    fn available(&self) -> Availability {
         if !self.entry.vision {
             return Availability::Unavailable {
                 reason: Error::NoVision {
@@ -285,8 +277,8 @@ impl CompactionMethod for Snapcompact {
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
         let _span = tracing::info_span!(
             "snapcompact",
-            messages = plan.messages.len(),
-            hidden = plan.tokens.hidden
+            messages = plan.messages().len(),
+            hidden = plan.tokens().hidden
         )
         .entered();
         self.build(plan)

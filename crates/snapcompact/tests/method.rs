@@ -9,7 +9,6 @@ use std::sync::Arc;
 use abridge_compact::Availability;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
-use abridge_compact::MethodContext;
 use abridge_compact::Policy;
 use abridge_compact::TokenCounter;
 use abridge_compact::Trigger;
@@ -26,9 +25,9 @@ use abridge_llm::Role;
 use abridge_meter::MESSAGE_OVERHEAD;
 use abridge_meter::estimate_tokens;
 use abridge_session::Session;
-use abridge_snapcompact::Archive;
 use abridge_snapcompact::FRAME_URL_SCHEME;
 use abridge_snapcompact::Snapcompact;
+use abridge_snapcompact::archive_from_summary;
 use abridge_snapcompact::frame_tokens;
 use abridge_snapcompact::is_snapcompact_checkpoint;
 
@@ -144,7 +143,7 @@ fn snapcompact_replaces_history_with_frame_references_and_no_pixels() {
 
     // The request builder rebuilds the archive and inlines the frames.
     let summary = summary_of_checkpoint(&session, seq).unwrap();
-    let archive = Archive::from_summary(&summary.summary, &summary.details).unwrap();
+    let archive = archive_from_summary(&summary.summary, &summary.details).unwrap();
     let cache = abridge_snapcompact::FrameCache::default();
     let expanded = archive.expand(&checkpoint.content, &cache).unwrap();
     let inline = expanded
@@ -185,7 +184,7 @@ fn a_second_compaction_re_renders_the_first_archive_from_text() {
     ))
     .unwrap();
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
-    let archive = Archive::from_summary(&summary.summary, &summary.details).unwrap();
+    let archive = archive_from_summary(&summary.summary, &summary.details).unwrap();
     assert!(
         archive.middle.contains("Reading part 3."),
         "the first archive's text is carried on"
@@ -198,7 +197,7 @@ fn a_second_compaction_re_renders_the_first_archive_from_text() {
 fn it_is_unavailable_without_vision_and_refuses_when_frames_cost_more() {
     let text_only = Snapcompact::new("gpt-3.5-turbo", &Catalog::builtin());
     assert!(matches!(
-        text_only.available(&MethodContext::default()),
+        text_only.available(),
         Availability::Unavailable { .. }
     ));
 
@@ -284,7 +283,7 @@ fn thinking_is_printed_only_for_families_that_read_it() {
         ))
         .unwrap();
         let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
-        Archive::from_summary(&summary.summary, &summary.details)
+        archive_from_summary(&summary.summary, &summary.details)
             .unwrap()
             .middle
     };

@@ -115,17 +115,9 @@ impl abridge_compact::CompactionMethod for Instant0 {
         &self,
         plan: &abridge_compact::Plan,
     ) -> Result<abridge_compact::MethodOutput, abridge_compact::CompactError> {
-        let text = format!("summary of {} messages", plan.span.len());
+        let text = format!("summary of {} messages", plan.span().len());
         Ok(abridge_compact::MethodOutput::Checkpoint(
-            abridge_compact::Checkpoint {
-                content: vec![abridge_llm::Block::text(text.clone())],
-                summary: text,
-                short_summary: "summary".into(),
-                files: abridge_compact::FileOps::default(),
-                usage: None,
-                model: None,
-                details: serde_json::Value::Null,
-            },
+            abridge_compact::Checkpoint::new(text).with_short_summary("summary"),
         ))
     }
 }

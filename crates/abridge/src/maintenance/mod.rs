@@ -34,7 +34,6 @@ use std::sync::atomic::Ordering;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionHooks;
 use abridge_compact::CompactionMethod;
-use abridge_compact::MethodContext;
 use abridge_compact::NoHooks;
 use abridge_compact::Outcome;
 use abridge_compact::Policy;
@@ -47,11 +46,12 @@ use abridge_compact::lock_session;
 use tracing::Instrument;
 
 use crate::pass::MaintenanceEvent;
-use crate::pass::MethodFailure;
 use crate::pass::Observer;
 use crate::pass::Pass;
 use crate::pass::PassStatus;
 use crate::settings::Limits;
+use abridge_compact::ErrorKind;
+use abridge_compact::MethodFailure;
 
 mod service;
 mod speculate;
@@ -220,17 +220,6 @@ impl Maintenance {
         }
     }
 
-    /// What a method may check before it runs.
-    fn method_context(&self, trigger: Trigger, tokens: u64) -> MethodContext {
-        MethodContext {
-            model: self.model.clone(),
-            window: Some(self.limits.window),
-            tokens,
-            threshold: Some(self.limits.threshold),
-            trigger: Some(trigger),
-        }
-    }
-
     /// The figure a pass for `trigger` must reach.
     pub fn goal(&self, trigger: Trigger) -> u64 {
         match trigger {
@@ -348,7 +337,7 @@ impl Maintenance {
             if trigger == Trigger::Overflow && name == "handoff" {
                 failures.push(MethodFailure {
                     method: name,
-                    kind: "skipped".to_string(),
+                    kind: ErrorKind::Skipped,
                     message:
                         "handoff is skipped on overflow: it would resend the input that overflowed"
                             .to_string(),
@@ -368,9 +357,8 @@ impl Maintenance {
                 .count();
             let mut attempt_policy = policy.clone();
             attempt_policy.keep_recent_tokens >>= checkpoints.min(16);
-            let context = self.method_context(trigger, pass.tokens_after);
             let speculated = self
-                .commit_speculation(session, method.as_ref(), &attempt_policy, &context)
+                .commit_speculation(session, method.as_ref(), &attempt_policy)
                 .await;
             let result = match speculated {
                 Some(result) => result,
@@ -381,7 +369,6 @@ impl Maintenance {
                         &attempt_policy,
                         Target::Trigger(trigger),
                         self.hooks.as_ref(),
-                        &context,
                     )
                     .instrument(tracing::info_span!("attempt", method = %name))
                     .await
@@ -514,7 +501,7 @@ impl Maintenance {
             } else {
                 failures.push(MethodFailure {
                     method: name.clone(),
-                    kind: "not_configured".to_string(),
+                    kind: ErrorKind::NotConfigured,
                     message: format!(
                         "method {name} is not configured (configured: {})",
                         self.methods
@@ -542,15 +529,12 @@ impl Maintenance {
             reason: "no method is configured".to_string(),
         };
         for method in &self.methods {
-            let tokens = self.policy.counter.context_tokens(&lock_session(session));
-            let context = self.method_context(Trigger::Manual, tokens);
             match attempt(
                 session,
                 method.as_ref(),
                 &self.policy,
                 Target::Region(span),
                 self.hooks.as_ref(),
-                &context,
             )
             .await
             {

@@ -37,11 +37,7 @@ impl abridge_compact::CompactService for Maintenance {
                 request.instructions,
             )
             .await?;
-        let failures: Vec<(String, String)> = pass
-            .failures
-            .iter()
-            .map(|f| (f.method.clone(), f.message.clone()))
-            .collect();
+        let failures = pass.failures;
         match pass.outcomes.into_iter().last() {
             Some(mut outcome) => {
                 outcome.failures = failures;

@@ -46,10 +46,9 @@ impl Maintenance {
         {
             return;
         }
-        let context = self.method_context(Trigger::Threshold, tokens);
         let Some(method) = self.methods.iter().find(|m| {
             SPECULATIVE_METHODS.contains(&m.name())
-                && matches!(m.available(&context), abridge_compact::Availability::Ready)
+                && matches!(m.available(), abridge_compact::Availability::Ready)
         }) else {
             return;
         };
@@ -77,7 +76,6 @@ impl Maintenance {
         session: &SharedSession,
         method: &dyn CompactionMethod,
         policy: &Policy,
-        context: &abridge_compact::MethodContext,
     ) -> Option<Result<Outcome, CompactError>> {
         let mut speculation = self.state.speculation.take_for(method.name())?;
         let name = speculation.method.clone();
@@ -108,16 +106,9 @@ impl Maintenance {
             inner: Arc::clone(&self.hooks),
             output: Mutex::new(Some(output)),
         };
-        let result = attempt(
-            session,
-            method,
-            policy,
-            Target::Region(span),
-            &hooks,
-            context,
-        )
-        .instrument(tracing::info_span!("attempt", method = %name, speculative = true))
-        .await;
+        let result = attempt(session, method, policy, Target::Region(span), &hooks)
+            .instrument(tracing::info_span!("attempt", method = %name, speculative = true))
+            .await;
         if result.is_ok() {
             self.emit(&MaintenanceEvent::SpeculationCommitted { method: name });
         }

@@ -19,7 +19,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (session, _) = open_session(&args.session, false)?;
-    let messages = abridge_compact::build_context(&session);
+    let messages = session.surface_messages();
     if args.json {
         let expanded = abridge::expand_frames(&session)?;
         println!("{}", serde_json::to_string_pretty(&expanded)?);

@@ -332,7 +332,7 @@ fn record(
 /// Failures that say a method could not run at all, rather than that it
 /// tried and failed.
 fn is_skip(failure: &MethodFailure) -> bool {
-    failure.kind == "not_configured" || failure.kind == "unavailable"
+    failure.kind.is_skip()
 }
 
 /// Every skip seen in the replay, once per method and reason.

@@ -1,0 +1,143 @@
+//! What compact-basic's methods record about a compaction, as typed
+//! detail sections (see [`abridge_compact::Details`]).
+//!
+//! Each section names its key and version once, here; the methods write
+//! them and the readers (the next digest, native replay, reports) read
+//! them back typed.
+
+use abridge_compact::DetailSection;
+use abridge_compact::Details;
+use abridge_llm::Usage;
+use serde::Deserialize;
+use serde::Serialize;
+use serde_json::Value;
+
+/// How one model call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// The model answered and the answer was used.
+    Ok,
+    /// The model answered but the answer was unusable (a tool call, empty
+    /// text, cut by the output limit).
+    Rejected,
+    /// The call failed (HTTP error, timeout, malformed body).
+    Failed,
+}
+
+/// One model call made for a compaction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// The candidate's provider name.
+    pub provider: String,
+    /// The model asked for (empty: the client's default).
+    pub model: String,
+    /// How it ended.
+    pub outcome: AttemptOutcome,
+    /// Why it failed or was rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// What it cost, when the provider answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+/// The `soft` method's record: how many model calls, and how often the
+/// input window was halved after an overflow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SoftRecord {
+    /// Model calls made (windows folded plus the split-turn summary).
+    pub calls: u32,
+    /// Times the input window halved after an overflow.
+    pub halvings: u32,
+}
+
+impl DetailSection for SoftRecord {
+    const KEY: &'static str = "soft";
+    const VERSION: u32 = 1;
+}
+
+/// Every model call of a run that tried candidates in turn, with each
+/// call's cost, so failed calls are accounted for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AttemptsRecord {
+    /// The calls, in order.
+    pub attempts: Vec<Attempt>,
+}
+
+impl DetailSection for AttemptsRecord {
+    const KEY: &'static str = "attempts";
+    const VERSION: u32 = 1;
+}
+
+/// The `remote` method's record: which remote it was, and when the local
+/// method wrote the checkpoint instead, why.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteRecord {
+    /// The remote kind (`endpoint`, `chat_completions`, `responses_compact`,
+    /// `anthropic_compact`).
+    pub kind: String,
+    /// The method that wrote the checkpoint's text, when not the remote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_by: Option<String>,
+    /// Why the remote failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The remote's calls before it failed, with their cost.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+}
+
+impl DetailSection for RemoteRecord {
+    const KEY: &'static str = "remote";
+    const VERSION: u32 = 1;
+}
+
+/// A provider's own compaction output, replayed to that provider in place
+/// of the checkpoint's text (see [`native_replay`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NativeRecord {
+    /// The provider name the output belongs to.
+    pub provider: String,
+    /// Where it was produced.
+    pub endpoint: String,
+    /// The model that produced it.
+    pub model: String,
+    /// The provider's items, opaque to us.
+    pub output: Value,
+}
+
+impl DetailSection for NativeRecord {
+    const KEY: &'static str = "native";
+    const VERSION: u32 = 1;
+}
+
+/// The `handoff` method's record: where the document was saved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoffRecord {
+    /// The file the handoff document is written to after commit.
+    pub save_to: String,
+}
+
+impl DetailSection for HandoffRecord {
+    const KEY: &'static str = "handoff";
+    const VERSION: u32 = 1;
+}
+
+/// The opaque items to send instead of a checkpoint's text, when the
+/// checkpoint was written by native compaction at `provider` and the next
+/// request goes there too; `None` otherwise (every other provider gets the
+/// text, and so does a record that does not read back).
+pub fn native_replay(details: &Details, provider: &str) -> Option<Vec<Value>> {
+    let native = match details.get::<NativeRecord>() {
+        Ok(native) => native?,
+        Err(error) => {
+            tracing::warn!(%error, "native compaction record unreadable; sending the text");
+            return None;
+        }
+    };
+    match native.output {
+        Value::Array(items) if native.provider == provider => Some(items),
+        _ => None,
+    }
+}
