@@ -131,12 +131,8 @@ pub use plan::PlanTokens;
 pub use plan::PreviousCheckpoint;
 pub use plan::SplitTurn;
 pub use planner::plan;
-pub use planner::plan_maximal;
-pub use planner::plan_region;
-pub use planner::plan_with_keep;
 pub use policy::DEFAULT_KEEP_RECENT_TOKENS;
 pub use policy::Policy;
-pub use policy::scale_keep;
 pub use run::Target;
 pub use run::attempt;
 pub use run::compact_session;
@@ -156,10 +152,6 @@ pub use summarizer::SummaryRequest;
 // hosts name one `TokenCounter` through the crate they already use.
 #[doc(inline)]
 pub use abridge_meter::EstimateCounter;
-/// Tokens added per message for role and framing: the meter's
-/// [`MESSAGE_OVERHEAD`](abridge_meter::MESSAGE_OVERHEAD), under the name
-/// this crate has always given it.
-pub use abridge_meter::MESSAGE_OVERHEAD as MESSAGE_OVERHEAD_TOKENS;
 #[doc(inline)]
 pub use abridge_meter::MeterCounter;
 #[doc(inline)]

@@ -70,12 +70,12 @@ pub fn plan(session: &Session, policy: &Policy) -> Option<Plan> {
 
 /// Plans the most reduction possible: keep only the newest unit. Used to
 /// recover from an overflow.
-pub fn plan_maximal(session: &Session, policy: &Policy) -> Option<Plan> {
+pub(crate) fn plan_maximal(session: &Session, policy: &Policy) -> Option<Plan> {
     plan_with_keep(session, policy, 0, Trigger::Overflow)
 }
 
 /// Plans with an explicit retention budget (already scaled).
-pub fn plan_with_keep(
+pub(crate) fn plan_with_keep(
     session: &Session,
     policy: &Policy,
     keep: u64,
@@ -105,7 +105,7 @@ pub fn plan_with_keep(
 /// # Errors
 /// [`CompactError::Commit`] when the span is off the surface or splits a
 /// tool call from its result.
-pub fn plan_region(session: &Session, policy: &Policy, span: Span) -> Result<Plan, CompactError> {
+pub(crate) fn plan_region(session: &Session, policy: &Policy, span: Span) -> Result<Plan, CompactError> {
     let surface = session.surface().seqs();
     if span.start > span.end || span.end >= surface.len() {
         return Err(CompactError::Commit {

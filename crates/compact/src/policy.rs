@@ -65,7 +65,7 @@ impl Policy {
 }
 
 /// `keep / ratio` when `ratio > 1` (and finite), else `keep`.
-pub fn scale_keep(keep: u64, ratio: f64) -> u64 {
+pub(crate) fn scale_keep(keep: u64, ratio: f64) -> u64 {
     if ratio.is_finite() && ratio > 1.0 {
         (keep as f64 / ratio).floor() as u64
     } else {

@@ -48,7 +48,8 @@ pub enum Target {
     /// Plan afresh for this trigger (see [`plan_for`]).
     Trigger(Trigger),
     /// Exactly this span of surface positions (see
-    /// [`plan_region`](crate::plan_region)).
+    /// `plan_region`: the span must not split a tool call from its
+    /// result).
     Region(Span),
 }
 

@@ -11,7 +11,7 @@
 //! So shake never touches tool-call arguments, and a region never spans
 //! two messages (it never leaves one text block).
 
-use abridge_compact::MESSAGE_OVERHEAD_TOKENS;
+use abridge_meter::MESSAGE_OVERHEAD;
 use abridge_compact::TokenCounter;
 use abridge_llm::Block;
 use abridge_llm::ImageSource;
@@ -216,7 +216,7 @@ fn describe_image(block: &Block) -> String {
 fn text_tokens(text: &str, counter: &dyn TokenCounter) -> u64 {
     counter
         .message_tokens(&Message::user(text))
-        .saturating_sub(MESSAGE_OVERHEAD_TOKENS)
+        .saturating_sub(MESSAGE_OVERHEAD)
 }
 
 /// The whole result moved: its text as one region, images per policy.
