@@ -11,7 +11,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use abridge_compact::CompactError;
@@ -36,11 +35,7 @@ const SAMPLES: &[&str] = &[
 /// A vision model, so snapcompact is available.
 const MODEL: &str = "claude-sonnet-4-5";
 
-fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../assets/sessions")
-        .join(name)
-}
+use abridge_test_support::samples::sample;
 
 fn open(path: &Path) -> Session {
     let store = JsonlStore::open(path, JsonlOptions::default()).unwrap();

@@ -19,19 +19,12 @@ use abridge::session::Session;
 use async_trait::async_trait;
 use futures::FutureExt;
 
+/// A `read` of `src/<id>.rs`, said aloud first.
 fn call(id: &str) -> Message {
-    Message {
-        role: Role::Assistant,
-        content: vec![
-            Block::text("Reading."),
-            Block::ToolCall {
-                id: id.into(),
-                name: "read".into(),
-                arguments: serde_json::json!({ "path": format!("src/{id}.rs") }),
-            },
-        ],
-        meta: Default::default(),
-    }
+    let path = format!("src/{id}.rs");
+    let mut message = Message::tool_call(id, "read", serde_json::json!({ "path": path }));
+    message.content.insert(0, Block::text("Reading."));
+    message
 }
 
 /// `turns` turns of request, read call, 800-character result, reply:

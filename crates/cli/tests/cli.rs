@@ -9,39 +9,23 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::process::Output;
 
+use abridge_test_support::cli::Cli;
+use abridge_test_support::cli::stderr;
+use abridge_test_support::cli::stdout;
+use abridge_test_support::samples::SWE;
+use abridge_test_support::samples::sample;
+
+fn cli() -> Cli {
+    Cli::new(env!("CARGO_BIN_EXE_abridge"))
+}
+
 fn abridge(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_abridge"))
-        .args(args)
-        .output()
-        .expect("run abridge")
+    cli().run(args)
 }
 
-fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../assets/sessions")
-        .join(name)
-}
-
-const SWE: &str = "swe-agent__marshmallow-1867__function_calling_replace_from_source.traj";
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
+/// The SWE-agent sample imported into `dir`.
 fn imported(dir: &Path) -> PathBuf {
-    let out = dir.join("swe.jsonl");
-    let output = abridge(&[
-        "import",
-        sample(SWE).to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    out
+    cli().import(dir, SWE)
 }
 
 #[test]
@@ -333,7 +317,10 @@ fn corrupt_session_names_file_line_and_field_and_is_left_alone() {
     let output = abridge(&["check", session.to_str().unwrap()]);
     assert!(!output.status.success());
     let error = stderr(&output);
-    assert!(error.contains("swe.jsonl:5"), "{error}");
+    assert!(
+        error.contains(&format!("{}:5", session.display())),
+        "{error}"
+    );
     assert!(error.contains("seq"), "{error}");
     assert_eq!(std::fs::read_to_string(&session).unwrap(), text);
 }

@@ -6,7 +6,6 @@
 
 use std::path::Path;
 use std::path::PathBuf;
-use std::process::Command;
 use std::process::Output;
 
 use abridge_llm::Block;
@@ -19,47 +18,29 @@ use abridge_session::Header;
 use abridge_session::JsonlOptions;
 use abridge_session::JsonlStore;
 use abridge_session::Session;
+use abridge_test_support::cli::Cli;
+use abridge_test_support::cli::assert_ok;
+use abridge_test_support::samples::CLAUDE;
+use abridge_test_support::samples::SWE;
+use abridge_test_support::samples::sample;
+
+fn cli() -> Cli {
+    Cli::new(env!("CARGO_BIN_EXE_abridge"))
+}
 
 fn abridge(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_abridge"))
-        .args(args)
-        .output()
-        .expect("run abridge")
+    cli().run(args)
 }
-
-fn ok(output: &Output) {
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../assets/sessions")
-        .join(name)
-}
-
-const SWE: &str = "swe-agent__marshmallow-1867__function_calling_replace_from_source.traj";
-const CLAUDE: &str = "claude-code__spotter__4d5611e5.jsonl";
 
 fn import(dir: &Path, name: &str) -> PathBuf {
-    let out = dir.join(format!("{name}.abridge.jsonl"));
-    ok(&abridge(&[
-        "import",
-        sample(name).to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]));
-    out
+    cli().import(dir, name)
 }
 
 /// The SWE-agent sample imported into `dir` and compacted once with
 /// digest under a small window, so its page has a checkpoint to show.
 fn digested_swe(dir: &Path) -> PathBuf {
     let session = import(dir, SWE);
-    ok(&abridge(&[
+    assert_ok(&abridge(&[
         "compact",
         session.to_str().unwrap(),
         "--method",
@@ -81,7 +62,7 @@ fn report(session: &Path, extra: &[&str]) -> String {
         html.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    ok(&abridge(&args));
+    assert_ok(&abridge(&args));
     std::fs::read_to_string(html).unwrap()
 }
 
@@ -138,7 +119,7 @@ fn digest_compacted_swe_session_reports_divider_chart_calls_and_hidden() {
 fn snapcompact_claude_session_shows_its_frames() {
     let dir = tempfile::tempdir().unwrap();
     let session = import(dir.path(), CLAUDE);
-    ok(&abridge(&[
+    assert_ok(&abridge(&[
         "compact",
         session.to_str().unwrap(),
         "--method",
@@ -171,7 +152,7 @@ fn json_names_the_page_and_agrees_with_stats() {
         "gpt-4o",
         "--json",
     ]);
-    ok(&output);
+    assert_ok(&output);
     let written: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(written["output"], html.to_str().unwrap());
     assert_eq!(
@@ -183,7 +164,7 @@ fn json_names_the_page_and_agrees_with_stats() {
     assert_eq!(written["checkpoints"], 1);
 
     let stats = abridge(&["stats", path, "--model", "gpt-4o", "--json"]);
-    ok(&stats);
+    assert_ok(&stats);
     let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
     for key in [
         "events",

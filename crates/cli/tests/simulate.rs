@@ -5,33 +5,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::path::PathBuf;
-use std::process::Command;
 use std::process::Output;
 
+use abridge_test_support::cli::Cli;
+use abridge_test_support::cli::stderr;
+use abridge_test_support::cli::stdout;
+use abridge_test_support::samples::PI;
+use abridge_test_support::samples::SWE;
+use abridge_test_support::samples::sample;
+
 fn abridge_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_abridge"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run abridge")
-}
-
-fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../assets/sessions")
-        .join(name)
-}
-
-const SWE: &str = "swe-agent__marshmallow-1867__function_calling_replace_from_source.traj";
-const PI: &str = "pi-mono__large-session.jsonl";
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    Cli::new(env!("CARGO_BIN_EXE_abridge"))
+        .in_dir(dir)
+        .run(args)
 }
 
 /// Imports `name` into `dir` as `out`, returning the file name (relative

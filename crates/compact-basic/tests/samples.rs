@@ -16,14 +16,10 @@ use abridge_session::Session;
 use abridge_session::repair_dangling_tool_calls;
 
 fn samples() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../assets/sessions");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl" || e == "traj"))
-        .collect();
-    files.sort();
-    files
+    abridge_test_support::samples::ALL
+        .iter()
+        .map(|name| abridge_test_support::samples::sample(name))
+        .collect()
 }
 
 fn imported(path: &std::path::Path) -> (Session, MemoryStore) {

@@ -105,7 +105,11 @@ pub(crate) fn plan_with_keep(
 /// # Errors
 /// [`CompactError::Commit`] when the span is off the surface or splits a
 /// tool call from its result.
-pub(crate) fn plan_region(session: &Session, policy: &Policy, span: Span) -> Result<Plan, CompactError> {
+pub(crate) fn plan_region(
+    session: &Session,
+    policy: &Policy,
+    span: Span,
+) -> Result<Plan, CompactError> {
     let surface = session.surface().seqs();
     if span.start > span.end || span.end >= surface.len() {
         return Err(CompactError::Commit {

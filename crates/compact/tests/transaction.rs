@@ -20,19 +20,13 @@ use async_trait::async_trait;
 use futures::FutureExt;
 use pretty_assertions::assert_eq;
 
+/// A `read` of `path`, said aloud first, as agents do.
 fn call(id: &str, path: &str) -> Message {
-    Message {
-        role: Role::Assistant,
-        content: vec![
-            Block::text(format!("Reading {path}.")),
-            Block::ToolCall {
-                id: id.into(),
-                name: "read".into(),
-                arguments: serde_json::json!({ "path": path }),
-            },
-        ],
-        meta: Default::default(),
-    }
+    let mut message = Message::tool_call(id, "read", serde_json::json!({ "path": path }));
+    message
+        .content
+        .insert(0, Block::text(format!("Reading {path}.")));
+    message
 }
 
 /// A session of `turns` turns: a request, a read call, its long result,

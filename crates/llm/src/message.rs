@@ -323,6 +323,25 @@ impl Message {
         }
     }
 
+    /// An assistant message making one tool call: the shape every agent
+    /// turn that uses a tool starts with, and the other half of
+    /// [`tool_result`](Self::tool_result).
+    pub fn tool_call(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: serde_json::Value,
+    ) -> Self {
+        Message {
+            role: Role::Assistant,
+            content: vec![Block::ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments,
+            }],
+            meta: Meta::default(),
+        }
+    }
+
     /// Sets the metadata, for building messages in one expression.
     pub fn with_meta(mut self, meta: Meta) -> Self {
         self.meta = meta;

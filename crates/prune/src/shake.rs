@@ -11,11 +11,11 @@
 //! So shake never touches tool-call arguments, and a region never spans
 //! two messages (it never leaves one text block).
 
-use abridge_meter::MESSAGE_OVERHEAD;
 use abridge_compact::TokenCounter;
 use abridge_llm::Block;
 use abridge_llm::ImageSource;
 use abridge_llm::Message;
+use abridge_meter::MESSAGE_OVERHEAD;
 use serde::Deserialize;
 use serde::Serialize;
 

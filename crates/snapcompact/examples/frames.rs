@@ -33,15 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn history() -> Vec<Message> {
-    let call = |id: &str, name: &str, arguments: serde_json::Value| Message {
-        role: Role::Assistant,
-        content: vec![Block::ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments,
-        }],
-        meta: Meta::default(),
-    };
+    let call = Message::tool_call;
     vec![
         Message::user(
             "The parser test fails since the 0.4 upgrade. Fix it and keep the API; the id OBJ_0O1lI must stay as is.",

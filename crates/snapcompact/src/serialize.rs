@@ -373,18 +373,6 @@ mod tests {
     use serde_json::json;
     use std::sync::Arc;
 
-    fn call(id: &str, name: &str, args: serde_json::Value) -> Message {
-        Message {
-            role: Role::Assistant,
-            content: vec![Block::ToolCall {
-                id: id.into(),
-                name: name.into(),
-                arguments: args,
-            }],
-            meta: Meta::default(),
-        }
-    }
-
     fn show(runs: &[Run]) -> String {
         runs.iter()
             .map(|run| {
@@ -456,9 +444,9 @@ mod tests {
             ..Meta::default()
         };
         let history = vec![
-            call("c1", "grep", json!({"pattern": "nothing"})),
+            Message::tool_call("c1", "grep", json!({"pattern": "nothing"})),
             Message::tool_result("c1", "no matches", false).with_meta(useless.clone()),
-            call("c2", "grep", json!({"pattern": "boom"})),
+            Message::tool_call("c2", "grep", json!({"pattern": "boom"})),
             Message::tool_result("c2", "grep: bad regex", true).with_meta(useless),
         ];
         assert_eq!(
@@ -473,7 +461,7 @@ mod tests {
             .map(|i| char::from(b'a' + (i % 26) as u8))
             .collect();
         let history = vec![
-            call("c1", "cat", json!({"path": "big"})),
+            Message::tool_call("c1", "cat", json!({"path": "big"})),
             Message::tool_result("c1", long.clone(), false),
         ];
         let text = plain_text(&serialize(&history, &SerializeConfig::default()));

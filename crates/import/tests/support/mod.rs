@@ -2,7 +2,7 @@
 //! fixtures are, and the checks every imported log must pass.
 
 // Each test binary uses only some of these.
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+#![allow(dead_code, unused_imports, unreachable_pub, clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,16 +21,11 @@ use abridge_session::dangling_tool_calls;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-pub const PI: &str = "pi-mono__large-session.jsonl";
-pub const CLAUDE: &str = "claude-code__spotter__4d5611e5.jsonl";
-pub const CODEX: &str = "codex__localpush__rollout-2026-02-23T12-54-34-redacted.jsonl";
-pub const SWE: &str = "swe-agent__marshmallow-1867__function_calling_replace_from_source.traj";
-
-pub fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../assets/sessions")
-        .join(name)
-}
+pub use abridge_test_support::samples::CLAUDE;
+pub use abridge_test_support::samples::CODEX;
+pub use abridge_test_support::samples::PI;
+pub use abridge_test_support::samples::SWE;
+pub use abridge_test_support::samples::sample;
 
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,7 +1,6 @@
 //! The retry and fallback wrappers, driven by a scripted client on tokio's
 //! paused clock, so waits are checked exactly without real sleeping.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -13,110 +12,24 @@ use abridge_llm::LlmError;
 use abridge_llm::Message;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
-use abridge_llm::Response;
-use abridge_llm::ResponseStream;
 use abridge_llm::RetryEvent;
 use abridge_llm::RetryPolicy;
 use abridge_llm::RetryingClient;
-use abridge_llm::StopReason;
 use abridge_llm::StreamEvent;
-use abridge_llm::Usage;
-use async_trait::async_trait;
+use abridge_test_support::scripted::ScriptedClient;
+use abridge_test_support::scripted::Step;
+use abridge_test_support::scripted::text_reply;
 use futures::StreamExt;
 use pretty_assertions::assert_eq;
 use tokio::time::Instant;
 
-#[derive(Debug)]
-enum Step {
-    Fail(LlmError),
-    Answer(&'static str),
-    Hang,
-    /// A stream that yields one delta and then never ends.
-    StallingStream,
+fn scripted(steps: Vec<Step>) -> Arc<ScriptedClient> {
+    ScriptedClient::new(steps).shared()
 }
 
-/// Answers each call with the next scripted step and records when and for
-/// which model it was called.
-#[derive(Debug)]
-struct Scripted {
-    script: Mutex<VecDeque<Step>>,
-    calls: Mutex<Vec<(Instant, String)>>,
-}
-
-impl Scripted {
-    fn new(steps: Vec<Step>) -> Arc<Self> {
-        Arc::new(Scripted {
-            script: Mutex::new(steps.into()),
-            calls: Mutex::new(Vec::new()),
-        })
-    }
-
-    fn gaps(&self) -> Vec<Duration> {
-        let calls = self.calls.lock().unwrap();
-        calls.windows(2).map(|w| w[1].0 - w[0].0).collect()
-    }
-
-    fn models(&self) -> Vec<String> {
-        self.calls
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(_, m)| m.clone())
-            .collect()
-    }
-
-    fn next(&self, request: &Request) -> Step {
-        self.calls
-            .lock()
-            .unwrap()
-            .push((Instant::now(), request.model.clone()));
-        self.script
-            .lock()
-            .unwrap()
-            .pop_front()
-            .expect("script exhausted")
-    }
-}
-
-fn answer(text: &str, model: &str) -> Response {
-    Response {
-        message: Message::assistant(text),
-        usage: Usage::default(),
-        stop_reason: StopReason::EndTurn,
-        model: model.to_string(),
-        native: None,
-    }
-}
-
-#[async_trait]
-impl LlmClient for Scripted {
-    fn provider(&self) -> &str {
-        "scripted"
-    }
-
-    async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
-        match self.next(request) {
-            Step::Fail(error) => Err(error),
-            Step::Answer(text) => Ok(answer(text, &request.model)),
-            Step::Hang | Step::StallingStream => std::future::pending().await,
-        }
-    }
-
-    async fn stream(&self, request: &Request) -> Result<ResponseStream, LlmError> {
-        match self.next(request) {
-            Step::Fail(error) => Err(error),
-            Step::Answer(text) => {
-                let done = StreamEvent::Done(Box::new(answer(text, &request.model)));
-                Ok(futures::stream::iter([Ok(done)]).boxed())
-            }
-            Step::Hang => std::future::pending().await,
-            Step::StallingStream => Ok(futures::stream::iter([Ok(StreamEvent::TextDelta(
-                "Hi".into(),
-            ))])
-            .chain(futures::stream::pending())
-            .boxed()),
-        }
-    }
+/// A scripted answer of `text`, from whatever model was asked for.
+fn answer(text: &str) -> Step {
+    Step::Reply(Box::new(text_reply(text)))
 }
 
 fn server_error() -> LlmError {
@@ -148,11 +61,11 @@ fn request() -> Request {
 
 #[tokio::test(start_paused = true)]
 async fn honours_retry_after_then_backs_off_exponentially() {
-    let inner = Scripted::new(vec![
+    let inner = scripted(vec![
         Step::Fail(rate_limited(7)),
         Step::Fail(server_error()),
         Step::Fail(server_error()),
-        Step::Answer("ok"),
+        answer("ok"),
     ]);
     let client = RetryingClient::new(inner.clone(), RetryPolicy::deterministic());
     let response = client.complete(&request()).await.unwrap();
@@ -169,7 +82,7 @@ async fn honours_retry_after_then_backs_off_exponentially() {
 
 #[tokio::test(start_paused = true)]
 async fn stops_after_max_attempts_and_reports_each_failure() {
-    let inner = Scripted::new((0..5).map(|_| Step::Fail(server_error())).collect());
+    let inner = scripted((0..5).map(|_| Step::Fail(server_error())).collect());
     let seen: Arc<Mutex<Vec<RetryEvent>>> = Arc::default();
     let record = seen.clone();
     let policy = RetryPolicy {
@@ -183,7 +96,7 @@ async fn stops_after_max_attempts_and_reports_each_failure() {
         client.complete(&request()).await.unwrap_err(),
         server_error()
     );
-    assert_eq!(inner.calls.lock().unwrap().len(), 3);
+    assert_eq!(inner.requests().len(), 3);
     let waits: Vec<Option<Duration>> = seen.lock().unwrap().iter().map(|e| e.wait).collect();
     assert_eq!(
         waits,
@@ -203,19 +116,16 @@ async fn non_retryable_errors_are_returned_at_once() {
         message: "no key".into(),
     };
     for error in [overflow(), bad, LlmError::Cancelled] {
-        let inner = Scripted::new(vec![Step::Fail(error.clone()), Step::Answer("never")]);
+        let inner = scripted(vec![Step::Fail(error.clone()), answer("never")]);
         let client = RetryingClient::new(inner.clone(), RetryPolicy::deterministic());
         assert_eq!(client.complete(&request()).await.unwrap_err(), error);
-        assert_eq!(inner.calls.lock().unwrap().len(), 1);
+        assert_eq!(inner.requests().len(), 1);
     }
 }
 
 #[tokio::test(start_paused = true)]
 async fn gives_up_when_the_next_wait_exceeds_max_wait() {
-    let inner = Scripted::new(vec![
-        Step::Fail(rate_limited(120)),
-        Step::Answer("too late"),
-    ]);
+    let inner = scripted(vec![Step::Fail(rate_limited(120)), answer("too late")]);
     let policy = RetryPolicy {
         max_wait: Some(Duration::from_secs(60)),
         ..RetryPolicy::deterministic()
@@ -226,13 +136,13 @@ async fn gives_up_when_the_next_wait_exceeds_max_wait() {
         client.complete(&request()).await.unwrap_err(),
         rate_limited(120)
     );
-    assert_eq!(inner.calls.lock().unwrap().len(), 1);
+    assert_eq!(inner.requests().len(), 1);
     assert_eq!(started.elapsed(), Duration::ZERO);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_hung_attempt_times_out_and_is_retried() {
-    let inner = Scripted::new(vec![Step::Hang, Step::Answer("second try")]);
+    let inner = scripted(vec![Step::Hang, answer("second try")]);
     let policy = RetryPolicy {
         timeout: Some(Duration::from_secs(5)),
         ..RetryPolicy::deterministic()
@@ -253,7 +163,7 @@ async fn a_hung_attempt_times_out_and_is_retried() {
 
 #[tokio::test(start_paused = true)]
 async fn the_timeout_covers_the_whole_stream() {
-    let inner = Scripted::new(vec![Step::StallingStream]);
+    let inner = scripted(vec![Step::Stall]);
     let policy = RetryPolicy {
         timeout: Some(Duration::from_secs(5)),
         ..RetryPolicy::deterministic()
@@ -274,8 +184,8 @@ async fn the_timeout_covers_the_whole_stream() {
 
 #[tokio::test(start_paused = true)]
 async fn fallback_moves_to_the_next_candidate_and_model() {
-    let first = Scripted::new(vec![Step::Fail(server_error())]);
-    let second = Scripted::new(vec![Step::Answer("from b")]);
+    let first = scripted(vec![Step::Fail(server_error())]);
+    let second = scripted(vec![answer("from b")]);
     let client = FallbackClient::new(vec![
         Candidate::new(first.clone(), "a-1"),
         Candidate::new(second.clone(), "b-1"),
@@ -288,8 +198,8 @@ async fn fallback_moves_to_the_next_candidate_and_model() {
 
 #[tokio::test(start_paused = true)]
 async fn fallback_leaves_a_candidate_whose_retry_after_is_too_long() {
-    let first = Scripted::new(vec![Step::Fail(rate_limited(3600))]);
-    let second = Scripted::new(vec![Step::Answer("from b")]);
+    let first = scripted(vec![Step::Fail(rate_limited(3600))]);
+    let second = scripted(vec![answer("from b")]);
     let policy = RetryPolicy {
         max_wait: Some(Duration::from_secs(30)),
         ..RetryPolicy::deterministic()
@@ -307,8 +217,8 @@ async fn fallback_leaves_a_candidate_whose_retry_after_is_too_long() {
 
 #[tokio::test(start_paused = true)]
 async fn fallback_stops_on_overflow() {
-    let first = Scripted::new(vec![Step::Fail(overflow())]);
-    let second = Scripted::new(vec![Step::Answer("never")]);
+    let first = scripted(vec![Step::Fail(overflow())]);
+    let second = scripted(vec![answer("never")]);
     let client = FallbackClient::new(vec![
         Candidate::same_model(first),
         Candidate::same_model(second.clone()),
@@ -320,7 +230,7 @@ async fn fallback_stops_on_overflow() {
             .unwrap_err()
             .is_context_overflow()
     );
-    assert_eq!(second.calls.lock().unwrap().len(), 0);
+    assert_eq!(second.requests().len(), 0);
 }
 
 #[tokio::test(start_paused = true)]
@@ -330,8 +240,8 @@ async fn fallback_returns_the_last_error_when_all_fail() {
         status: 404,
         message: "no such model".into(),
     };
-    let first = Scripted::new(vec![Step::Fail(server_error())]);
-    let second = Scripted::new(vec![Step::Fail(bad.clone())]);
+    let first = scripted(vec![Step::Fail(server_error())]);
+    let second = scripted(vec![Step::Fail(bad.clone())]);
     let client = FallbackClient::new(vec![
         Candidate::same_model(first),
         Candidate::same_model(second),

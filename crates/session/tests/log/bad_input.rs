@@ -33,7 +33,7 @@ fn base(path: &Path) -> Vec<String> {
     let mut session = support::create(path);
     let drafts = vec![
         Draft::message(Message::user("hello")),
-        Draft::message(support::assistant_calls("reading", &["c1".into()])),
+        Draft::message(support::parallel_calls("reading", &["c1".into()])),
         Draft::message(Message::tool_result("c1", "ok", false)),
         Draft::message(Message::user("next")),
     ];

@@ -285,7 +285,7 @@ impl Harness {
             ),
             Op::Assistant { text, calls } => {
                 let ids = self.new_call_ids(*calls);
-                let message = support::assistant_calls(text, &ids);
+                let message = support::parallel_calls(text, &ids);
                 (self.session.append_message(message).map(drop), true)
             }
             Op::ToolResult { pick, right, text } => {

@@ -22,7 +22,7 @@ fn dangling_calls_at_the_tail_get_unknown_outcome_results() {
     let mut session = support::create(&path);
     session.append_message(Message::user("go")).unwrap();
     session
-        .append_message(support::assistant_calls(
+        .append_message(support::parallel_calls(
             "three reads",
             &ids(&["a", "b", "c"]),
         ))
@@ -75,7 +75,7 @@ fn nothing_is_added_when_every_call_is_answered() {
     let mut session = Session::in_memory("r");
     session.append_message(Message::user("go")).unwrap();
     session
-        .append_message(support::assistant_calls("", &ids(&["a", "b"])))
+        .append_message(support::parallel_calls("", &ids(&["a", "b"])))
         .unwrap();
     session
         .append_message(Message::tool_result("b", "1", false))
@@ -105,7 +105,7 @@ fn only_the_active_surface_is_repaired() {
     let mut session = Session::in_memory("r");
     session.append_message(Message::user("go")).unwrap();
     let call = session
-        .append_message(support::assistant_calls("", &ids(&["x"])))
+        .append_message(support::parallel_calls("", &ids(&["x"])))
         .unwrap();
     assert_eq!(dangling_tool_calls(&session).len(), 1);
     // Back to the user message: the call is on the abandoned branch.
@@ -123,7 +123,7 @@ fn only_the_active_surface_is_repaired() {
 fn a_turn_that_moved_on_leaves_old_calls_alone() {
     let mut session = Session::in_memory("r");
     session
-        .append_message(support::assistant_calls("", &ids(&["old"])))
+        .append_message(support::parallel_calls("", &ids(&["old"])))
         .unwrap();
     session.append_message(Message::user("never mind")).unwrap();
     assert!(dangling_tool_calls(&session).is_empty());

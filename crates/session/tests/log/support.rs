@@ -3,10 +3,6 @@
 use std::path::Path;
 use std::path::PathBuf;
 
-use abridge_llm::Block;
-use abridge_llm::Message;
-use abridge_llm::Meta;
-use abridge_llm::Role;
 use abridge_session::Event;
 use abridge_session::FsyncPolicy;
 use abridge_session::Header;
@@ -60,22 +56,8 @@ pub(crate) fn temp_session() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-/// An assistant message calling tools `ids`, each named `read`.
-pub(crate) fn assistant_calls(text: &str, ids: &[String]) -> Message {
-    let mut content = vec![Block::text(text)];
-    for id in ids {
-        content.push(Block::ToolCall {
-            id: id.clone(),
-            name: "read".into(),
-            arguments: serde_json::json!({"path": format!("src/{id}.rs")}),
-        });
-    }
-    Message {
-        role: Role::Assistant,
-        content,
-        meta: Meta::default(),
-    }
-}
+#[allow(unused_imports)] // the crash suite shares this file and builds no calls
+pub(crate) use abridge_test_support::messages::parallel_calls;
 
 /// Every event as the line it is written as, so events read back (which
 /// keep their raw line) compare with live ones (which do not).

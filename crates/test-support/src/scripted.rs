@@ -1,0 +1,201 @@
+//! An [`LlmClient`] that answers from a script: each call takes the next
+//! [`Step`], and every request is kept with the time it came, so a test can
+//! check what was sent, to which model, and how long the caller waited
+//! between calls.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::Mutex;
+
+use abridge_llm::LlmClient;
+use abridge_llm::LlmError;
+use abridge_llm::Message;
+use abridge_llm::Request;
+use abridge_llm::Response;
+use abridge_llm::ResponseStream;
+use abridge_llm::StopReason;
+use abridge_llm::StreamEvent;
+use abridge_llm::Usage;
+use async_trait::async_trait;
+use futures::StreamExt;
+// Tokio's clock, so tests on a paused clock see the waits exactly.
+use tokio::time::Instant;
+
+/// What one call does.
+#[derive(Debug)]
+pub enum Step {
+    /// Answer with this response.
+    Reply(Box<Response>),
+    /// Fail with this error.
+    Fail(LlmError),
+    /// Never answer (for timeouts and cancellation).
+    Hang,
+    /// Stream one text delta, then nothing (for stall detection).
+    Stall,
+}
+
+/// A client that plays a script. When the script runs out it answers
+/// with [`ScriptedClient::fallback`]'s text, or panics if none was set.
+#[derive(Debug)]
+pub struct ScriptedClient {
+    provider: String,
+    script: Mutex<VecDeque<Step>>,
+    fallback: Option<String>,
+    calls: Mutex<Vec<(Instant, Request)>>,
+}
+
+impl ScriptedClient {
+    /// A client named `scripted` that plays `steps` in order.
+    pub fn new(steps: Vec<Step>) -> Self {
+        ScriptedClient {
+            provider: "scripted".to_string(),
+            script: Mutex::new(steps.into()),
+            fallback: None,
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A client whose every call is answered by the text replies given,
+    /// in order.
+    pub fn replying(texts: &[&str]) -> Self {
+        ScriptedClient::new(
+            texts
+                .iter()
+                .map(|t| Step::Reply(Box::new(text_reply(t))))
+                .collect(),
+        )
+    }
+
+    /// Answers `text` once the script is spent, instead of panicking.
+    pub fn fallback(mut self, text: &str) -> Self {
+        self.fallback = Some(text.to_string());
+        self
+    }
+
+    /// Names the provider (what `LlmClient::provider` returns).
+    pub fn named(mut self, provider: &str) -> Self {
+        self.provider = provider.to_string();
+        self
+    }
+
+    /// Shares it, as clients are passed.
+    pub fn shared(self) -> Arc<Self> {
+        Arc::new(self)
+    }
+
+    /// Every request received, in order.
+    pub fn requests(&self) -> Vec<Request> {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, r)| r.clone())
+            .collect()
+    }
+
+    /// The model each request asked for, in order.
+    pub fn models(&self) -> Vec<String> {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, r)| r.model.clone())
+            .collect()
+    }
+
+    /// The time between consecutive calls.
+    pub fn gaps(&self) -> Vec<std::time::Duration> {
+        let calls = self.calls.lock().unwrap();
+        calls.windows(2).map(|w| w[1].0 - w[0].0).collect()
+    }
+
+    fn next(&self, request: &Request) -> Step {
+        self.calls
+            .lock()
+            .unwrap()
+            .push((Instant::now(), request.clone()));
+        let step = self.script.lock().unwrap().pop_front();
+        match (step, &self.fallback) {
+            (Some(step), _) => step,
+            (None, Some(text)) => Step::Reply(Box::new(text_reply(text))),
+            (None, None) => panic!("the script is spent: call {}", self.requests().len()),
+        }
+    }
+}
+
+#[async_trait]
+impl LlmClient for ScriptedClient {
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
+        match self.next(request) {
+            Step::Reply(response) => Ok(with_model(*response, request)),
+            Step::Fail(error) => Err(error),
+            Step::Hang | Step::Stall => std::future::pending().await,
+        }
+    }
+
+    async fn stream(&self, request: &Request) -> Result<ResponseStream, LlmError> {
+        match self.next(request) {
+            Step::Reply(response) => {
+                let done = StreamEvent::Done(Box::new(with_model(*response, request)));
+                Ok(futures::stream::iter([Ok(done)]).boxed())
+            }
+            Step::Fail(error) => Err(error),
+            Step::Hang => std::future::pending().await,
+            Step::Stall => Ok(
+                futures::stream::iter([Ok(StreamEvent::TextDelta("Hi".into()))])
+                    .chain(futures::stream::pending())
+                    .boxed(),
+            ),
+        }
+    }
+}
+
+/// A scripted response names the model asked for unless it names one.
+fn with_model(mut response: Response, request: &Request) -> Response {
+    if response.model.is_empty() {
+        response.model = request.model.clone();
+    }
+    response
+}
+
+/// A finished answer of `message`, costing 1,000 input and 50 output
+/// tokens, from whatever model was asked for.
+pub fn reply(message: Message, stop_reason: StopReason) -> Response {
+    Response {
+        message,
+        usage: Usage {
+            input: 1000,
+            output: 50,
+            ..Usage::default()
+        },
+        stop_reason,
+        model: String::new(),
+        native: None,
+    }
+}
+
+/// A finished text answer.
+pub fn text_reply(text: &str) -> Response {
+    reply(Message::assistant(text), StopReason::EndTurn)
+}
+
+/// The error a provider gives for input over the window.
+pub fn overflow() -> LlmError {
+    LlmError::ContextOverflow {
+        provider: "scripted".into(),
+        message: "prompt is too long".into(),
+    }
+}
+
+/// A 503.
+pub fn server_error() -> LlmError {
+    LlmError::Server {
+        provider: "scripted".into(),
+        status: 503,
+        message: "busy".into(),
+    }
+}
