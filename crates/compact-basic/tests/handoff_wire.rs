@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use abridge_compact::*;
+use abridge_compact_basic::prompts::*;
 use abridge_compact_basic::*;
 use abridge_llm::Block;
 use abridge_llm::LlmClient;
@@ -310,26 +311,33 @@ async fn a_cut_or_empty_handoff_is_an_error() {
     );
 }
 
-#[test]
-fn a_pending_tool_call_is_left_out_of_the_replay() {
+#[tokio::test]
+async fn a_pending_tool_call_is_left_out_of_the_replay() {
     let mut session = session();
     session
         .append_message(call("c3", "bash", json!({"command": "cargo test"})))
         .unwrap();
-    let Some(plan) = plan(&session, &policy()) else {
-        panic!("the fixture must plan");
-    };
-    let request = build_handoff_request("m", &ConversationPrefix::default(), &plan, 1000);
-    let ids: Vec<&str> = request
-        .messages
+    let (server, client) = server(answer(DOCUMENT, "stop")).await;
+    // Only the request matters here, not whether the checkpoint commits.
+    let _ = compact_session(
+        &mut session,
+        &handoff_method(client, "live-1", config(None)),
+        &policy(),
+        Trigger::Manual,
+    )
+    .await;
+    let requests = server.received_requests().await.unwrap();
+    let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let messages = body["messages"].as_array().unwrap();
+    let ids: Vec<&str> = messages
         .iter()
-        .flat_map(|m| m.tool_calls().map(|(id, _, _)| id))
+        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+        .filter_map(|c| c["id"].as_str())
         .collect();
     assert_eq!(ids, ["c1", "c2"]);
-    assert_eq!(request.tool_choice, abridge_llm::ToolChoice::None);
-    assert_eq!(request.purpose, Purpose::Handoff);
+    assert_eq!(body["tool_choice"], "none");
     assert_eq!(
-        request.messages.last().unwrap().plain_text(),
+        messages.last().unwrap()["content"].as_str().unwrap(),
         HANDOFF_PROMPT.trim()
     );
 }

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use abridge_compact::*;
+use abridge_compact_basic::prompts::*;
 use abridge_compact_basic::*;
 use abridge_llm::Block;
-use abridge_llm::Candidate;
 use abridge_llm::LlmClient;
 use abridge_llm::Message;
 use abridge_llm::OpenAiChatClient;
@@ -851,7 +851,7 @@ fn a_bad_remote_url_is_a_config_error() {
     let error = remote_method(RemoteConfig::new(RemoteKind::Endpoint, "ftp://x", "")).unwrap_err();
     assert_eq!(
         error.to_string(),
-        "summary-endpoint: invalid client configuration: url \"ftp://x\" is not http(s)"
+        "summary-endpoint: invalid client configuration: base url \"ftp://x\" must start with http:// or https://"
     );
 }
 
@@ -917,7 +917,7 @@ async fn anthropic_compaction_writes_the_checkpoint_from_the_compaction_block() 
 
     let request = &server.received_requests().await.unwrap()[0];
     assert_eq!(request.headers["x-api-key"], "sk-ant-secret");
-    assert_eq!(request.headers["anthropic-beta"], ANTHROPIC_COMPACTION_BETA);
+    assert_eq!(request.headers["anthropic-beta"], "compact-2026-01-12");
     let body: Value = serde_json::from_slice(&request.body).unwrap();
     let roles: Vec<&str> = body["messages"]
         .as_array()
