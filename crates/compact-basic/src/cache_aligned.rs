@@ -5,8 +5,8 @@
 //! system prompt, the tool list and the history; a summary request that
 //! starts with the very same bytes is served from that cache, so only the
 //! instruction and the summary are billed at full price. The flattened
-//! transcript ([`RequestMode::Transcript`](crate::RequestMode)) rewrites
-//! the history as one text block and always starts cold.
+//! transcript (the other request mode) rewrites the history as one text
+//! block and always starts cold.
 //!
 //! What keeps the prefix identical:
 //! - the caller's [`ConversationPrefix`] (system prompt and tool specs,
@@ -34,22 +34,14 @@ use abridge_llm::SharedMessage;
 use abridge_llm::ToolChoice;
 use abridge_llm::ToolSpec;
 
-use crate::llm::RequestMode;
-use crate::llm::build_summary_request;
 use crate::prompts::BRANCH_SUMMARY;
+use crate::prompts::CACHE_ALIGNED_NOTICE;
 use crate::prompts::SUMMARIZE_INITIAL;
 use crate::prompts::SUMMARIZE_TURN_PREFIX;
 use crate::prompts::SUMMARIZE_UPDATE;
-
-/// Opening of the instruction message in cache-aligned mode. The system
-/// prompt is the conversation's own there, so this message carries what
-/// the transcript mode's system prompt says: the history is data, tools
-/// are disabled, write only the checkpoint.
-pub const CACHE_ALIGNED_NOTICE: &str = include_str!("../../../prompts/summarize_cache_aligned.md");
-/// Task of an update in cache-aligned mode, when the previous checkpoint
-/// is replayed at the head of the conversation rather than quoted below it.
-pub const SUMMARIZE_UPDATE_ALIGNED: &str =
-    include_str!("../../../prompts/summarize_update_aligned.md");
+use crate::prompts::SUMMARIZE_UPDATE_ALIGNED;
+use crate::transcript_request::push_summary_tail;
+use crate::transcript_request::transcript_request;
 
 /// What the live conversation sends before the session's messages on every
 /// turn and the session log does not record: the system prompt and the
@@ -84,7 +76,7 @@ impl ConversationPrefix {
 /// [`AlignedPrefix::for_plan`]; [`AlignedPrefix::new`] serves requests made
 /// without a plan (a branch summary).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct AlignedPrefix {
+pub(crate) struct AlignedPrefix {
     lead: Vec<SharedMessage>,
     tools: Vec<ToolSpec>,
     checkpoint: Option<SharedMessage>,
@@ -94,7 +86,7 @@ pub struct AlignedPrefix {
 
 impl AlignedPrefix {
     /// The prefix alone, for requests that belong to no plan.
-    pub fn new(prefix: &ConversationPrefix) -> Self {
+    pub(crate) fn new(prefix: &ConversationPrefix) -> Self {
         AlignedPrefix {
             lead: prefix.system.iter().cloned().map(Arc::new).collect(),
             tools: prefix.tools.clone(),
@@ -105,7 +97,7 @@ impl AlignedPrefix {
     /// The prefix of `plan`'s conversation: `prefix`, then the session's
     /// leading system messages, then (for an update) the previous
     /// checkpoint message.
-    pub fn for_plan(prefix: &ConversationPrefix, plan: &Plan) -> Self {
+    pub(crate) fn for_plan(prefix: &ConversationPrefix, plan: &Plan) -> Self {
         let mut aligned = AlignedPrefix::new(prefix);
         aligned.lead.extend(plan.head().iter().cloned());
         if let Some(previous) = &plan.previous() {
@@ -114,11 +106,6 @@ impl AlignedPrefix {
         }
         aligned.first = plan.history().first().cloned();
         aligned
-    }
-
-    /// The tool specs replayed (listed, calls forbidden).
-    pub fn tools(&self) -> &[ToolSpec] {
-        &self.tools
     }
 }
 
@@ -138,11 +125,11 @@ fn paired(messages: &[SharedMessage]) -> bool {
 
 /// Builds the cache-aligned request for `request`: the live prefix, the
 /// window's messages as they are, then one user message with
-/// [`CACHE_ALIGNED_NOTICE`], the previous checkpoint (unless replayed at
+/// the cache-aligned notice, the previous checkpoint (unless replayed at
 /// the head), host notes, the task and any focus. Tools listed,
 /// [`ToolChoice::None`]. A window with unpaired tool calls falls back to
 /// the transcript request.
-pub fn build_cache_aligned_request(
+pub(crate) fn build_cache_aligned_request(
     model: &str,
     aligned: &AlignedPrefix,
     request: &SummaryRequest,
@@ -155,7 +142,7 @@ pub fn build_cache_aligned_request(
     };
     if !paired(history) {
         tracing::debug!("window splits a tool call from its result; sending it as a transcript");
-        return build_summary_request(model, RequestMode::Transcript, request);
+        return transcript_request(model, request);
     }
     let at_head = !prefix_mode
         && request.purpose != Purpose::BranchSummary
@@ -188,7 +175,7 @@ pub fn build_cache_aligned_request(
     // At the head the previous checkpoint is already in the replayed
     // prefix, so it is not repeated here.
     let previous = request.previous.as_deref().filter(|_| !at_head);
-    crate::llm::push_summary_tail(&mut text, previous, request, task);
+    push_summary_tail(&mut text, previous, request, task);
     messages.push(Arc::new(Message::user(text)));
     Request {
         model: model.to_string(),
@@ -250,9 +237,6 @@ mod tests {
     fn unpaired_window_falls_back_to_a_transcript() {
         let request = SummaryRequest::new(vec![Arc::new(Message::user("go")), call("c9")]);
         let built = build_cache_aligned_request("m", &AlignedPrefix::default(), &request);
-        assert_eq!(
-            built,
-            build_summary_request("m", RequestMode::Transcript, &request)
-        );
+        assert_eq!(built, transcript_request("m", &request));
     }
 }

@@ -1,24 +1,19 @@
-//! Summarizer model candidates, every call recorded, and `soft_method`.
+//! Summarizer model candidates and `soft_method`: the one fallback
+//! mechanism for model calls made by a compaction.
 //!
 //! A compaction call fails in practice (rate limits, 5xx, timeouts, a
 //! model that answers with a tool call). Candidates are `(client, model)`
 //! pairs tried in order: each is wrapped in a
 //! [`RetryingClient`], which retries what can be retried and gives up at
 //! once when the next wait would exceed [`RetryPolicy::max_wait`]; then
-//! the next candidate is tried. An overflow or a cancel is returned at
-//! once (the soft method halves its window on an overflow and starts
-//! again from the first candidate).
-//!
-//! Every call is recorded in an [`AttemptLog`] built fresh for each run:
-//! answers (used or rejected, with what they cost) and failed attempts
-//! (with the error). A committed checkpoint carries the total cost in
-//! `usage` and the list in `details.attempts`; a failed run attaches the
-//! cost to its error ([`CompactError::with_usage`]), which
-//! `compaction/end` records.
+//! the next candidate is tried. An unusable answer (a tool call, empty or
+//! cut text) also moves on, which a fallback below the summarizer could
+//! not see. An overflow or a cancel is returned at once (the soft method
+//! halves its window on an overflow and starts again from the first
+//! candidate). Every call is recorded in an [`AttemptLog`].
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::Mutex;
 
 use abridge_compact::Availability;
 use abridge_compact::CompactError;
@@ -28,197 +23,72 @@ use abridge_compact::Plan;
 use abridge_compact::Summarizer;
 use abridge_compact::Summary;
 use abridge_compact::SummaryRequest;
-use abridge_llm::Candidate;
 use abridge_llm::LlmClient;
-use abridge_llm::LlmError;
 use abridge_llm::Request;
 use abridge_llm::Response;
-use abridge_llm::ResponseStream;
 use abridge_llm::RetryEvent;
 use abridge_llm::RetryPolicy;
 use abridge_llm::RetryingClient;
-use abridge_llm::StopReason;
-use abridge_llm::Usage;
 use async_trait::async_trait;
-use futures::StreamExt;
 
+use crate::attempts::Attempt;
+use crate::attempts::AttemptLog;
+use crate::attempts::AttemptOutcome;
+use crate::attempts::RecordingClient;
 use crate::cache_aligned::AlignedPrefix;
 use crate::cache_aligned::ConversationPrefix;
 use crate::llm::LlmSummarizer;
 use crate::llm::RequestMode;
-use crate::record::Attempt;
-use crate::record::AttemptOutcome;
-use crate::record::AttemptsRecord;
+use crate::llm::usable_text;
 use crate::soft::SOFT;
 use crate::soft::SoftConfig;
 use crate::soft::SoftMethod;
 
-/// Every call of one compaction run, in order. Cheap to clone (shared).
-#[derive(Debug, Clone, Default)]
-pub struct AttemptLog(Arc<Mutex<Vec<Attempt>>>);
-
-impl AttemptLog {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Attempt>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Records a call.
-    pub fn push(&self, attempt: Attempt) {
-        self.lock().push(attempt);
-    }
-
-    /// The calls so far.
-    pub fn attempts(&self) -> Vec<Attempt> {
-        self.lock().clone()
-    }
-
-    /// Number of calls so far.
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    /// True before the first call.
-    pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
-    }
-
-    /// Everything the calls cost, bucket by bucket.
-    pub fn usage(&self) -> Usage {
-        let mut total = Usage::default();
-        for attempt in self.lock().iter() {
-            if let Some(usage) = &attempt.usage {
-                total.add(usage);
-            }
-        }
-        total
-    }
-
-    /// Marks the answered calls from index `from` on as rejected for
-    /// `reason`.
-    pub(crate) fn reject_since(&self, from: usize, reason: &str) {
-        for attempt in self.lock().iter_mut().skip(from) {
-            if attempt.outcome == AttemptOutcome::Ok {
-                attempt.outcome = AttemptOutcome::Rejected;
-                attempt.error = Some(reason.to_string());
-            }
-        }
-    }
-
-    /// Merges the log into a method's result: a checkpoint gets the total
-    /// cost as `usage` and the calls as `details.attempts`; an error gets
-    /// the cost attached.
-    pub fn settle(
-        &self,
-        result: Result<MethodOutput, CompactError>,
-    ) -> Result<MethodOutput, CompactError> {
-        let usage = self.usage();
-        match result {
-            Ok(MethodOutput::Checkpoint(mut checkpoint)) => {
-                if !usage.is_zero() {
-                    checkpoint.usage = Some(usage);
-                }
-                if !self.is_empty() {
-                    checkpoint.details.insert(&AttemptsRecord {
-                        attempts: self.attempts(),
-                    })?;
-                }
-                Ok(MethodOutput::Checkpoint(checkpoint))
-            }
-            Ok(other) => Ok(other),
-            Err(error) => Err(error.with_usage(usage)),
-        }
-    }
+/// One summarizer model to try: a client and the model to ask it for.
+/// A framework with two providers lists the second as a fallback
+/// ([`SoftSetup::fallbacks`], [`HandoffConfig::fallbacks`](crate::HandoffConfig)).
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The client. Do not wrap it in a retry layer yourself: the method
+    /// applies its retry policy and records every call.
+    pub client: Arc<dyn LlmClient>,
+    /// The model id; empty asks the client's default model.
+    pub model: String,
 }
 
-/// Records every answer of the wrapped client (failures are recorded by
-/// the retry observer, which also sees timeouts).
-#[derive(Debug)]
-struct RecordingClient {
-    inner: Arc<dyn LlmClient>,
-    model: String,
-    log: AttemptLog,
-}
-
-impl RecordingClient {
-    fn record(&self, response: &Response) {
-        self.log.push(Attempt {
-            provider: self.inner.provider().to_string(),
-            model: if response.model.is_empty() {
-                self.model.clone()
-            } else {
-                response.model.clone()
-            },
-            outcome: AttemptOutcome::Ok,
-            error: None,
-            usage: Some(response.usage),
-        });
-    }
-}
-
-#[async_trait]
-impl LlmClient for RecordingClient {
-    fn provider(&self) -> &str {
-        self.inner.provider()
-    }
-
-    async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
-        let response = self.inner.complete(request).await?;
-        self.record(&response);
-        Ok(response)
-    }
-
-    async fn stream(&self, request: &Request) -> Result<ResponseStream, LlmError> {
-        let stream = self.inner.stream(request).await?;
-        let log = self.log.clone();
-        let provider = self.inner.provider().to_string();
-        let model = self.model.clone();
-        Ok(stream
-            .inspect(move |event| {
-                if let Ok(abridge_llm::StreamEvent::Done(response)) = event {
-                    log.push(Attempt {
-                        provider: provider.clone(),
-                        model: model.clone(),
-                        outcome: AttemptOutcome::Ok,
-                        error: None,
-                        usage: Some(response.usage),
-                    });
-                }
-            })
-            .boxed())
+impl Candidate {
+    /// A candidate asking `client` for `model`.
+    pub fn new(client: Arc<dyn LlmClient>, model: impl Into<String>) -> Self {
+        Candidate {
+            client,
+            model: model.into(),
+        }
     }
 }
 
 /// The summarizer models of a method: candidates tried in order, each
 /// with the same retry policy.
 #[derive(Debug, Clone)]
-pub struct SummarizerCandidates {
+pub(crate) struct SummarizerCandidates {
     /// The candidates, first tried first. A candidate without a model asks
     /// its client's default model.
-    pub candidates: Vec<Candidate>,
+    pub(crate) candidates: Vec<Candidate>,
     /// Retry, timeout and early give-up for each candidate. Default
     /// [`RetryPolicy::default`] (4 attempts, 60 s `max_wait`).
-    pub retry: RetryPolicy,
+    pub(crate) retry: RetryPolicy,
 }
 
 impl SummarizerCandidates {
     /// One candidate, `model` through `client`, with the default policy.
-    pub fn new(client: Arc<dyn LlmClient>, model: impl Into<String>) -> Self {
+    pub(crate) fn new(client: Arc<dyn LlmClient>, model: impl Into<String>) -> Self {
         SummarizerCandidates {
             candidates: vec![Candidate::new(client, model)],
             retry: RetryPolicy::default(),
         }
     }
 
-    /// Adds a candidate tried after the others.
-    pub fn then(mut self, client: Arc<dyn LlmClient>, model: impl Into<String>) -> Self {
-        self.candidates.push(Candidate::new(client, model));
-        self
-    }
-
     /// Sets the retry policy.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+    pub(crate) fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
         self
     }
@@ -229,7 +99,7 @@ impl SummarizerCandidates {
         self.candidates
             .iter()
             .map(|candidate| {
-                let model = candidate.model.clone().unwrap_or_default();
+                let model = candidate.model.clone();
                 let recording: Arc<dyn LlmClient> = Arc::new(RecordingClient {
                     inner: Arc::clone(&candidate.client),
                     model: model.clone(),
@@ -256,7 +126,7 @@ impl SummarizerCandidates {
     }
 
     /// A summarizer over the candidates for one run, recording into `log`.
-    pub fn summarizer(&self, mode: &RequestMode, log: &AttemptLog) -> CandidateSummarizer {
+    pub(crate) fn summarizer(&self, mode: &RequestMode, log: &AttemptLog) -> CandidateSummarizer {
         let summarizers = self
             .clients(log)
             .into_iter()
@@ -285,7 +155,7 @@ fn final_error(error: &CompactError) -> bool {
 /// unusable answer moves on to the next; an overflow or a cancel is
 /// returned at once; when all fail, the last error is returned.
 #[derive(Debug)]
-pub struct CandidateSummarizer {
+pub(crate) struct CandidateSummarizer {
     name: String,
     summarizers: Vec<LlmSummarizer>,
     log: AttemptLog,
@@ -320,35 +190,6 @@ impl Summarizer for CandidateSummarizer {
             reason: "no summarizer candidate is configured".to_string(),
         }))
     }
-}
-
-/// Checks a model's answer the way summaries are checked: a tool call,
-/// output cut by the limit or empty text is [`CompactError::Summary`].
-/// Returns the visible text.
-pub(crate) fn usable_text(
-    method: &str,
-    response: &Response,
-    max_tokens: u32,
-) -> Result<String, CompactError> {
-    let fail = |reason: String| CompactError::Summary {
-        method: method.to_string(),
-        reason,
-    };
-    if response.message.tool_calls().next().is_some() {
-        return Err(fail(
-            "the model called a tool instead of writing a summary".into(),
-        ));
-    }
-    if response.stop_reason == StopReason::MaxTokens {
-        return Err(fail(format!(
-            "the summary was cut at the output limit of {max_tokens} tokens"
-        )));
-    }
-    let text = crate::transcript::visible_text(&response.message);
-    if text.trim().is_empty() {
-        return Err(fail("the model returned an empty summary".into()));
-    }
-    Ok(text)
 }
 
 /// Sends `request` to each candidate in turn until one answers with
@@ -405,7 +246,7 @@ pub struct SoftSetup {
 }
 
 /// `soft` over model candidates, with every call recorded.
-pub struct CandidateSoftMethod {
+pub(crate) struct CandidateSoftMethod {
     candidates: SummarizerCandidates,
     soft: SoftConfig,
     prefix: Option<ConversationPrefix>,
@@ -423,7 +264,7 @@ impl fmt::Debug for CandidateSoftMethod {
 
 impl CandidateSoftMethod {
     /// `soft` over `candidates`; cache-aligned when `prefix` is given.
-    pub fn new(
+    pub(crate) fn new(
         candidates: SummarizerCandidates,
         soft: SoftConfig,
         prefix: Option<ConversationPrefix>,
@@ -500,77 +341,142 @@ pub fn soft_method(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
+    use abridge_llm::LlmError;
+    use abridge_llm::Message;
+    use abridge_llm::Purpose;
+    use abridge_llm::StopReason;
+    use abridge_llm::Usage;
+
     use super::*;
 
-    #[test]
-    fn settling_adds_the_attempts_beside_the_methods_own_record() {
-        let log = AttemptLog::default();
-        log.push(Attempt {
-            provider: "p".into(),
-            model: "m".into(),
-            outcome: AttemptOutcome::Failed,
-            error: Some("503".into()),
-            usage: None,
-        });
-        let checkpoint = abridge_compact::Checkpoint::new("summary")
-            .with_section(&crate::record::SoftRecord {
-                calls: 2,
-                halvings: 0,
+    /// Answers each call with the next scripted result and remembers the
+    /// model each call asked for.
+    #[derive(Debug)]
+    struct Scripted {
+        name: &'static str,
+        replies: Mutex<Vec<Result<Response, LlmError>>>,
+        models: Mutex<Vec<String>>,
+    }
+
+    impl Scripted {
+        fn new(name: &'static str, replies: Vec<Result<Response, LlmError>>) -> Arc<Self> {
+            Arc::new(Scripted {
+                name,
+                replies: Mutex::new(replies),
+                models: Mutex::new(Vec::new()),
             })
-            .unwrap();
-        let Ok(MethodOutput::Checkpoint(settled)) =
-            log.settle(Ok(MethodOutput::Checkpoint(checkpoint)))
-        else {
-            panic!("a checkpoint settles into a checkpoint");
-        };
-        let soft = settled.details.get::<crate::record::SoftRecord>().unwrap();
-        assert_eq!(soft.map(|s| s.calls), Some(2));
-        let attempts = settled.details.get::<AttemptsRecord>().unwrap().unwrap();
-        assert_eq!(attempts.attempts, log.attempts());
-    }
-
-    #[test]
-    fn spent_errors_keep_the_inner_kind_and_text() {
-        let usage = Usage {
-            input: 5,
-            output: 2,
-            ..Usage::default()
-        };
-        let inner = || CompactError::Summary {
-            method: "soft".into(),
-            reason: "empty".into(),
-        };
-        let spent = inner().with_usage(usage).with_usage(usage);
-        assert_eq!(spent.kind(), abridge_compact::ErrorKind::Summary);
-        assert_eq!(spent.to_string(), inner().to_string());
-        assert_eq!(spent.usage().map(|u| (u.input, u.output)), Some((10, 4)));
-        assert!(matches!(spent.inner(), CompactError::Summary { .. }));
-        assert!(inner().with_usage(Usage::default()).usage().is_none());
-        let cancelled = CompactError::Cancelled { by: "hook".into() }.with_usage(usage);
-        assert!(cancelled.stops_fallthrough());
-    }
-
-    #[test]
-    fn log_sums_and_rejects() {
-        let log = AttemptLog::default();
-        for input in [10, 20] {
-            log.push(Attempt {
-                provider: "p".into(),
-                model: "m".into(),
-                outcome: AttemptOutcome::Ok,
-                error: None,
-                usage: Some(Usage {
-                    input,
-                    output: 1,
-                    ..Usage::default()
-                }),
-            });
         }
-        log.reject_since(1, "empty");
-        let attempts = log.attempts();
-        assert_eq!(attempts[0].outcome, AttemptOutcome::Ok);
-        assert_eq!(attempts[1].outcome, AttemptOutcome::Rejected);
-        assert_eq!(log.usage().input, 30);
-        assert_eq!(log.usage().output, 2);
+
+        fn models(&self) -> Vec<String> {
+            self.models.lock().unwrap().clone()
+        }
+    }
+
+    #[async_trait]
+    impl LlmClient for Scripted {
+        fn provider(&self) -> &str {
+            self.name
+        }
+
+        async fn complete(&self, request: &Request) -> Result<Response, abridge_llm::LlmError> {
+            self.models.lock().unwrap().push(request.model.clone());
+            self.replies.lock().unwrap().remove(0)
+        }
+    }
+
+    fn answer(text: &str) -> Result<Response, LlmError> {
+        Ok(Response {
+            message: Message::assistant(text),
+            usage: Usage {
+                input: 100,
+                output: 10,
+                ..Usage::default()
+            },
+            stop_reason: StopReason::EndTurn,
+            model: String::new(),
+            native: None,
+        })
+    }
+
+    fn server_error() -> LlmError {
+        LlmError::Server {
+            provider: "a".into(),
+            status: 503,
+            message: "busy".into(),
+        }
+    }
+
+    async fn ask(
+        candidates: &[(Arc<Scripted>, &str)],
+    ) -> (Result<(String, Response), CompactError>, AttemptLog) {
+        let mut list = SummarizerCandidates {
+            candidates: Vec::new(),
+            retry: RetryPolicy::no_retries(),
+        };
+        for (client, model) in candidates {
+            list.candidates.push(Candidate::new(
+                Arc::clone(client) as Arc<dyn LlmClient>,
+                *model,
+            ));
+        }
+        let log = AttemptLog::default();
+        let request = Request::new("", Vec::new(), Purpose::Compaction);
+        let result = complete_with_candidates(SOFT, &list.clients(&log), &log, &request, 100).await;
+        (result, log)
+    }
+
+    #[tokio::test]
+    async fn a_failed_candidate_moves_on_to_the_next_with_its_own_model() {
+        let first = Scripted::new("a", vec![Err(server_error())]);
+        let second = Scripted::new("b", vec![answer("## Goal\nfrom b")]);
+        let (result, log) = ask(&[(first.clone(), "a-1"), (second.clone(), "b-1")]).await;
+        assert_eq!(result.unwrap().0, "## Goal\nfrom b");
+        assert_eq!(first.models(), ["a-1"]);
+        assert_eq!(second.models(), ["b-1"]);
+        let outcomes: Vec<_> = log.attempts().iter().map(|a| a.outcome).collect();
+        assert_eq!(outcomes, [AttemptOutcome::Failed, AttemptOutcome::Ok]);
+        assert_eq!(log.usage().input, 100);
+    }
+
+    #[tokio::test]
+    async fn an_unusable_answer_moves_on_and_both_costs_count() {
+        let first = Scripted::new("a", vec![answer("  ")]);
+        let second = Scripted::new("b", vec![answer("## Goal\nfrom b")]);
+        let (result, log) = ask(&[(first, "a-1"), (second, "b-1")]).await;
+        assert!(result.is_ok());
+        let outcomes: Vec<_> = log.attempts().iter().map(|a| a.outcome).collect();
+        assert_eq!(outcomes, [AttemptOutcome::Rejected, AttemptOutcome::Ok]);
+        assert_eq!(log.usage().input, 200);
+    }
+
+    #[tokio::test]
+    async fn an_overflow_stops_at_the_first_candidate() {
+        let overflow = LlmError::ContextOverflow {
+            provider: "a".into(),
+            message: "too long".into(),
+        };
+        let first = Scripted::new("a", vec![Err(overflow)]);
+        let second = Scripted::new("b", vec![answer("never")]);
+        let (result, _) = ask(&[(first, "a-1"), (second.clone(), "b-1")]).await;
+        assert!(matches!(result, Err(CompactError::Overflow { .. })));
+        assert!(second.models().is_empty());
+    }
+
+    #[tokio::test]
+    async fn when_every_candidate_fails_the_last_error_is_returned() {
+        let missing = LlmError::BadRequest {
+            provider: "b".into(),
+            status: 404,
+            message: "no such model".into(),
+        };
+        let first = Scripted::new("a", vec![Err(server_error())]);
+        let second = Scripted::new("b", vec![Err(missing)]);
+        let (result, _) = ask(&[(first, "a-1"), (second, "b-1")]).await;
+        let error = result.unwrap_err();
+        assert!(error.to_string().contains("no such model"), "{error}");
+        let (empty, _) = ask(&[]).await;
+        assert!(matches!(empty, Err(CompactError::Unavailable { .. })));
     }
 }

@@ -34,20 +34,20 @@ use crate::transcript::visible_text;
 
 /// Requests listed in full at the start and end of a long session; the
 /// ones between are counted.
-pub const REQUESTS_HEAD: usize = 3;
+pub(crate) const REQUESTS_HEAD: usize = 3;
 /// See [`REQUESTS_HEAD`].
-pub const REQUESTS_TAIL: usize = 12;
+pub(crate) const REQUESTS_TAIL: usize = 12;
 /// Characters kept of each request (the first, the goal, gets twice that).
-pub const REQUEST_CHARS: usize = 400;
+pub(crate) const REQUEST_CHARS: usize = 400;
 /// Commands listed (the newest).
-pub const COMMANDS_LISTED: usize = 12;
+pub(crate) const COMMANDS_LISTED: usize = 12;
 /// Failures listed (the newest).
-pub const FAILURES_LISTED: usize = 8;
+pub(crate) const FAILURES_LISTED: usize = 8;
 /// Characters kept of the assistant's last progress statement.
-pub const PROGRESS_CHARS: usize = 900;
+pub(crate) const PROGRESS_CHARS: usize = 900;
 /// Shortest assistant text counted as a statement of progress rather than
 /// a passing remark ("Now let me read the tests.").
-pub const SUBSTANTIAL_CHARS: usize = 160;
+pub(crate) const SUBSTANTIAL_CHARS: usize = 160;
 
 impl DetailSection for DigestState {
     const KEY: &'static str = "digest";
@@ -56,46 +56,46 @@ impl DetailSection for DigestState {
 
 /// The digest of everything compacted so far.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct DigestState {
+pub(crate) struct DigestState {
     /// The first request, kept as the goal.
-    pub goal: Option<String>,
+    pub(crate) goal: Option<String>,
     /// Requests after the first, oldest first (head and tail kept).
-    pub requests: Vec<String>,
+    pub(crate) requests: Vec<String>,
     /// Requests dropped from the middle of `requests`.
-    pub requests_omitted: usize,
+    pub(crate) requests_omitted: usize,
     /// Newest commands, oldest first.
-    pub commands: Vec<CommandRecord>,
+    pub(crate) commands: Vec<CommandRecord>,
     /// Commands run in total.
-    pub commands_total: usize,
+    pub(crate) commands_total: usize,
     /// Commands that failed, in total.
     #[serde(default)]
-    pub commands_failed: usize,
+    pub(crate) commands_failed: usize,
     /// Newest failures (commands and tools), oldest first.
-    pub failures: Vec<String>,
+    pub(crate) failures: Vec<String>,
     /// Failures in total.
-    pub failures_total: usize,
+    pub(crate) failures_total: usize,
     /// Calls per tool name.
-    pub tool_counts: BTreeMap<String, usize>,
+    pub(crate) tool_counts: BTreeMap<String, usize>,
     /// The assistant's last substantial statement (at least
     /// [`SUBSTANTIAL_CHARS`] characters): usually a report of progress.
-    pub last_progress: Option<String>,
+    pub(crate) last_progress: Option<String>,
     /// The assistant's very last words, when shorter than that (the step it
     /// was taking).
     #[serde(default)]
-    pub last_step: Option<String>,
+    pub(crate) last_step: Option<String>,
     /// Questions the assistant asked last and the user has not answered.
-    pub open_questions: Vec<String>,
+    pub(crate) open_questions: Vec<String>,
     /// The summary of an earlier checkpoint not written by digest.
-    pub earlier: Option<String>,
+    pub(crate) earlier: Option<String>,
 }
 
 /// One shell command and how it went.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CommandRecord {
+pub(crate) struct CommandRecord {
     /// The command line (clipped).
-    pub command: String,
+    pub(crate) command: String,
     /// It failed (error result or a non-zero exit code in its output).
-    pub failed: bool,
+    pub(crate) failed: bool,
 }
 
 /// Strips harness noise from a user message: system reminders and
@@ -135,7 +135,7 @@ fn user_request_text(message: &SharedMessage) -> Option<String> {
 }
 
 /// True when a command's output says it failed.
-pub fn output_failed(is_error: bool, output: &str) -> bool {
+pub(crate) fn output_failed(is_error: bool, output: &str) -> bool {
     if is_error {
         return true;
     }
@@ -185,7 +185,7 @@ fn questions(text: &str) -> Vec<String> {
 
 impl DigestState {
     /// Adds `messages` (oldest first) to the digest.
-    pub fn absorb(&mut self, messages: &[SharedMessage]) {
+    pub(crate) fn absorb(&mut self, messages: &[SharedMessage]) {
         let names = tool_names(messages);
         let mut pending: BTreeMap<String, String> = BTreeMap::new();
         for message in messages {
@@ -272,7 +272,7 @@ impl DigestState {
     }
 
     /// The digest as Markdown, with the `<files>` tree of `files` last.
-    pub fn render(&self, files: &abridge_compact::FileOps) -> String {
+    pub(crate) fn render(&self, files: &abridge_compact::FileOps) -> String {
         let mut out = String::new();
         out.push_str("## Goal\n");
         out.push_str(match (&self.goal, &self.earlier) {
@@ -359,7 +359,7 @@ impl DigestState {
     }
 
     /// Two or three sentences for a status line.
-    pub fn short(&self, files: &abridge_compact::FileOps) -> String {
+    pub(crate) fn short(&self, files: &abridge_compact::FileOps) -> String {
         let goal = match (&self.goal, &self.earlier) {
             (Some(goal), _) => clip(first_sentence(goal), 160),
             (None, Some(earlier)) => clip(first_sentence(earlier), 160),
@@ -410,7 +410,7 @@ pub const DIGEST: &str = "digest";
 
 impl DigestMethod {
     /// The digest checkpoint of `plan`, without running async machinery.
-    pub fn checkpoint(plan: &Plan) -> Checkpoint {
+    pub(crate) fn checkpoint(plan: &Plan) -> Checkpoint {
         let mut state = DigestState::default();
         let mut files = abridge_compact::FileOps::default();
         if let Some(previous) = plan.previous() {

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 /// Most files listed in a `<files>` tree; the rest are counted on an
 /// elision line.
-pub const MAX_FILES_LISTED: usize = 20;
+pub(crate) const MAX_FILES_LISTED: usize = 20;
 
 /// How a tool touches files, by tool name (case-insensitive).
 fn classify(name: &str) -> Option<FileAccess> {
@@ -46,7 +46,7 @@ fn path_argument(arguments: &Value) -> Option<&str> {
 
 /// Cleans a path as a tool wrote it: strips line selectors (`a.rs:10`,
 /// `a.rs:10-20`, `a.rs#L5`), skips URLs (anything with a scheme).
-pub fn clean_path(raw: &str) -> Option<String> {
+pub(crate) fn clean_path(raw: &str) -> Option<String> {
     let raw = raw.trim().trim_matches('"').trim_matches('\'');
     if raw.is_empty() || raw.contains("://") || raw.starts_with("data:") {
         return None;
@@ -73,7 +73,7 @@ pub fn clean_path(raw: &str) -> Option<String> {
 
 /// The files an `apply_patch` body names: `*** Add File:`, `*** Update
 /// File:`, `*** Delete File:` and `*** Move to:` headers.
-pub fn patch_files(patch: &str) -> Vec<String> {
+pub(crate) fn patch_files(patch: &str) -> Vec<String> {
     const HEADERS: &[&str] = &[
         "*** Add File:",
         "*** Update File:",
@@ -113,7 +113,7 @@ fn patch_text(name: &str, arguments: &Value) -> Option<String> {
 
 /// The command line of a shell tool call (pi `bash`, Claude Code `Bash`,
 /// Codex `shell`/`exec_command`, SWE-agent `bash`), if `name` is one.
-pub fn command_text(name: &str, arguments: &Value) -> Option<String> {
+pub(crate) fn command_text(name: &str, arguments: &Value) -> Option<String> {
     let lower = name.to_ascii_lowercase();
     if !matches!(
         lower.as_str(),
@@ -152,7 +152,7 @@ pub fn command_text(name: &str, arguments: &Value) -> Option<String> {
 
 /// Collects file operations from `messages`: every file tool call whose
 /// result is not an error (a call with no result counts).
-pub fn collect_file_ops(messages: &[SharedMessage]) -> FileOps {
+pub(crate) fn collect_file_ops(messages: &[SharedMessage]) -> FileOps {
     let failed: HashMap<&str, bool> = messages
         .iter()
         .filter_map(|m| {
@@ -216,7 +216,7 @@ pub fn collect_file_ops(messages: &[SharedMessage]) -> FileOps {
 /// each with its mark (read, write, read-write). Written files come first
 /// when the list is cut at [`MAX_FILES_LISTED`]; an elision line counts
 /// the rest. Empty string when there are no files.
-pub fn render_files(ops: &FileOps) -> String {
+pub(crate) fn render_files(ops: &FileOps) -> String {
     if ops.is_empty() {
         return String::new();
     }

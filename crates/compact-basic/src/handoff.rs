@@ -30,7 +30,6 @@ use abridge_compact::MethodOutput;
 use abridge_compact::Outcome;
 use abridge_compact::Plan;
 use abridge_llm::Block;
-use abridge_llm::Candidate;
 use abridge_llm::LlmClient;
 use abridge_llm::Message;
 use abridge_llm::Purpose;
@@ -40,13 +39,15 @@ use abridge_llm::SharedMessage;
 use abridge_llm::ToolChoice;
 use async_trait::async_trait;
 
+use crate::attempts::AttemptLog;
 use crate::cache_aligned::ConversationPrefix;
-use crate::candidates::AttemptLog;
+use crate::candidates::Candidate;
 use crate::candidates::SummarizerCandidates;
 use crate::candidates::complete_with_candidates;
 use crate::files::cumulative_file_ops;
 use crate::files::with_files_tree;
 use crate::llm::split_short;
+use crate::prompts::HANDOFF_PROMPT;
 use crate::prompts::SHORT_HEADING;
 use crate::record::HandoffRecord;
 use crate::transcript::clip;
@@ -54,9 +55,6 @@ use crate::transcript::render_transcript;
 
 /// The name `handoff` registers under.
 pub const HANDOFF: &str = "handoff";
-/// The instruction appended to the live conversation
-/// (prompts/handoff.md).
-pub const HANDOFF_PROMPT: &str = include_str!("../../../prompts/handoff.md");
 
 /// Plain configuration of [`handoff_method`].
 #[derive(Debug, Clone)]
@@ -128,7 +126,7 @@ fn instruction(plan: &Plan) -> String {
 /// planned (head, span, kept part), then the instruction; tools listed,
 /// calls forbidden. Falls back to a transcript when the surface cannot be
 /// replayed as it is (see the module docs).
-pub fn build_handoff_request(
+pub(crate) fn build_handoff_request(
     model: &str,
     prefix: &ConversationPrefix,
     plan: &Plan,
@@ -184,7 +182,7 @@ fn save(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 /// The handoff compaction method.
-pub struct HandoffMethod {
+pub(crate) struct HandoffMethod {
     candidates: SummarizerCandidates,
     config: HandoffConfig,
 }
@@ -202,7 +200,7 @@ impl fmt::Debug for HandoffMethod {
 impl HandoffMethod {
     /// A handoff written by `candidates` under `config` (its `retry` and
     /// `fallbacks` are ignored here; they are `handoff_method`'s).
-    pub fn new(candidates: SummarizerCandidates, config: HandoffConfig) -> Self {
+    pub(crate) fn new(candidates: SummarizerCandidates, config: HandoffConfig) -> Self {
         HandoffMethod { candidates, config }
     }
 

@@ -12,23 +12,20 @@ use abridge_compact::Summarizer;
 use abridge_compact::Summary;
 use abridge_compact::SummaryRequest;
 use abridge_llm::LlmClient;
-use abridge_llm::Message;
-use abridge_llm::Purpose;
 use abridge_llm::Request;
+use abridge_llm::Response;
+use abridge_llm::StopReason;
 use async_trait::async_trait;
 
-use crate::prompts::BRANCH_SUMMARY;
+use crate::cache_aligned::AlignedPrefix;
+use crate::cache_aligned::build_cache_aligned_request;
 use crate::prompts::SHORT_HEADING;
-use crate::prompts::SUMMARIZE_INITIAL;
-use crate::prompts::SUMMARIZE_SYSTEM;
-use crate::prompts::SUMMARIZE_TURN_PREFIX;
-use crate::prompts::SUMMARIZE_UPDATE;
-use crate::transcript::render_transcript;
+use crate::transcript_request::transcript_request;
 
 /// How the history is put in front of the summarizing model.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
-pub enum RequestMode {
+pub(crate) enum RequestMode {
     /// The history flattened into one user message inside
     /// `<conversation>` tags, after the system prompt. Works with every
     /// provider; no cache reuse.
@@ -37,75 +34,55 @@ pub enum RequestMode {
     /// The conversation replayed as the live agent sent it (its system
     /// prompt, tools and messages), the instruction appended last and tool
     /// calls forbidden, so the provider's prompt cache is reused. See
-    /// [`build_cache_aligned_request`](crate::build_cache_aligned_request).
-    CacheAligned(Arc<crate::cache_aligned::AlignedPrefix>),
+    /// [`build_cache_aligned_request`].
+    CacheAligned(Arc<AlignedPrefix>),
 }
 
-/// Appends what every summary request ends with: the previous checkpoint to
-/// merge (when there is one to show), the host's notes, the task prompt and
-/// the user's focus. Both request modes end this way.
-pub(crate) fn push_summary_tail(
-    text: &mut String,
-    previous: Option<&str>,
+/// Builds the request for `request` in `mode`: the one place summary
+/// requests are made. See [`transcript_request`] and
+/// [`build_cache_aligned_request`].
+pub(crate) fn build_summary_request(
+    model: &str,
+    mode: RequestMode,
     request: &SummaryRequest,
-    task: &str,
-) {
-    if let Some(previous) = previous {
-        text.push_str("<previous-checkpoint>\n");
-        text.push_str(previous.trim());
-        text.push_str("\n</previous-checkpoint>\n\n");
-    }
-    if !request.extra_context.is_empty() {
-        text.push_str("<host-notes>\n");
-        for note in &request.extra_context {
-            text.push_str(note.trim());
-            text.push('\n');
-        }
-        text.push_str("</host-notes>\n\n");
-    }
-    text.push_str(task.trim());
-    if let Some(instructions) = &request.instructions {
-        text.push_str("\n\nThe user asked this checkpoint to focus on: ");
-        text.push_str(instructions.trim());
+) -> Request {
+    match mode {
+        RequestMode::Transcript => transcript_request(model, request),
+        RequestMode::CacheAligned(aligned) => build_cache_aligned_request(model, &aligned, request),
     }
 }
 
-/// Builds the request for `request`: the system prompt that treats history
-/// as untrusted data, then one user message with the conversation, the
-/// previous checkpoint, host notes, the task prompt and any focus. No tools
-/// are offered. The single place requests are made.
-pub fn build_summary_request(model: &str, mode: RequestMode, request: &SummaryRequest) -> Request {
-    if let RequestMode::CacheAligned(aligned) = mode {
-        return crate::cache_aligned::build_cache_aligned_request(model, &aligned, request);
-    }
-    let (history, task) = if request.purpose == Purpose::BranchSummary {
-        (&request.messages, BRANCH_SUMMARY)
-    } else if request.messages.is_empty() && !request.turn_prefix.is_empty() {
-        (&request.turn_prefix, SUMMARIZE_TURN_PREFIX)
-    } else if request.previous.is_some() {
-        (&request.messages, SUMMARIZE_UPDATE)
-    } else {
-        (&request.messages, SUMMARIZE_INITIAL)
+/// Checks a model's answer the way summaries are checked: a tool call,
+/// output cut by the limit or empty text is [`CompactError::Summary`].
+/// Returns the visible text.
+pub(crate) fn usable_text(
+    method: &str,
+    response: &Response,
+    max_tokens: u32,
+) -> Result<String, CompactError> {
+    let fail = |reason: String| CompactError::Summary {
+        method: method.to_string(),
+        reason,
     };
-    let mut text = String::new();
-    text.push_str("<conversation>\n");
-    text.push_str(&render_transcript(history));
-    text.push_str("\n</conversation>\n\n");
-    push_summary_tail(&mut text, request.previous.as_deref(), request, task);
-    let mut out = Request::new(
-        model,
-        vec![
-            Message::system(SUMMARIZE_SYSTEM.trim()),
-            Message::user(text),
-        ],
-        request.purpose,
-    );
-    out.max_output_tokens = Some(request.max_output_tokens);
-    out
+    if response.message.tool_calls().next().is_some() {
+        return Err(fail(
+            "the model called a tool instead of writing a summary".into(),
+        ));
+    }
+    if response.stop_reason == StopReason::MaxTokens {
+        return Err(fail(format!(
+            "the summary was cut at the output limit of {max_tokens} tokens"
+        )));
+    }
+    let text = crate::transcript::visible_text(&response.message);
+    if text.trim().is_empty() {
+        return Err(fail("the model returned an empty summary".into()));
+    }
+    Ok(text)
 }
 
 /// Splits a summary into its body and the `## In short` section.
-pub fn split_short(text: &str) -> (String, Option<String>) {
+pub(crate) fn split_short(text: &str) -> (String, Option<String>) {
     match text.find(SHORT_HEADING) {
         Some(at) => {
             let short = text[at + SHORT_HEADING.len()..].trim();
@@ -138,7 +115,7 @@ impl LlmSummarizer {
     }
 
     /// Sets the request mode.
-    pub fn with_mode(mut self, mode: RequestMode) -> Self {
+    pub(crate) fn with_mode(mut self, mode: RequestMode) -> Self {
         self.mode = mode;
         self
     }
@@ -158,7 +135,7 @@ impl Summarizer for LlmSummarizer {
             .complete(&built)
             .await
             .map_err(|error| CompactError::from_llm(method, error))?;
-        let text = crate::candidates::usable_text(method, &response, request.max_output_tokens)?;
+        let text = usable_text(method, &response, request.max_output_tokens)?;
         let (body, short) = split_short(&text);
         Ok(Summary {
             text: body,

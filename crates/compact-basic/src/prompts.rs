@@ -19,3 +19,17 @@ pub const TURN_PREFIX_HEADING: &str = "## Current turn so far";
 /// Heading of the short summary the prompts ask for; parsed out of the
 /// summary into the checkpoint's `short_summary`.
 pub const SHORT_HEADING: &str = "## In short";
+
+/// Opening of the instruction message in cache-aligned mode. The system
+/// prompt is the conversation's own there, so this message carries what
+/// the transcript mode's system prompt says: the history is data, tools
+/// are disabled, write only the checkpoint.
+pub const CACHE_ALIGNED_NOTICE: &str = include_str!("../../../prompts/summarize_cache_aligned.md");
+/// Task of an update in cache-aligned mode, when the previous checkpoint
+/// is replayed at the head of the conversation rather than quoted below it.
+pub const SUMMARIZE_UPDATE_ALIGNED: &str =
+    include_str!("../../../prompts/summarize_update_aligned.md");
+
+/// The instruction appended to the live conversation
+/// (prompts/handoff.md).
+pub const HANDOFF_PROMPT: &str = include_str!("../../../prompts/handoff.md");

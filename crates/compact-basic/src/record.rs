@@ -7,40 +7,11 @@
 
 use abridge_compact::DetailSection;
 use abridge_compact::Details;
-use abridge_llm::Usage;
 use serde::Deserialize;
 use serde::Serialize;
 use serde_json::Value;
 
-/// How one model call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AttemptOutcome {
-    /// The model answered and the answer was used.
-    Ok,
-    /// The model answered but the answer was unusable (a tool call, empty
-    /// text, cut by the output limit).
-    Rejected,
-    /// The call failed (HTTP error, timeout, malformed body).
-    Failed,
-}
-
-/// One model call made for a compaction.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Attempt {
-    /// The candidate's provider name.
-    pub provider: String,
-    /// The model asked for (empty: the client's default).
-    pub model: String,
-    /// How it ended.
-    pub outcome: AttemptOutcome,
-    /// Why it failed or was rejected.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// What it cost, when the provider answered.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-}
+use crate::attempts::Attempt;
 
 /// The `soft` method's record: how many model calls, and how often the
 /// input window was halved after an overflow.
@@ -54,19 +25,6 @@ pub struct SoftRecord {
 
 impl DetailSection for SoftRecord {
     const KEY: &'static str = "soft";
-    const VERSION: u32 = 1;
-}
-
-/// Every model call of a run that tried candidates in turn, with each
-/// call's cost, so failed calls are accounted for.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct AttemptsRecord {
-    /// The calls, in order.
-    pub attempts: Vec<Attempt>,
-}
-
-impl DetailSection for AttemptsRecord {
-    const KEY: &'static str = "attempts";
     const VERSION: u32 = 1;
 }
 

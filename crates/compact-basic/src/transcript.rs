@@ -14,9 +14,9 @@ use abridge_llm::SharedMessage;
 /// Characters of one tool result kept in a transcript (head and tail);
 /// the middle is replaced by an elision note. Tool output is the bulk of
 /// agent history and the part a summary needs least verbatim.
-pub const TOOL_RESULT_CHARS: usize = 2_000;
+pub(crate) const TOOL_RESULT_CHARS: usize = 2_000;
 /// Characters of one tool call's arguments kept in a transcript.
-pub const TOOL_ARGUMENT_CHARS: usize = 600;
+pub(crate) const TOOL_ARGUMENT_CHARS: usize = 600;
 
 /// `text` cut to at most `max` characters, keeping the head and the tail
 /// around a note saying how much was left out.
@@ -91,7 +91,7 @@ pub(crate) fn tool_names(messages: &[SharedMessage]) -> HashMap<String, String> 
 /// [`TOOL_RESULT_CHARS`], images as placeholders, thinking left out. A user
 /// message the user did not write is labelled `[context: what put it
 /// there]` instead of `[user]`.
-pub fn render_transcript(messages: &[SharedMessage]) -> String {
+pub(crate) fn render_transcript(messages: &[SharedMessage]) -> String {
     let names = tool_names(messages);
     let mut out = String::new();
     for message in messages {

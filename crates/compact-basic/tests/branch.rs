@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use abridge_compact::*;
+use abridge_compact_basic::prompts::*;
 use abridge_compact_basic::*;
 use abridge_llm::Block;
 use abridge_llm::Message;

@@ -11,15 +11,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use abridge_compact::*;
+use abridge_compact_basic::prompts::*;
 use abridge_compact_basic::*;
-use abridge_llm::Block;
 use abridge_llm::LlmClient;
 use abridge_llm::Message;
 use abridge_llm::OpenAiChatClient;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
 use abridge_llm::RetryPolicy;
-use abridge_llm::Role;
 use abridge_llm::ToolSpec;
 use abridge_session::Session;
 use pretty_assertions::assert_eq;
@@ -32,24 +31,16 @@ use wiremock::matchers::method;
 
 const DOCUMENT: &str = "## Goal\nTrailing commas in the parser; public API unchanged.\n\n## State\nparse_list edited, tests not run.\n\n## Files\nsrc/parser.rs: parse_list\n\n## Next steps\nRun cargo test.\n\n## Pitfalls\nnone\n\n## In short\nParser edit done; tests next.";
 
-fn call(id: &str, name: &str, arguments: Value) -> Message {
-    Message {
-        role: Role::Assistant,
-        content: vec![Block::ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments,
-        }],
-        meta: Default::default(),
-    }
-}
-
 fn session() -> Session {
     let mut s = Session::in_memory("handoff");
     s.append_message(Message::user("Make the parser accept trailing commas."))
         .unwrap();
-    s.append_message(call("c1", "read", json!({"path": "src/parser.rs"})))
-        .unwrap();
+    s.append_message(Message::tool_call(
+        "c1",
+        "read",
+        json!({"path": "src/parser.rs"}),
+    ))
+    .unwrap();
     s.append_message(Message::tool_result(
         "c1",
         "let item = next(); ".repeat(150),
@@ -60,8 +51,12 @@ fn session() -> Session {
         .unwrap();
     s.append_message(Message::user("Also keep the public API unchanged."))
         .unwrap();
-    s.append_message(call("c2", "edit", json!({"path": "src/parser.rs"})))
-        .unwrap();
+    s.append_message(Message::tool_call(
+        "c2",
+        "edit",
+        json!({"path": "src/parser.rs"}),
+    ))
+    .unwrap();
     s.append_message(Message::tool_result("c2", "edited ".repeat(200), false))
         .unwrap();
     s.append_message(Message::user("Go on.")).unwrap();
@@ -326,26 +321,37 @@ async fn a_cut_or_empty_handoff_is_an_error() {
     );
 }
 
-#[test]
-fn a_pending_tool_call_is_left_out_of_the_replay() {
+#[tokio::test]
+async fn a_pending_tool_call_is_left_out_of_the_replay() {
     let mut session = session();
     session
-        .append_message(call("c3", "bash", json!({"command": "cargo test"})))
+        .append_message(Message::tool_call(
+            "c3",
+            "bash",
+            json!({"command": "cargo test"}),
+        ))
         .unwrap();
-    let Some(plan) = plan(&session, &policy()) else {
-        panic!("the fixture must plan");
-    };
-    let request = build_handoff_request("m", &ConversationPrefix::default(), &plan, 1000);
-    let ids: Vec<&str> = request
-        .messages
+    let (server, client) = server(answer(DOCUMENT, "stop")).await;
+    // Only the request matters here, not whether the checkpoint commits.
+    let _ = compact_session(
+        &mut session,
+        &handoff_method(client, "live-1", config(None)),
+        &policy(),
+        Trigger::Manual,
+    )
+    .await;
+    let requests = server.received_requests().await.unwrap();
+    let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let messages = body["messages"].as_array().unwrap();
+    let ids: Vec<&str> = messages
         .iter()
-        .flat_map(|m| m.tool_calls().map(|(id, _, _)| id))
+        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+        .filter_map(|c| c["id"].as_str())
         .collect();
     assert_eq!(ids, ["c1", "c2"]);
-    assert_eq!(request.tool_choice, abridge_llm::ToolChoice::None);
-    assert_eq!(request.purpose, Purpose::Handoff);
+    assert_eq!(body["tool_choice"], "none");
     assert_eq!(
-        request.messages.last().unwrap().plain_text(),
+        messages.last().unwrap()["content"].as_str().unwrap(),
         HANDOFF_PROMPT.trim()
     );
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 
 use abridge_compact::*;
+use abridge_compact_basic::prompts::*;
 use abridge_compact_basic::*;
 use abridge_llm::LlmClient;
 use abridge_llm::LlmError;
@@ -179,7 +180,9 @@ fn the_summarizer_request_shape() {
     request.previous = Some("## Goal\nearlier goal".into());
     request.instructions = plan.instructions().map(str::to_string);
     request.extra_context = vec!["host note: tests live in tests/".into()];
-    let built = build_summary_request("m-1", RequestMode::Transcript, &request);
+    let client = scripted(Vec::new());
+    run(LlmSummarizer::new(client.clone(), "m-1").summarize(&request)).unwrap();
+    let built = client.requests().remove(0);
     assert!(built.tools.is_empty());
     insta::assert_snapshot!("summarizer_request", render_request(&built));
 }

@@ -14,8 +14,12 @@
 //!   llama.cpp, vLLM, Ollama, gateways; see `openai_compatible`),
 //!   `OpenAiResponsesClient` and `AnthropicClient` over reqwest with rustls.
 //! - Feature `retry` (implied by `providers`): `RetryingClient` (backoff,
-//!   Retry-After, per-call timeout, early give-up) and `FallbackClient`
-//!   (a list of candidate models), around any `Arc<dyn LlmClient>`.
+//!   Retry-After, per-call timeout, early give-up) around any
+//!   `Arc<dyn LlmClient>`. Trying a second provider when the first fails
+//!   is the summarizer's business (abridge-compact-basic's candidates),
+//!   which can also move on from an unusable answer.
+//! - `Http` (feature `providers`): the one JSON-over-HTTP path the
+//!   provider clients share, for other model services to reuse.
 //!
 //! # Example
 //!
@@ -32,8 +36,6 @@
 mod catalog;
 mod client;
 mod error;
-#[cfg(feature = "retry")]
-mod fallback;
 mod message;
 #[cfg(feature = "providers")]
 mod providers;
@@ -57,12 +59,6 @@ pub use client::StreamEvent;
 pub use client::ToolChoice;
 pub use client::ToolSpec;
 pub use error::LlmError;
-#[cfg(feature = "retry")]
-pub use fallback::Candidate;
-#[cfg(feature = "retry")]
-pub use fallback::FALLBACK_PROVIDER;
-#[cfg(feature = "retry")]
-pub use fallback::FallbackClient;
 pub use message::Block;
 pub use message::ImageSource;
 pub use message::Message;

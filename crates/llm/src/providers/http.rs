@@ -1,6 +1,11 @@
 //! The one HTTP path every provider shares: headers, authentication,
 //! sending, and turning a failed answer into a classified error with the
 //! key scrubbed out.
+//!
+//! Public as [`Http`] so that other JSON-over-HTTP model services (a
+//! summary endpoint, a provider's native compaction route) reach the
+//! network the same way the provider clients do, with the same error
+//! classes, instead of a second copy of this path.
 
 use std::fmt;
 use std::time::SystemTime;
@@ -15,17 +20,21 @@ use super::config::ProviderConfig;
 use crate::client::Purpose;
 use crate::error::LlmError;
 
-/// How the key is sent.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Auth {
+/// How the key of a [`ProviderConfig`] is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
     /// `Authorization: Bearer KEY` (OpenAI and compatible servers).
     Bearer,
     /// `x-api-key: KEY` (Anthropic).
     XApiKey,
 }
 
-/// A configured endpoint.
-pub(crate) struct Http {
+/// One configured JSON endpoint: its URL, headers (key and extras marked
+/// sensitive), error dialect and connect timeout. Sending never retries;
+/// wrap the caller in a [`RetryingClient`](crate::RetryingClient) for
+/// that. Failed answers come back as classified [`LlmError`]s with the key
+/// scrubbed from their text.
+pub struct Http {
     client: reqwest::Client,
     url: String,
     headers: HeaderMap,
@@ -60,7 +69,7 @@ impl Http {
     /// # Errors
     /// `InvalidConfig` for a header that is not valid HTTP, a URL that does
     /// not start with `http://` or `https://`, or a TLS setup failure.
-    pub(crate) fn new(
+    pub fn new(
         provider: &str,
         config: &ProviderConfig,
         default_base: &str,
@@ -139,8 +148,13 @@ impl Http {
     }
 
     /// The provider name errors carry.
-    pub(crate) fn provider(&self) -> &str {
+    pub fn provider(&self) -> &str {
         &self.provider
+    }
+
+    /// The full address requests are posted to.
+    pub fn url(&self) -> &str {
+        &self.url
     }
 
     /// Whose wording this endpoint's errors are read in.
@@ -239,6 +253,26 @@ impl Http {
         );
         tracing::warn!(provider = %self.provider, status = status.as_u16(), error = %error, "model request failed");
         Err(error)
+    }
+
+    /// Posts `body` as JSON and reads the whole answer as JSON: the path of
+    /// a service that answers with one JSON object.
+    ///
+    /// # Errors
+    /// Transport failures, classified HTTP errors, and `Transport` when
+    /// the answer is not JSON.
+    ///
+    /// # Cancel safety
+    /// Dropping the future drops the connection.
+    pub async fn post_json(
+        &self,
+        body: &serde_json::Value,
+        purpose: Purpose,
+    ) -> Result<serde_json::Value, LlmError> {
+        let bytes = serde_json::to_vec(body)
+            .map_err(|e| self.malformed(format!("could not encode the request ({e})")))?;
+        let response = self.post(bytes, purpose, false).await?;
+        self.read_json(response).await
     }
 
     /// Reads a whole JSON body.

@@ -25,6 +25,8 @@ pub use classify::parse_http_date;
 pub use classify::parse_retry_after;
 pub use config::ApiKey;
 pub use config::ProviderConfig;
+pub use http::Auth;
+pub use http::Http;
 pub use openai_chat::ChatOptions;
 pub use openai_chat::MaxTokensField;
 pub use openai_chat::OPENAI_BASE_URL;

@@ -5,8 +5,6 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use abridge_llm::Candidate;
-use abridge_llm::FallbackClient;
 use abridge_llm::LlmClient;
 use abridge_llm::LlmError;
 use abridge_llm::Message;
@@ -180,76 +178,4 @@ async fn the_timeout_covers_the_whole_stream() {
             })
         ]
     );
-}
-
-#[tokio::test(start_paused = true)]
-async fn fallback_moves_to_the_next_candidate_and_model() {
-    let first = scripted(vec![Step::Fail(server_error())]);
-    let second = scripted(vec![answer("from b")]);
-    let client = FallbackClient::new(vec![
-        Candidate::new(first.clone(), "a-1"),
-        Candidate::new(second.clone(), "b-1"),
-    ]);
-    let response = client.complete(&request()).await.unwrap();
-    assert_eq!(response.message.plain_text(), "from b");
-    assert_eq!(first.models(), vec!["a-1".to_string()]);
-    assert_eq!(second.models(), vec!["b-1".to_string()]);
-}
-
-#[tokio::test(start_paused = true)]
-async fn fallback_leaves_a_candidate_whose_retry_after_is_too_long() {
-    let first = scripted(vec![Step::Fail(rate_limited(3600))]);
-    let second = scripted(vec![answer("from b")]);
-    let policy = RetryPolicy {
-        max_wait: Some(Duration::from_secs(30)),
-        ..RetryPolicy::deterministic()
-    };
-    let client = FallbackClient::new(vec![
-        Candidate::same_model(Arc::new(RetryingClient::new(first.clone(), policy))),
-        Candidate::same_model(second.clone()),
-    ]);
-    let started = Instant::now();
-    let events: Vec<_> = client.stream(&request()).await.unwrap().collect().await;
-    assert!(matches!(events.last(), Some(Ok(StreamEvent::Done(_)))));
-    assert_eq!(started.elapsed(), Duration::ZERO);
-    assert_eq!(second.models(), vec!["m-0".to_string()]);
-}
-
-#[tokio::test(start_paused = true)]
-async fn fallback_stops_on_overflow() {
-    let first = scripted(vec![Step::Fail(overflow())]);
-    let second = scripted(vec![answer("never")]);
-    let client = FallbackClient::new(vec![
-        Candidate::same_model(first),
-        Candidate::same_model(second.clone()),
-    ]);
-    assert!(
-        client
-            .complete(&request())
-            .await
-            .unwrap_err()
-            .is_context_overflow()
-    );
-    assert_eq!(second.requests().len(), 0);
-}
-
-#[tokio::test(start_paused = true)]
-async fn fallback_returns_the_last_error_when_all_fail() {
-    let bad = LlmError::BadRequest {
-        provider: "scripted".into(),
-        status: 404,
-        message: "no such model".into(),
-    };
-    let first = scripted(vec![Step::Fail(server_error())]);
-    let second = scripted(vec![Step::Fail(bad.clone())]);
-    let client = FallbackClient::new(vec![
-        Candidate::same_model(first),
-        Candidate::same_model(second),
-    ]);
-    assert_eq!(client.complete(&request()).await.unwrap_err(), bad);
-    let empty = FallbackClient::new(Vec::new());
-    assert!(matches!(
-        empty.complete(&request()).await.unwrap_err(),
-        LlmError::InvalidConfig { .. }
-    ));
 }

@@ -1,0 +1,203 @@
+//! Anthropic's server-side compaction (beta), asked for explicitly on
+//! `POST {base}/v1/messages`: the compaction block's text becomes the
+//! checkpoint and the block itself is kept for replay.
+
+use abridge_compact::Plan;
+use abridge_llm::ANTHROPIC_BASE_URL;
+use abridge_llm::ANTHROPIC_VERSION;
+use abridge_llm::AnthropicClient;
+use abridge_llm::AnthropicOptions;
+use abridge_llm::ApiKey;
+use abridge_llm::Auth;
+use abridge_llm::ErrorDialect;
+use abridge_llm::Http;
+use abridge_llm::LlmError;
+use abridge_llm::ProviderConfig;
+use abridge_llm::Purpose;
+use abridge_llm::Usage;
+use async_trait::async_trait;
+use serde_json::Value;
+use serde_json::json;
+
+use super::native::COMPACTION_ITEM;
+use super::native::NativeAnswer;
+use super::native::NativeCompaction;
+use super::native::NativeTarget;
+use super::native::compaction_request;
+use super::native::remote_config;
+use crate::cache_aligned::ConversationPrefix;
+
+/// Beta header value that enables Anthropic's server-side compaction.
+const ANTHROPIC_COMPACTION_BETA: &str = "compact-2026-01-12";
+/// Anthropic's compaction strategy, as named in `context_management.edits`.
+const ANTHROPIC_COMPACTION_EDIT: &str = "compact_20260112";
+/// The smallest trigger Anthropic accepts, in input tokens: a span
+/// smaller than this is never sent there (the local summary is used).
+pub(crate) const ANTHROPIC_MIN_TRIGGER: u64 = 50_000;
+/// The user turn that closes an Anthropic compaction request whose span
+/// ends on the assistant: the models that compact reject a request ending
+/// on an assistant message (prefill), and the documented shape ends on the
+/// user.
+const ANTHROPIC_CLOSING_TURN: &str = "Continue.";
+
+/// Anthropic's server-side compaction, asked for explicitly: the
+/// conversation is sent with a `compact_20260112` edit whose trigger is
+/// the smallest allowed and `pause_after_compaction`, so the answer is
+/// the compaction block alone (`stop_reason: "compaction"`).
+#[derive(Debug)]
+pub(crate) struct AnthropicCompact {
+    http: Http,
+    model: String,
+    encoder: AnthropicClient,
+}
+
+impl AnthropicCompact {
+    /// Provider name recorded with the native block.
+    pub(crate) const NAME: &'static str = AnthropicClient::NAME;
+
+    /// The Messages endpoint under `base` (empty: Anthropic's public API).
+    ///
+    /// # Errors
+    /// `InvalidConfig` for a URL that is not http(s) or a bad header.
+    pub(crate) fn new(
+        base: &str,
+        model: impl Into<String>,
+        key: Option<ApiKey>,
+        headers: &[(String, String)],
+    ) -> Result<Self, LlmError> {
+        let base = if base.is_empty() {
+            ANTHROPIC_BASE_URL
+        } else {
+            base
+        };
+        let root = base.trim_end_matches('/').trim_end_matches("/v1");
+        let http = Http::new(
+            Self::NAME,
+            &remote_config(root, key, headers),
+            ANTHROPIC_BASE_URL,
+            "/v1/messages",
+            Auth::XApiKey,
+            ErrorDialect::Anthropic,
+            &[
+                ("anthropic-version", ANTHROPIC_VERSION),
+                ("anthropic-beta", ANTHROPIC_COMPACTION_BETA),
+            ],
+        )?;
+        let encoder = AnthropicClient::new(ProviderConfig::new(root), AnthropicOptions::default())?;
+        Ok(AnthropicCompact {
+            http,
+            model: model.into(),
+            encoder,
+        })
+    }
+
+    /// The JSON body for `plan`: the Messages encoding of `prefix`, the
+    /// session's leading system messages and the planned span, plus the
+    /// compaction edit. A span that ends on the assistant is closed by a
+    /// short user turn, since the request must end on the user.
+    ///
+    /// # Errors
+    /// `InvalidConfig` when no model is named.
+    pub(crate) fn body(
+        &self,
+        prefix: Option<&ConversationPrefix>,
+        plan: &Plan,
+        max_tokens: u32,
+    ) -> Result<Value, LlmError> {
+        let mut request = compaction_request(&self.model, prefix, plan);
+        request.max_output_tokens = Some(max_tokens);
+        let mut body = self.encoder.build_body(&request, false)?;
+        if let Some(turns) = body.get_mut("messages").and_then(Value::as_array_mut)
+            && turns
+                .last()
+                .is_some_and(|turn| turn.get("role").and_then(Value::as_str) == Some("assistant"))
+        {
+            turns.push(json!({
+                "role": "user",
+                "content": [{"type": "text", "text": ANTHROPIC_CLOSING_TURN}],
+            }));
+        }
+        body["context_management"] = json!({"edits": [{
+            "type": ANTHROPIC_COMPACTION_EDIT,
+            "trigger": {"type": "input_tokens", "value": ANTHROPIC_MIN_TRIGGER},
+            "pause_after_compaction": true,
+        }]});
+        Ok(body)
+    }
+}
+
+#[async_trait]
+impl NativeTarget for AnthropicCompact {
+    fn name(&self) -> &str {
+        self.http.provider()
+    }
+
+    fn url(&self) -> &str {
+        self.http.url()
+    }
+
+    async fn post(&self, body: &Value) -> Result<NativeAnswer, LlmError> {
+        let answer = self.http.post_json(body, Purpose::Compaction).await?;
+        let usage = answer.get("usage").cloned().unwrap_or(Value::Null);
+        let read = |value: &Value, key: &str| value.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let mut total = Usage::default();
+        match usage.get("iterations").and_then(Value::as_array) {
+            Some(iterations) if !iterations.is_empty() => {
+                for step in iterations {
+                    total.add(&Usage {
+                        input: read(step, "input_tokens"),
+                        output: read(step, "output_tokens"),
+                        cache_read: read(step, "cache_read_input_tokens"),
+                        cache_write: read(step, "cache_creation_input_tokens"),
+                    });
+                }
+            }
+            _ => {
+                total = Usage {
+                    input: read(&usage, "input_tokens"),
+                    output: read(&usage, "output_tokens"),
+                    cache_read: read(&usage, "cache_read_input_tokens"),
+                    cache_write: read(&usage, "cache_creation_input_tokens"),
+                };
+            }
+        }
+        let model = answer
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or(&self.model)
+            .to_string();
+        let missing = |reason: &str| {
+            Ok(NativeAnswer::Missing {
+                reason: reason.to_string(),
+                usage: total,
+                model: model.clone(),
+            })
+        };
+        let blocks = answer
+            .get("content")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let Some(block) = blocks
+            .iter()
+            .find(|b| b.get("type").and_then(Value::as_str) == Some(COMPACTION_ITEM))
+        else {
+            return missing(
+                "the answer holds no compaction block (was the input below the trigger?)",
+            );
+        };
+        let Some(text) = block
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.trim().is_empty())
+        else {
+            return missing("the compaction block is empty (the provider failed to summarize)");
+        };
+        Ok(NativeAnswer::Compacted(NativeCompaction {
+            text: Some(text.to_string()),
+            output: vec![block.clone()],
+            usage: total,
+            model,
+        }))
+    }
+}

@@ -1,0 +1,411 @@
+//! The `remote` method: runs the configured remote and, when it fails,
+//! the local method, recording what each call cost.
+
+use std::fmt;
+use std::sync::Arc;
+
+use abridge_compact::Availability;
+use abridge_compact::Checkpoint;
+use abridge_compact::CompactError;
+use abridge_compact::CompactionMethod;
+use abridge_compact::Details;
+use abridge_compact::MethodOutput;
+use abridge_compact::Plan;
+use abridge_llm::Block;
+use abridge_llm::ChatOptions;
+use abridge_llm::LlmClient;
+use abridge_llm::LlmError;
+use abridge_llm::MaxTokensField;
+use abridge_llm::OpenAiChatClient;
+use abridge_llm::ProviderConfig;
+use abridge_llm::Purpose;
+use abridge_llm::Request;
+use abridge_llm::Response;
+use abridge_llm::RetryPolicy;
+use abridge_llm::Usage;
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::anthropic::ANTHROPIC_MIN_TRIGGER;
+use super::anthropic::AnthropicCompact;
+use super::config::REMOTE;
+use super::config::RemoteConfig;
+use super::config::RemoteKind;
+use super::config::kind_name;
+use super::endpoint::SummaryEndpoint;
+use super::native::NativeOnce;
+use super::native::NativeTarget;
+use super::responses::ResponsesCompact;
+use crate::attempts::AttemptLog;
+use crate::attempts::AttemptsRecord;
+use crate::cache_aligned::ConversationPrefix;
+use crate::candidates::CandidateSoftMethod;
+use crate::candidates::SummarizerCandidates;
+use crate::digest::DigestMethod;
+use crate::files::cumulative_file_ops;
+use crate::files::with_files_tree;
+use crate::record::NativeRecord;
+use crate::record::RemoteRecord;
+use crate::transcript::clip;
+
+/// What a native compaction attempt came to.
+enum NativeAttempt {
+    /// The provider answered; the log holds what every call cost.
+    Answered(Response, AttemptLog),
+    /// Building or sending the request failed: the local method's result.
+    FellBack(Result<MethodOutput, CompactError>),
+}
+
+enum Writer {
+    Soft(CandidateSoftMethod),
+    OpenAi(Arc<ResponsesCompact>),
+    Anthropic(Arc<AnthropicCompact>),
+}
+
+/// The remote compaction method.
+pub(crate) struct RemoteMethod {
+    kind: RemoteKind,
+    writer: Writer,
+    retry: RetryPolicy,
+    prefix: Option<ConversationPrefix>,
+    max_tokens: u32,
+    local: Arc<dyn CompactionMethod>,
+}
+
+impl fmt::Debug for RemoteMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteMethod")
+            .field("kind", &self.kind)
+            .field("local", &self.local.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RemoteMethod {
+    /// Runs the local method after the remote failed with `error`,
+    /// recording both in the details.
+    async fn fall_back(
+        &self,
+        plan: &Plan,
+        error: CompactError,
+    ) -> Result<MethodOutput, CompactError> {
+        self.fall_back_logged(plan, error, None).await
+    }
+
+    /// Marks a checkpoint that the local method wrote while this remote
+    /// ran: what the remote's calls cost (`spent`) joins its usage, and
+    /// `record` (naming the remote and the writer) joins its details.
+    fn mark_local(
+        &self,
+        checkpoint: &mut Checkpoint,
+        spent: Usage,
+        record: &RemoteRecord,
+    ) -> Result<(), CompactError> {
+        let mut usage = checkpoint.usage.unwrap_or_default();
+        usage.add(&spent);
+        checkpoint.usage = (!usage.is_zero()).then_some(usage);
+        checkpoint.details.insert(record)?;
+        Ok(())
+    }
+
+    /// The record of a checkpoint the local method wrote for this remote.
+    fn written_locally(&self) -> RemoteRecord {
+        RemoteRecord {
+            kind: kind_name(self.kind).to_string(),
+            written_by: Some(self.local.name().to_string()),
+            ..RemoteRecord::default()
+        }
+    }
+
+    /// [`Self::fall_back`], also listing the remote's calls (`log`) as
+    /// `details.remote_attempts`.
+    async fn fall_back_logged(
+        &self,
+        plan: &Plan,
+        error: CompactError,
+        log: Option<&AttemptLog>,
+    ) -> Result<MethodOutput, CompactError> {
+        tracing::warn!(kind = kind_name(self.kind), %error, local = self.local.name(), "remote compaction failed; using the local summary");
+        if error.stops_fallthrough() {
+            return Err(error);
+        }
+        let spent = error.usage().copied();
+        match self.local.run(plan).await {
+            Ok(MethodOutput::Checkpoint(mut checkpoint)) => {
+                let record = RemoteRecord {
+                    error: Some(error.to_string()),
+                    attempts: log.map(AttemptLog::attempts).unwrap_or_default(),
+                    ..self.written_locally()
+                };
+                self.mark_local(&mut checkpoint, spent.unwrap_or_default(), &record)?;
+                Ok(MethodOutput::Checkpoint(checkpoint))
+            }
+            Ok(other) => Ok(other),
+            Err(local) => Err(CompactError::Summary {
+                method: REMOTE.to_string(),
+                reason: format!(
+                    "remote failed ({error}) and the local {} failed too ({local})",
+                    self.local.name()
+                ),
+            }
+            .with_usage(spent.unwrap_or_default())),
+        }
+    }
+
+    /// Sends the native request built as `body` (or falls back when it could
+    /// not be built); when the call fails, the local method's output stands
+    /// in, carrying what the failed calls cost.
+    async fn attempt_native(
+        &self,
+        target: Arc<dyn NativeTarget>,
+        body: Result<Value, LlmError>,
+        plan: &Plan,
+    ) -> NativeAttempt {
+        let body = match body {
+            Ok(body) => body,
+            Err(error) => {
+                let error = CompactError::from_llm(REMOTE, error);
+                return NativeAttempt::FellBack(self.fall_back(plan, error).await);
+            }
+        };
+        let log = AttemptLog::default();
+        let provider = target.name().to_string();
+        let error = match self.call_native(target, body, &log).await {
+            Ok(response) if response.native.is_some() => {
+                return NativeAttempt::Answered(response, log);
+            }
+            // Answered and billed without a compaction: final, not retried.
+            Ok(response) => {
+                let reason = response.message.plain_text();
+                log.reject_since(0, &reason);
+                LlmError::Unusable {
+                    provider,
+                    message: reason,
+                }
+            }
+            Err(error) => error,
+        };
+        let error = CompactError::from_llm(REMOTE, error).with_usage(log.usage());
+        NativeAttempt::FellBack(self.fall_back_logged(plan, error, Some(&log)).await)
+    }
+
+    /// One native call under the retry policy, recorded.
+    async fn call_native(
+        &self,
+        target: Arc<dyn NativeTarget>,
+        body: Value,
+        log: &AttemptLog,
+    ) -> Result<Response, LlmError> {
+        let name = target.name().to_string();
+        let once: Arc<dyn LlmClient> = Arc::new(NativeOnce { target, body });
+        let candidates = SummarizerCandidates::new(once, name).with_retry(self.retry.clone());
+        let clients = candidates.clients(log);
+        let request = Request::new("", Vec::new(), Purpose::Compaction);
+        match clients.first() {
+            Some((client, _)) => client.complete(&request).await,
+            None => Err(LlmError::InvalidConfig {
+                provider: REMOTE.to_string(),
+                message: "no native target".to_string(),
+            }),
+        }
+    }
+
+    /// OpenAI: the opaque output goes to `details.native`; the text is the
+    /// local method's.
+    async fn openai(
+        &self,
+        compact: &Arc<ResponsesCompact>,
+        plan: &Plan,
+    ) -> Result<MethodOutput, CompactError> {
+        let target: Arc<dyn NativeTarget> = Arc::clone(compact) as Arc<dyn NativeTarget>;
+        let (native, log) = match self
+            .attempt_native(target, compact.body(self.prefix.as_ref(), plan), plan)
+            .await
+        {
+            NativeAttempt::Answered(response, log) => (response, log),
+            NativeAttempt::FellBack(result) => return result,
+        };
+        let output = match self.local.run(plan).await {
+            Ok(output) => output,
+            Err(error) => return Err(error.with_usage(log.usage())),
+        };
+        let MethodOutput::Checkpoint(mut checkpoint) = output else {
+            return Ok(output);
+        };
+        self.mark_local(&mut checkpoint, log.usage(), &self.written_locally())?;
+        checkpoint.details.insert(&AttemptsRecord {
+            attempts: log.attempts(),
+        })?;
+        checkpoint.details.insert(&NativeRecord {
+            provider: ResponsesCompact::NAME.to_string(),
+            endpoint: compact.url().to_string(),
+            model: native.model,
+            output: native.native.unwrap_or(Value::Null),
+        })?;
+        Ok(MethodOutput::Checkpoint(checkpoint))
+    }
+
+    /// Anthropic: the compaction block's text is the checkpoint; the block
+    /// itself goes to `details.native`.
+    async fn anthropic(
+        &self,
+        compact: &Arc<AnthropicCompact>,
+        plan: &Plan,
+    ) -> Result<MethodOutput, CompactError> {
+        let input = plan.tokens().head + plan.tokens().hidden;
+        if input < ANTHROPIC_MIN_TRIGGER {
+            let error = CompactError::Unavailable {
+                method: REMOTE.to_string(),
+                reason: format!(
+                    "the span of about {input} tokens is below Anthropic's smallest compaction trigger of {ANTHROPIC_MIN_TRIGGER}"
+                ),
+            };
+            return self.fall_back(plan, error).await;
+        }
+        let target: Arc<dyn NativeTarget> = Arc::clone(compact) as Arc<dyn NativeTarget>;
+        let (native, log) = match self
+            .attempt_native(
+                target,
+                compact.body(self.prefix.as_ref(), plan, self.max_tokens),
+                plan,
+            )
+            .await
+        {
+            NativeAttempt::Answered(response, log) => (response, log),
+            NativeAttempt::FellBack(result) => return result,
+        };
+        let text = native.message.plain_text();
+        let files = cumulative_file_ops(plan);
+        let content = with_files_tree(&text, &files);
+        let usage = log.usage();
+        let details = Details::new()
+            .with(&RemoteRecord {
+                kind: kind_name(self.kind).to_string(),
+                ..RemoteRecord::default()
+            })?
+            .with(&AttemptsRecord {
+                attempts: log.attempts(),
+            })?
+            .with(&NativeRecord {
+                provider: AnthropicCompact::NAME.to_string(),
+                endpoint: compact.url().to_string(),
+                model: native.model.clone(),
+                output: native.native.unwrap_or(Value::Null),
+            })?;
+        let short = clip(&text.replace('\n', " "), 300);
+        Ok(MethodOutput::Checkpoint(
+            Checkpoint::new(text)
+                .with_content(vec![Block::text(content)])
+                .with_short_summary(short)
+                .with_files(files)
+                .with_usage((!usage.is_zero()).then_some(usage))
+                .with_model(native.model)
+                .with_details(details),
+        ))
+    }
+}
+
+#[async_trait]
+impl CompactionMethod for RemoteMethod {
+    fn name(&self) -> &str {
+        REMOTE
+    }
+
+    fn available(&self) -> Availability {
+        match &self.writer {
+            Writer::Soft(soft) => soft.available(),
+            Writer::OpenAi(_) | Writer::Anthropic(_) => Availability::Ready,
+        }
+    }
+
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        match &self.writer {
+            Writer::Soft(soft) => {
+                let log = AttemptLog::default();
+                match soft.run_logged(plan, &log).await {
+                    Ok(MethodOutput::Checkpoint(mut checkpoint)) => {
+                        checkpoint.details.insert(&RemoteRecord {
+                            kind: kind_name(self.kind).to_string(),
+                            ..RemoteRecord::default()
+                        })?;
+                        Ok(MethodOutput::Checkpoint(checkpoint))
+                    }
+                    Ok(other) => Ok(other),
+                    Err(error) => self.fall_back(plan, error).await,
+                }
+            }
+            Writer::OpenAi(compact) => self.openai(compact, plan).await,
+            Writer::Anthropic(compact) => self.anthropic(compact, plan).await,
+        }
+    }
+}
+
+/// The base of a chat URL: the address without a trailing
+/// `/chat/completions`.
+fn chat_base(url: &str) -> &str {
+    let trimmed = url.trim_end_matches('/');
+    trimmed.strip_suffix("/chat/completions").unwrap_or(trimmed)
+}
+
+/// The `remote` method for the command line and harnesses. See the module
+/// docs for the wire shapes and [`RemoteConfig`] for the knobs. Needs a
+/// tokio runtime with timers.
+///
+/// # Errors
+/// `InvalidConfig` for a URL that is not http(s) or a bad header.
+pub fn remote_method(config: RemoteConfig) -> Result<Arc<dyn CompactionMethod>, LlmError> {
+    let local = config
+        .local
+        .clone()
+        .unwrap_or_else(|| Arc::new(DigestMethod));
+    let writer = match config.kind {
+        RemoteKind::Endpoint => {
+            let endpoint =
+                SummaryEndpoint::new(&config.url, config.api_key.clone(), &config.headers)?;
+            let candidates = SummarizerCandidates::new(Arc::new(endpoint), config.model.clone())
+                .with_retry(config.retry.clone());
+            Writer::Soft(CandidateSoftMethod::new(candidates, config.soft, None))
+        }
+        RemoteKind::ChatCompletions => {
+            let mut provider = ProviderConfig::new(chat_base(&config.url))
+                .with_default_model(config.model.clone())
+                .with_name("openai-compatible");
+            provider.api_key = config.api_key.clone();
+            provider.headers = config.headers.clone();
+            // OpenAI's reasoning lines reject `max_tokens`; the catalog
+            // says which models those are.
+            let options = ChatOptions {
+                max_tokens_field: MaxTokensField::for_model(&config.model),
+                ..ChatOptions::default()
+            };
+            let client = OpenAiChatClient::new(provider, options)?;
+            let candidates = SummarizerCandidates::new(Arc::new(client), config.model.clone())
+                .with_retry(config.retry.clone());
+            Writer::Soft(CandidateSoftMethod::new(
+                candidates,
+                config.soft,
+                config.prefix.clone(),
+            ))
+        }
+        RemoteKind::ResponsesCompact => Writer::OpenAi(Arc::new(ResponsesCompact::new(
+            &config.url,
+            config.model.clone(),
+            config.api_key.clone(),
+            &config.headers,
+        )?)),
+        RemoteKind::AnthropicCompaction => Writer::Anthropic(Arc::new(AnthropicCompact::new(
+            &config.url,
+            config.model.clone(),
+            config.api_key.clone(),
+            &config.headers,
+        )?)),
+    };
+    Ok(Arc::new(RemoteMethod {
+        kind: config.kind,
+        writer,
+        retry: config.retry,
+        prefix: config.prefix,
+        max_tokens: config.soft.max_summary_tokens,
+        local,
+    }))
+}

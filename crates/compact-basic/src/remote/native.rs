@@ -1,0 +1,154 @@
+//! What native compaction targets share: the answer's shape, the call
+//! shaped as a model call (so the retry wrapper and the attempt log
+//! apply), and the replay of the opaque output to the same provider.
+
+use std::fmt;
+use std::sync::Arc;
+
+use abridge_compact::Plan;
+use abridge_llm::ApiKey;
+use abridge_llm::LlmClient;
+use abridge_llm::LlmError;
+use abridge_llm::Message;
+use abridge_llm::ProviderConfig;
+use abridge_llm::Purpose;
+use abridge_llm::Request;
+use abridge_llm::Response;
+use abridge_llm::StopReason;
+use abridge_llm::Usage;
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::cache_aligned::ConversationPrefix;
+
+/// Output item type of OpenAI's opaque compaction, and content block type
+/// of Anthropic's compaction.
+pub(crate) const COMPACTION_ITEM: &str = "compaction";
+/// Stop reason with which [`NativeOnce`] reports an answer that holds no
+/// usable compaction (its text says why).
+const NO_COMPACTION: &str = "no_compaction";
+
+/// What a provider's native compaction returned.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NativeCompaction {
+    /// A readable summary, when the provider writes one (Anthropic does;
+    /// OpenAI's output is opaque).
+    pub(crate) text: Option<String>,
+    /// The answer's `output` items, in order, verbatim.
+    pub(crate) output: Vec<Value>,
+    /// What the call cost.
+    pub(crate) usage: Usage,
+    /// The model that answered.
+    pub(crate) model: String,
+}
+
+/// What a provider answered to a native compaction request.
+pub(crate) enum NativeAnswer {
+    /// The compaction, with what it cost.
+    Compacted(NativeCompaction),
+    /// A success answer (billed) without a usable compaction.
+    Missing {
+        /// What the answer lacks.
+        reason: String,
+        /// What the call cost.
+        usage: Usage,
+        /// The model that answered.
+        model: String,
+    },
+}
+
+/// A provider-native compaction target: posts a prepared body and reads
+/// the answer into a [`NativeCompaction`].
+///
+/// Implementors send exactly one request per `post` (retries are the
+/// caller's) and report a billed answer without a compaction as
+/// [`NativeAnswer::Missing`], never as an error.
+#[async_trait]
+pub(crate) trait NativeTarget: Send + Sync + fmt::Debug {
+    /// Provider name for errors, attempts and `details.native.provider`.
+    fn name(&self) -> &str;
+    /// The address posted to, recorded as `details.native.endpoint`.
+    fn url(&self) -> &str;
+    /// Posts `body` and reads the answer.
+    async fn post(&self, body: &Value) -> Result<NativeAnswer, LlmError>;
+}
+
+/// One native compaction call shaped as a model call, so the retry
+/// wrapper and the attempt log apply. The output items ride in
+/// `Response.native` as an array; a readable summary, when the provider
+/// writes one, is the message's text. An answer without a compaction comes
+/// back as a response with no `native`, stop reason [`NO_COMPACTION`] and
+/// the reason as its text.
+pub(crate) struct NativeOnce {
+    pub(crate) target: Arc<dyn NativeTarget>,
+    pub(crate) body: Value,
+}
+
+impl fmt::Debug for NativeOnce {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NativeOnce")
+            .field("url", &self.target.url())
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl LlmClient for NativeOnce {
+    fn provider(&self) -> &str {
+        self.target.name()
+    }
+
+    async fn complete(&self, _request: &Request) -> Result<Response, LlmError> {
+        Ok(match self.target.post(&self.body).await? {
+            NativeAnswer::Compacted(native) => Response {
+                message: Message::assistant(native.text.unwrap_or_default()),
+                usage: native.usage,
+                stop_reason: StopReason::EndTurn,
+                model: native.model,
+                native: Some(Value::Array(native.output)),
+            },
+            // An answer, not an error: the retry wrapper must not send the
+            // billed call again, and the attempt log records its cost.
+            NativeAnswer::Missing {
+                reason,
+                usage,
+                model,
+            } => Response {
+                message: Message::assistant(reason),
+                usage,
+                stop_reason: StopReason::Other(NO_COMPACTION.to_string()),
+                model,
+                native: None,
+            },
+        })
+    }
+}
+
+/// The configuration of a remote at `base` (without the endpoint path)
+/// with the caller's key and extra headers.
+pub(crate) fn remote_config(
+    base: &str,
+    key: Option<ApiKey>,
+    headers: &[(String, String)],
+) -> ProviderConfig {
+    let mut config = ProviderConfig::new(base);
+    config.api_key = key;
+    config.headers = headers.to_vec();
+    config
+}
+
+/// The request a native compaction encodes for `plan`: `prefix`'s system
+/// messages and tools, the session's leading system messages and the
+/// planned span.
+pub(crate) fn compaction_request(
+    model: &str,
+    prefix: Option<&ConversationPrefix>,
+    plan: &Plan,
+) -> Request {
+    let mut messages: Vec<Message> = prefix.map(|p| p.system.clone()).unwrap_or_default();
+    messages.extend(plan.head().iter().map(|m| (**m).clone()));
+    messages.extend(plan.messages().iter().map(|m| (**m).clone()));
+    let mut request = Request::new(model, messages, Purpose::Compaction);
+    request.tools = prefix.map(|p| p.tools.clone()).unwrap_or_default();
+    request
+}
