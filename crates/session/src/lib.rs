@@ -40,6 +40,7 @@
 mod error;
 mod event;
 mod lease;
+mod reference;
 mod repair;
 mod session;
 mod store;
@@ -63,6 +64,9 @@ pub use event::TYPE_LEAF;
 pub use event::TYPE_MESSAGE;
 pub use lease::Lease;
 pub use lease::Leases;
+pub use reference::Reference;
+pub use reference::ReferenceError;
+pub use reference::SCHEME as RECALL_SCHEME;
 pub use repair::UNKNOWN_OUTCOME;
 pub use repair::dangling_tool_calls;
 pub use repair::repair_dangling_tool_calls;
