@@ -1,7 +1,9 @@
 //! Project automation for abridge.
 //!
-//! - `cargo xtask ci`: format check, clippy with warnings denied, every
-//!   test, and the docs build: what CI runs.
+//! - `cargo xtask ci`: format check, the architecture lint, clippy with
+//!   warnings denied, every test, and the docs build: what CI runs.
+//! - `cargo xtask lint-arch`: crate layers, import circles inside crates
+//!   and file sizes against DESIGN.md (see `arch`).
 //! - `cargo xtask e2e`: compaction against a real llama.cpp
 //!   OpenAI-compatible server on 127.0.0.1.
 //! - `cargo xtask bench`: speed and memory figures, written to
@@ -21,6 +23,7 @@ use std::process::Command;
 use anyhow::Context;
 use anyhow::bail;
 
+mod arch;
 mod bench;
 mod e2e;
 mod e2e_checks;
@@ -32,7 +35,8 @@ fn main() -> anyhow::Result<()> {
     let root = workspace_root();
     std::env::set_current_dir(&root).context("cannot enter the workspace root")?;
     match args.first().map(String::as_str) {
-        Some("ci") => ci(),
+        Some("ci") => ci(&root),
+        Some("lint-arch") => arch::run(&args.get(1).map_or(root, PathBuf::from)),
         Some("e2e") => e2e::run(&root),
         Some("bench") => release_only("bench", &args).and_then(|()| run_bench(&root, &args[1..])),
         Some("eval") => release_only("eval", &args).and_then(|()| run_eval(&root)),
@@ -40,7 +44,7 @@ fn main() -> anyhow::Result<()> {
         Some("mutants") => mutants::run(&root, &args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|e2e|bench [AREA...]|eval|mutants>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  e2e    compaction against a real llama.cpp server on 127.0.0.1\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md"
+                "usage: cargo xtask <ci|lint-arch|e2e|bench [AREA...]|eval|mutants>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e    compaction against a real llama.cpp server on 127.0.0.1\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md"
             );
             bail!("unknown or missing command")
         }
@@ -80,8 +84,10 @@ fn cargo(args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn ci() -> anyhow::Result<()> {
+fn ci(root: &Path) -> anyhow::Result<()> {
     cargo(&["fmt", "--all", "--check"])?;
+    println!("$ cargo xtask lint-arch");
+    arch::run(root)?;
     cargo(&[
         "clippy",
         "--workspace",

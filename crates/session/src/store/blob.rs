@@ -135,7 +135,7 @@ fn write_blob(dir: &Path, sha256: &str, data: &[u8]) -> Result<(), StoreError> {
     // A crash between create and rename leaves this name behind; the
     // session lock means no one else is writing it, so start over.
     let _ = std::fs::remove_file(&tmp);
-    let mut file = super::jsonl::create_private(&tmp).map_err(|e| io("create a blob", e))?;
+    let mut file = super::fs::create_private(&tmp).map_err(|e| io("create a blob", e))?;
     std::io::Write::write_all(&mut file, data).map_err(|e| io("write a blob", e))?;
     file.sync_data().map_err(|e| io("sync a blob", e))?;
     std::fs::rename(&tmp, &path).map_err(|e| io("rename a blob", e))?;

@@ -2,12 +2,10 @@
 
 use std::fs::File;
 use std::fs::OpenOptions;
-use std::io::BufRead;
 use std::io::BufReader;
 use std::io::Read;
 use std::io::Seek;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,15 +18,24 @@ use super::SessionStore;
 use super::SkippedLine;
 use super::TornTail;
 use super::blob;
+use super::fs::count_lines;
+use super::fs::create_private;
+use super::fs::take_lock;
 use super::line::decode_line;
 use super::line::encode_in_batch;
 use super::line::field_at_end;
+use super::read::OpenBatch;
+use super::read::Parsed;
+use super::read::RawLine;
+use super::read::at_column;
+use super::read::line_of_batch;
+use super::read::parse_header;
+use super::read::read_line;
+use super::read::renumber_salvaged;
 use crate::error::StoreError;
 use crate::event::Event;
 use crate::event::EventBody;
-use crate::event::FORMAT_VERSION;
 use crate::event::Header;
-use crate::event::LogEvent;
 use crate::event::MessageEvent;
 
 /// When appended events are forced to disk.
@@ -98,15 +105,6 @@ pub struct JsonlStore {
     _lock: Option<File>,
     len: u64,
     last_sync: Instant,
-}
-
-/// Creates a file readable and writable by its owner only.
-pub(crate) fn create_private(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
 }
 
 impl JsonlStore {
@@ -186,92 +184,6 @@ impl JsonlStore {
         }
         Ok(())
     }
-}
-
-fn take_lock(path: &Path) -> Result<File, StoreError> {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".lock");
-    let lock_path = path.with_file_name(name);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(&lock_path)
-        .map_err(|source| StoreError::Io {
-            path: lock_path.clone(),
-            op: "open the lock file",
-            source,
-        })?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked {
-            path: path.to_path_buf(),
-            lock: lock_path,
-        }),
-        Err(std::fs::TryLockError::Error(source)) => Err(StoreError::Io {
-            path: lock_path,
-            op: "lock",
-            source,
-        }),
-    }
-}
-
-/// One line as read: its bytes, whether a newline ended it, and its length
-/// when it was over the limit (the bytes are then dropped).
-struct RawLine {
-    bytes: Vec<u8>,
-    terminated: bool,
-    overlong: Option<u64>,
-}
-
-/// Reads the next line, never holding more than `limit` bytes of it.
-///
-/// `read_until` finds the newline with the standard library's word-wise
-/// search, which is most of what reading a log costs after parsing.
-fn read_line(reader: &mut impl BufRead, limit: u64, line: &mut RawLine) -> std::io::Result<bool> {
-    line.bytes.clear();
-    line.terminated = false;
-    line.overlong = None;
-    let read = reader
-        .by_ref()
-        .take(limit.saturating_add(1))
-        .read_until(b'\n', &mut line.bytes)?;
-    if read == 0 {
-        return Ok(false);
-    }
-    if line.bytes.last() == Some(&b'\n') {
-        line.bytes.pop();
-        line.terminated = true;
-        return Ok(true);
-    }
-    if line.bytes.len() as u64 <= limit {
-        // The file ends without a newline.
-        return Ok(true);
-    }
-    // Over the limit: count the rest of the line in bounded pieces.
-    let mut total = line.bytes.len() as u64;
-    line.bytes.clear();
-    loop {
-        let read = reader
-            .by_ref()
-            .take(1 << 20)
-            .read_until(b'\n', &mut line.bytes)?;
-        if read == 0 {
-            break;
-        }
-        if line.bytes.last() == Some(&b'\n') {
-            total += read as u64 - 1;
-            line.terminated = true;
-            break;
-        }
-        total += read as u64;
-        line.bytes.clear();
-    }
-    line.bytes.clear();
-    line.overlong = Some(total);
-    Ok(true)
 }
 
 impl SessionStore for JsonlStore {
@@ -572,129 +484,5 @@ impl JsonlStore {
             file.sync_all().map_err(self.io("sync"))?;
         }
         Ok(())
-    }
-}
-
-/// Lines in the file at `path` (only on the error path: it reads it all).
-fn count_lines(path: &Path) -> std::io::Result<u64> {
-    let mut reader = BufReader::new(File::open(path)?);
-    let mut count = 0;
-    loop {
-        let chunk = reader.fill_buf()?;
-        if chunk.is_empty() {
-            return Ok(count);
-        }
-        count += chunk.iter().filter(|b| **b == b'\n').count() as u64;
-        let len = chunk.len();
-        reader.consume(len);
-    }
-}
-
-/// `column N: reason`, or just the reason when the column is unknown (0).
-fn at_column(column: u64, reason: &str) -> String {
-    if column == 0 {
-        reason.to_string()
-    } else {
-        format!("column {column}: {reason}")
-    }
-}
-
-enum Parsed {
-    Header(Header),
-    Event(Event, Option<u64>),
-}
-
-/// Counts one more line of the open batch, closing it at its last.
-fn line_of_batch(open_batch: &mut Option<OpenBatch>) {
-    if let Some(open) = open_batch.as_mut() {
-        open.remaining = open.remaining.saturating_sub(1);
-        if open.remaining == 0 {
-            *open_batch = None;
-        }
-    }
-}
-
-/// A batch whose first line was read and whose last line was not yet.
-struct OpenBatch {
-    /// The first line's number.
-    line: u64,
-    /// Lines still to come.
-    remaining: u64,
-    /// File offset where the batch starts.
-    start: u64,
-    /// Events read before it.
-    events: usize,
-}
-
-fn parse_header(text: &str) -> Result<Header, (u64, String, String)> {
-    let strip = |reason: String| match reason.rfind(" at line ") {
-        Some(i) => reason[..i].to_string(),
-        None => reason,
-    };
-    let mut de = serde_json::Deserializer::from_str(text);
-    let header: Header = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let field = e.path().to_string();
-        let field = if field == "." { String::new() } else { field };
-        let inner = e.into_inner();
-        (inner.column() as u64, field, strip(inner.to_string()))
-    })?;
-    de.end()
-        .map_err(|e| (e.column() as u64, String::new(), strip(e.to_string())))?;
-    if header.format > FORMAT_VERSION {
-        return Err((
-            0,
-            "format".to_string(),
-            format!(
-                "format version {} is newer than this build understands ({FORMAT_VERSION}); upgrade abridge",
-                header.format
-            ),
-        ));
-    }
-    Ok(header)
-}
-
-/// After salvage the kept events may have gaps; number them again from 0
-/// and repoint every reference (parents, replace sources, rewrite
-/// targets). A parent that was skipped becomes the nearest kept event
-/// before it, so a linear log stays one branch instead of splitting into
-/// roots that hide its beginning; skipped sources are dropped.
-fn renumber_salvaged(events: &mut [Event]) {
-    let mut map = std::collections::BTreeMap::new();
-    for (index, event) in events.iter().enumerate() {
-        map.entry(event.seq).or_insert(index as u64);
-    }
-    let nearest = |seq: u64| map.range(..=seq).next_back().map(|(_, new)| *new);
-    for (index, event) in events.iter_mut().enumerate() {
-        let new_seq = index as u64;
-        // A parent that does not point backwards is left for the session
-        // to report, never quietly repaired.
-        let parent = match event.parent {
-            Some(p) if p < event.seq => nearest(p),
-            other => other,
-        };
-        if event.seq == new_seq && event.parent == parent {
-            continue;
-        }
-        event.seq = new_seq;
-        event.parent = parent;
-        match &mut event.body {
-            EventBody::Log(LogEvent { raw, .. }) => {
-                // The kept line names the old seq; write it from data.
-                *raw = None;
-            }
-            EventBody::Message(m) => {
-                m.sources = m
-                    .sources
-                    .iter()
-                    .filter_map(|s| map.get(s).copied())
-                    .collect();
-                if let crate::event::SurfaceOp::Rewrite { target } = &mut m.op
-                    && let Some(new) = map.get(target)
-                {
-                    *target = *new;
-                }
-            }
-            EventBody::Leaf => {}
-        }
     }
 }

@@ -3,9 +3,11 @@
 mod blob;
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;
+mod fs;
 mod jsonl;
 mod line;
 mod memory;
+mod read;
 
 pub use blob::BLOB_THRESHOLD;
 pub use jsonl::FsyncPolicy;
