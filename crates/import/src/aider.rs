@@ -28,9 +28,7 @@ use crate::ImportWarning;
 use crate::Imported;
 use crate::TYPE_MODEL_CHANGE;
 use crate::builder::Builder;
-
-/// The line that begins each chat.
-pub(crate) const CHAT_START: &str = "# aider chat started at";
+use crate::format::AIDER_CHAT_START as CHAT_START;
 
 /// The `Origin::Injected` source of aider's own output.
 const OUTPUT: &str = "aider-output";

@@ -6,6 +6,11 @@ use serde_json::Value;
 
 use crate::ImportError;
 
+/// The line that begins each chat of an aider chat history. Detection
+/// looks for it and the aider importer splits on it; it lives here, with
+/// detection, so the importer depends on this module and not the reverse.
+pub(crate) const AIDER_CHAT_START: &str = "# aider chat started at";
+
 /// The agents whose session files abridge reads. Serialized as its
 /// [`Format::name`].
 #[derive(
@@ -70,7 +75,7 @@ impl Format {
         let text = String::from_utf8_lossy(head);
         let text = text.trim_start_matches('\u{feff}');
         let first = text.lines().find(|l| !l.trim().is_empty())?;
-        if first.starts_with(crate::aider::CHAT_START) {
+        if first.starts_with(AIDER_CHAT_START) {
             return Some(Format::Aider);
         }
         if let Ok(value) = serde_json::from_str::<Value>(first)

@@ -32,7 +32,6 @@ use abridge_llm::Message;
 use abridge_llm::Meta;
 use abridge_llm::Origin;
 use abridge_llm::Role;
-use abridge_llm::Usage;
 use serde_json::Value;
 
 use crate::Format;
@@ -42,22 +41,19 @@ use crate::Imported;
 use crate::builder::Builder;
 use crate::json::At;
 use crate::json::kind_of;
-use crate::json::parse_document;
-use crate::json::parse_lines;
 
-/// One event and where it sits: its line (JSONL) and its path.
-struct Located<'v> {
-    line: Option<u64>,
-    path: String,
-    event: &'v Value,
-}
+mod response;
+mod sources;
 
-/// One session in the file.
-struct Source<'v> {
-    /// The record holding the events in `history`, if any.
-    record: Option<&'v Value>,
-    events: Vec<Located<'v>>,
-}
+use response::call_arguments;
+use response::metadata;
+use response::response_id;
+use response::response_of;
+use response::said;
+use response::usage_of;
+use sources::Located;
+use sources::documents;
+use sources::sources;
 
 pub(crate) fn import(
     file: &str,
@@ -114,101 +110,6 @@ pub(crate) fn import(
         drafts,
         report,
     })
-}
-
-/// The file as JSON values with their lines: one document (an array, or a
-/// record) or JSONL.
-fn documents(file: &str, bytes: &[u8]) -> Result<Vec<(Option<u64>, Value)>, ImportError> {
-    let head = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if head == Some(&b'[') {
-        return Ok(vec![(None, parse_document(file, bytes)?)]);
-    }
-    match parse_lines(file, bytes) {
-        Ok(records) => Ok(records
-            .into_iter()
-            .map(|r| (Some(r.line), r.value))
-            .collect()),
-        // A pretty-printed record spans lines.
-        Err(lines_error) => match parse_document(file, bytes) {
-            Ok(value) => Ok(vec![(None, value)]),
-            Err(_) => Err(lines_error),
-        },
-    }
-}
-
-/// The sessions of the file: an array of events is one, each record with
-/// a `history` is one, and lines that are bare events together are one.
-fn sources<'v>(
-    file: &str,
-    values: &'v [(Option<u64>, Value)],
-) -> Result<Vec<Source<'v>>, ImportError> {
-    let mut sources = Vec::new();
-    let mut bare = Vec::new();
-    for (line, value) in values {
-        let at = At {
-            file,
-            line: *line,
-            path: "",
-        };
-        let located = |path: String, event: &'v Value| Located {
-            line: *line,
-            path,
-            event,
-        };
-        match value {
-            Value::Array(events) => sources.push(Source {
-                record: None,
-                events: events
-                    .iter()
-                    .enumerate()
-                    .map(|(i, e)| located(format!("[{i}]"), e))
-                    .collect(),
-            }),
-            Value::Object(map) if map.contains_key("history") => sources.push(Source {
-                record: Some(value),
-                events: at
-                    .arr(value, "history")?
-                    .iter()
-                    .enumerate()
-                    .map(|(i, e)| located(format!("history[{i}]"), e))
-                    .collect(),
-            }),
-            Value::Object(map) if map.contains_key("action") || map.contains_key("observation") => {
-                bare.push(located(String::new(), value));
-            }
-            other => {
-                return Err(at.error(
-                    "",
-                    format!(
-                        "expected an array of events, a record with a `history` or an event, found {}",
-                        kind_of(other)
-                    ),
-                ));
-            }
-        }
-    }
-    if !bare.is_empty() {
-        sources.push(Source {
-            record: None,
-            events: bare,
-        });
-    }
-    Ok(sources)
-}
-
-/// The id of the model response that made an event's tool call; a call
-/// whose response is not recorded stands alone.
-fn response_id(meta: &Value) -> String {
-    meta.get("model_response")
-        .and_then(|r| r.get("id"))
-        .and_then(Value::as_str)
-        .map_or_else(
-            || {
-                let call = meta.get("tool_call_id").and_then(Value::as_str);
-                format!("call:{}", call.unwrap_or_default())
-            },
-            str::to_string,
-        )
 }
 
 /// The events of one session turned into messages.
@@ -577,69 +478,4 @@ fn imported(b: &Builder) -> Meta {
         origin: Some(b.imported()),
         ..Meta::default()
     }
-}
-
-/// An event's `tool_call_metadata`, when it has one.
-fn metadata(event: &Value) -> Option<&Value> {
-    event.get("tool_call_metadata").filter(|m| m.is_object())
-}
-
-/// The model response that made an action's tool call.
-fn response_of(event: &Value) -> Option<&Value> {
-    metadata(event)?.get("model_response")
-}
-
-/// The message of a model response (`choices[0].message`).
-fn response_message(response: &Value) -> Option<&Value> {
-    response.get("choices")?.get(0)?.get("message")
-}
-
-/// What the model said in a response besides its calls.
-fn said(response: &Value) -> String {
-    response_message(response)
-        .and_then(|m| m.get("content"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
-/// The arguments the response gave the call `id`: its JSON string parsed,
-/// or kept as a string when it is not JSON.
-fn call_arguments(response: &Value, id: &str) -> Option<Value> {
-    let calls = response_message(response)?.get("tool_calls")?.as_array()?;
-    let call = calls
-        .iter()
-        .find(|c| c.get("id").and_then(Value::as_str) == Some(id))?;
-    let arguments = call.get("function")?.get("arguments")?;
-    Some(match arguments {
-        Value::String(text) => {
-            serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
-        }
-        other => other.clone(),
-    })
-}
-
-/// A response's usage in our disjoint buckets. LiteLLM reports
-/// `prompt_tokens` with cached and cache-written tokens inside it, and the
-/// cached ones in `prompt_tokens_details.cached_tokens` (or Anthropic's
-/// `cache_read_input_tokens`), the written ones in
-/// `cache_creation_input_tokens`.
-fn usage_of(response: &Value) -> Option<Usage> {
-    let usage = response.get("usage").filter(|u| u.is_object())?;
-    let count = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
-    let cache_read = count(
-        usage
-            .get("prompt_tokens_details")
-            .and_then(|d| d.get("cached_tokens"))
-            .or_else(|| usage.get("cache_read_input_tokens")),
-    );
-    let cache_write = count(usage.get("cache_creation_input_tokens"));
-    let prompt = count(usage.get("prompt_tokens"));
-    Some(Usage {
-        input: prompt.saturating_sub(cache_read + cache_write),
-        output: count(usage.get("completion_tokens")),
-        cache_read,
-        cache_write,
-    })
 }

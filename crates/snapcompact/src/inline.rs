@@ -13,9 +13,9 @@ use abridge_llm::Role;
 use abridge_llm::SharedMessage;
 use base64::Engine;
 
-use crate::archive::FrameCache;
 use crate::budget::frame_tokens;
 use crate::error::Error;
+use crate::frame_cache::FrameCache;
 use crate::markers::SectionMarker;
 use crate::markers::default_markers;
 use crate::normalize::normalize;

@@ -25,8 +25,8 @@ use abridge_llm::Meta;
 use abridge_llm::Role;
 use abridge_llm::SharedMessage;
 
-use crate::archive::FrameCache;
 use crate::error::Error;
+use crate::frame_cache::FrameCache;
 use crate::inline::InlineConfig;
 use crate::inline::draw;
 use crate::inline::frames_cost;
@@ -264,6 +264,7 @@ mod tests {
     use sha2::Sha256;
 
     use super::*;
+    use crate::markers::default_markers;
 
     fn tokens(text: &str) -> u64 {
         (text.len() as u64).div_ceil(3)

@@ -21,12 +21,12 @@ use async_trait::async_trait;
 
 use crate::archive::Archive;
 use crate::archive::ArchiveConfig;
-use crate::archive::FrameCache;
 use crate::budget::BudgetInputs;
 use crate::budget::base64_len;
 use crate::budget::frame_budget;
 use crate::budget::frame_tokens;
 use crate::error::Error;
+use crate::frame_cache::FrameCache;
 use crate::record::ArchiveRecord;
 use crate::record::FrameStats;
 use crate::shape::FrameSpec;
