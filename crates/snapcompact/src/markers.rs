@@ -51,7 +51,7 @@ impl SectionMarker {
 /// | `<project_instructions` | `</project_instructions>` | generic XML-style wrapper used by hand-written harnesses; no single source. |
 /// | `<instructions` | `</instructions>` | generic, as above (for example `<instructions path="...">`). |
 /// | `# AGENTS.md`, `# CLAUDE.md`, `# .cursorrules`, `# Project instructions` | next level-1 heading (`# `) | a Markdown heading naming the file, as harnesses that paste a file under its name do; no single source. |
-pub fn default_markers() -> Vec<SectionMarker> {
+pub(crate) fn default_markers() -> Vec<SectionMarker> {
     let close = |start: &str, close: &str| SectionMarker {
         start: start.to_string(),
         line_contains: None,

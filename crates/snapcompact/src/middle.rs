@@ -32,7 +32,7 @@ const NORMAL_TAGS: [&str; 6] = [
 /// `[error]` is dim, every other scope normal. The inverse of
 /// [`plain_text`](crate::plain_text) on the serializer's output, so the archive can store text
 /// alone.
-pub fn reink(text: &str) -> Vec<Run> {
+pub(crate) fn reink(text: &str) -> Vec<Run> {
     let mut runs: Vec<Run> = Vec::new();
     let mut ink = Ink::Normal;
     let push = |runs: &mut Vec<Run>, ink: Ink, piece: &str| {

@@ -10,10 +10,10 @@
 /// The character that stands for a line break in normalized text. The
 /// renderer draws it as a filled cell, so a break costs one cell instead of
 /// the rest of a row.
-pub const NEWLINE: char = '\n';
+pub(crate) const NEWLINE: char = '\n';
 
 /// The replacement for a character that has no visible form.
-pub const UNPRINTABLE: char = '?';
+pub(crate) const UNPRINTABLE: char = '?';
 
 /// Normalizes `text` for printing. Pure and deterministic: the same input
 /// always gives the same output, which keeps frames cacheable by content.

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::archive::Archive;
 
 /// The key of the archive inside a checkpoint's details.
-pub const DETAILS_KEY: &str = "snapcompact";
+pub(crate) const DETAILS_KEY: &str = "snapcompact";
 
 /// A snapcompact checkpoint's record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -205,8 +205,9 @@ pub fn paginate(runs: &[Run], grid: &Grid) -> Result<Vec<Page>, Error> {
 }
 
 /// Counts the cells `runs` take on `grid` (row ends left blank by a wide
-/// glyph included), without building pages.
-pub fn cells_needed(runs: &[Run], grid: &Grid) -> Result<usize, Error> {
+/// glyph included), without building pages: the tests' check of the walk.
+#[cfg(test)]
+fn cells_needed(runs: &[Run], grid: &Grid) -> Result<usize, Error> {
     let face = grid.shape.face.face()?;
     let mut end = 0usize;
     walk(runs, face, grid.cols, |col, row, _, _, cells| {
@@ -473,7 +474,7 @@ mod tests {
         };
         let frame = render_page(&page, &g).unwrap();
         let (_, buf, _) = decode(&frame.png);
-        let face = crate::FaceId::Fixed8x13.face().unwrap();
+        let face = crate::font::FaceId::Fixed8x13.face().unwrap();
         for (i, ch) in ['0', 'O'].into_iter().enumerate() {
             let glyph = face.glyph(ch).unwrap();
             for y in 0..13u16 {

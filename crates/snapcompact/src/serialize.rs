@@ -72,7 +72,10 @@ pub fn serialize<M: Borrow<Message>>(messages: &[M], config: &SerializeConfig) -
 /// Serializes `messages` as plain text without normalization: the same
 /// scopes, caps and notes, but whitespace and characters as written. For
 /// the text edges of an archive, which the model reads as text.
-pub fn serialize_verbatim<M: Borrow<Message>>(messages: &[M], config: &SerializeConfig) -> String {
+pub(crate) fn serialize_verbatim<M: Borrow<Message>>(
+    messages: &[M],
+    config: &SerializeConfig,
+) -> String {
     plain_text(&serialize_with(messages, config, true))
 }
 
@@ -291,14 +294,14 @@ fn call_text(
 }
 
 /// The marker put where the middle of a long text was cut.
-pub fn cut_marker(cut: usize) -> String {
+pub(crate) fn cut_marker(cut: usize) -> String {
     format!(" [...{cut} chars cut...] ")
 }
 
 /// Keeps `cap` characters of `text`: `head_percent` of them from the head,
 /// the rest from the tail, with a marker between saying how many were cut.
 /// Text within the cap comes back unchanged.
-pub fn cap_middle(text: &str, cap: usize, head_percent: u8) -> String {
+pub(crate) fn cap_middle(text: &str, cap: usize, head_percent: u8) -> String {
     let total = text.chars().count();
     if total <= cap {
         return text.to_string();
@@ -314,7 +317,7 @@ pub fn cap_middle(text: &str, cap: usize, head_percent: u8) -> String {
 
 /// Replaces every `data:<type>;base64,<payload>` in `text` with a short
 /// note naming the type and the payload's decoded size.
-pub fn replace_data_urls(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn replace_data_urls(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains("data:") {
         return std::borrow::Cow::Borrowed(text);
     }

@@ -189,7 +189,7 @@ pub const MODEL_LINES: &[ModelLine] = &[
 ];
 
 /// The line used when no prefix matches: the Claude default.
-pub const DEFAULT_LINE: ModelLine = ModelLine {
+pub(crate) const DEFAULT_LINE: ModelLine = ModelLine {
     prefix: "",
     shape: "11on16-bw",
     width: 1568,

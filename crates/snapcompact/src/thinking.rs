@@ -21,7 +21,7 @@ use abridge_llm::ModelEntry;
 /// | `deepseek` | dropped | DeepSeek's reasoner guide (as of 2025) keeps earlier rounds' reasoning out of the context; newer thinking modes ask for reasoning to be passed back only within a live tool-call turn, which frames of finished history never are. |
 /// | `qwen` | dropped | The Qwen3 model cards: history should hold only the final output of earlier turns; the chat template strips `<think>` content. |
 /// | anything else | dropped | Conservative: dropping thinking loses no fact the conversation settled (answers, calls and results stay), while an unknown family may be trained without it. |
-pub const THINKING_FAMILIES: &[(&str, bool)] = &[
+pub(crate) const THINKING_FAMILIES: &[(&str, bool)] = &[
     ("anthropic", true),
     ("openai", false),
     ("google", false),
@@ -32,7 +32,7 @@ pub const THINKING_FAMILIES: &[(&str, bool)] = &[
 /// True when frames for `provider` (a [`ModelEntry::provider`] family
 /// name, compared case-insensitively) may carry `[thinking]` scopes; see
 /// [`THINKING_FAMILIES`]. Unknown families get `false`.
-pub fn thinking_allowed_for(provider: &str) -> bool {
+pub(crate) fn thinking_allowed_for(provider: &str) -> bool {
     THINKING_FAMILIES
         .iter()
         .find(|(family, _)| family.eq_ignore_ascii_case(provider))
