@@ -54,15 +54,21 @@
 //! ```
 
 mod bpe;
+pub mod calibrate;
+mod correction;
 mod cost;
 mod counter;
 mod image;
+mod known;
 mod meter;
 mod pretokenize;
 mod rank_table;
 mod stats;
 mod tokenizer;
 
+pub use correction::CLAUDE_4_7_TOKENIZER_GROWTH;
+pub use correction::CLAUDE_O200K_CORRECTION;
+pub use correction::o200k_correction;
 pub use cost::BLOCK_OVERHEAD;
 pub use cost::CostModel;
 pub use cost::MESSAGE_OVERHEAD;
@@ -82,6 +88,7 @@ pub use image::anthropic_standard_size;
 pub use image::image_block_tokens;
 pub use image::image_tokens;
 pub use image::sniff_size;
+pub use known::KnownCounts;
 pub use meter::Anchor;
 pub use meter::Measure;
 pub use meter::TokenMeter;
