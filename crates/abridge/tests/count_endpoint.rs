@@ -44,16 +44,24 @@ async fn counter() -> (MockServer, Arc<CountTokensClient>) {
     (server, Arc::new(CountTokensClient::new(config).unwrap()))
 }
 
-#[tokio::test]
-async fn new_messages_are_priced_by_the_endpoint() {
-    let (server, client) = counter().await;
+/// A Claude harness with `client` as its count endpoint and one user
+/// message.
+fn harness(settings: Settings, client: Arc<CountTokensClient>) -> Harness {
     let harness = Harness::builder(Session::in_memory("s"), "claude-sonnet-4-5")
+        .settings(settings)
         .count_endpoint(client)
         .build()
         .unwrap();
     harness
         .append(Message::user("fix the failing test"))
         .unwrap();
+    harness
+}
+
+#[tokio::test]
+async fn new_messages_are_priced_by_the_endpoint() {
+    let (server, client) = counter().await;
+    let harness = harness(Settings::default(), client);
     let report = harness.prime_counts().await.unwrap();
     assert_eq!((report.calls, report.counted), (1, 1));
     assert_eq!(harness.measure().estimate, 1000);
@@ -76,14 +84,7 @@ async fn the_setting_turns_it_off() {
         count_with_endpoint: false,
         ..Settings::default()
     };
-    let harness = Harness::builder(Session::in_memory("s"), "claude-sonnet-4-5")
-        .settings(settings)
-        .count_endpoint(client)
-        .build()
-        .unwrap();
-    harness
-        .append(Message::user("fix the failing test"))
-        .unwrap();
+    let harness = harness(settings, client);
     assert!(harness.prime_counts().await.is_none());
     assert!(harness.measure().estimate < 1000);
     assert!(server.received_requests().await.unwrap().is_empty());
