@@ -1,5 +1,5 @@
 //! Our estimate against a provider's usage reports, replayed over a
-//! recorded session: how the per-family corrections ([`crate::Correction`])
+//! recorded session: how the per-family corrections ([`crate::o200k_correction`])
 //! are measured, and how the bench reports their error.
 //!
 //! A usage report counts the whole prompt of the call that wrote the

@@ -13,6 +13,10 @@
 //!   tool calls and results, images billed by their provider's
 //!   formula ([`image_tokens`]), plus fixed per-block and per-message
 //!   overhead ([`MESSAGE_OVERHEAD`], [`BLOCK_OVERHEAD`], ...).
+//! - [`o200k_correction`]: how many tokens of a family counted with o200k
+//!   one o200k token stands for (Claude: [`CLAUDE_O200K_CORRECTION`],
+//!   measured by [`calibrate`] on the bundled Claude sessions' usage
+//!   reports); [`KnownCounts`]: the provider's own counts, read first.
 //! - [`TokenMeter`]: the figure compaction acts on. Costs are cached by
 //!   event seq and the surface total follows the session's change journal,
 //!   so measuring after an append is O(1). [`Measure`] holds our estimate,
