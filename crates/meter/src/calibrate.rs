@@ -138,6 +138,10 @@ pub struct ErrorStats {
     pub count: usize,
     /// Mean of `|predicted - reported| / reported`, in percent.
     pub mean_percent: f64,
+    /// The middle one (the upper of the two middle ones for an even
+    /// count), in percent: what a typical figure is off by, whatever a
+    /// few outliers do to the mean.
+    pub median_percent: f64,
     /// The largest of them, in percent.
     pub worst_percent: f64,
 }
@@ -146,7 +150,7 @@ impl ErrorStats {
     /// The error of each `(predicted, reported)` pair; pairs reporting 0
     /// are left out.
     pub fn of(pairs: impl IntoIterator<Item = (f64, f64)>) -> ErrorStats {
-        let errors: Vec<f64> = pairs
+        let mut errors: Vec<f64> = pairs
             .into_iter()
             .filter(|(_, reported)| *reported > 0.0)
             .map(|(predicted, reported)| (predicted - reported).abs() / reported * 100.0)
@@ -154,10 +158,12 @@ impl ErrorStats {
         if errors.is_empty() {
             return ErrorStats::default();
         }
+        errors.sort_by(f64::total_cmp);
         ErrorStats {
             count: errors.len(),
             mean_percent: errors.iter().sum::<f64>() / errors.len() as f64,
-            worst_percent: errors.iter().copied().fold(0.0, f64::max),
+            median_percent: errors[errors.len() / 2],
+            worst_percent: errors[errors.len() - 1],
         }
     }
 }

@@ -33,7 +33,10 @@ fn sample_path(name: &str) -> std::path::PathBuf {
 }
 
 fn cell(stats: ErrorStats) -> String {
-    format!("{:.1}% / {:.1}%", stats.mean_percent, stats.worst_percent)
+    format!(
+        "{:.1}% / {:.1}% / {:.1}%",
+        stats.mean_percent, stats.median_percent, stats.worst_percent
+    )
 }
 
 /// Runs both sections.
@@ -51,7 +54,7 @@ fn errors() -> anyhow::Result<Section> {
          count of what was added; the system prompt and tool definitions cancel. *Totals*: the \
          first report of each stretch anchors (that is where the overhead is learnt), every later \
          one is predicted as that report plus our count of what came after, as the meter's \
-         anchored figure does. Mean / worst absolute error, in percent of the reported figure; \
+         anchored figure does. Mean / median / worst absolute error, in percent of the reported figure; \
          `o200k` is the bare tokenizer, `corrected` applies `CLAUDE_O200K_CORRECTION` (1.21, \
          fitted on the deltas of both samples together).",
         &[
@@ -92,7 +95,10 @@ fn errors() -> anyhow::Result<Section> {
     section.note(
         "Single deltas are small (one tool result, one reply) and carry what the log cannot \
          show (thinking sized from its signature, the host's per-turn reminders), so their \
-         errors are wide either way; the totals are what the trigger acts on. The Codex sample \
+         errors are wide either way; the totals are what the trigger acts on. The pi sample's \
+         worst deltas go the other way: the log grew by thousands of tokens between two reports \
+         that grew by tens (7,947 against 59 at worst), presumably a message the log holds \
+         that was not sent at that call. The Codex sample \
          is left out: its text is redacted to placeholders by its authors (the meter's \
          `codex_rollout` test rebuilds it), and o200k is OpenAI's own tokenizer, uncorrected. \
          Claude Opus 4.7's newer tokenizer is not in any sample; its factor is this one times \
@@ -166,9 +172,11 @@ fn endpoint_replay() -> anyhow::Result<Section> {
         (counted - cache.len()).to_string(),
     ]);
     section.note(format!(
-        "One call per user or tool message (a boundary), plus one for the prefix before the \
-         first boundary after the compaction in the log; assistant messages are never sent on \
-         their own. {} distinct messages hold a count in the cache at the end.",
+        "One call per user or tool message (a boundary) not seen before, plus one for a prefix \
+         that changed under it ({} here; the compaction in the log puts its checkpoint first, \
+         so nothing before it needs counting); assistant messages are never sent on their own. \
+         {} distinct messages hold a count in the cache at the end.",
+        calls - counted,
         cache.len()
     ));
     Ok(section)
