@@ -112,9 +112,10 @@ fn ci(root: &Path) -> anyhow::Result<()> {
 
 fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
     type Area = (&'static str, fn() -> anyhow::Result<Vec<bench::Section>>);
-    let all: [Area; 8] = [
+    let all: [Area; 9] = [
         ("session", bench::session::run),
         ("meter", bench::meter::run),
+        ("claude", bench::claude_counts::run),
         ("compact", bench::compact::run),
         ("maintenance", bench::maintenance::run),
         ("simulate", bench::simulate::run),

@@ -29,9 +29,15 @@ use abridge_llm::ModelEntry;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
 use abridge_llm::Response;
+use abridge_meter::CostModel;
+use abridge_meter::TokenMeter;
 use abridge_session::Seq;
 use abridge_session::Session;
 
+use crate::counting::CountCache;
+use crate::counting::CountEndpoint;
+use crate::counting::CountPrimer;
+use crate::counting::PrimeReport;
 use crate::error::HarnessError;
 use crate::maintenance::Maintenance;
 use crate::methods::MethodSources;
@@ -57,6 +63,7 @@ pub struct HarnessBuilder {
     sources: Option<MethodSources>,
     hooks: Option<Arc<dyn CompactionHooks>>,
     observer: Option<ObserverSlot>,
+    count_endpoint: Option<Arc<dyn CountEndpoint>>,
 }
 
 struct ObserverSlot(Observer);
@@ -87,7 +94,19 @@ impl HarnessBuilder {
             sources: None,
             hooks: None,
             observer: None,
+            count_endpoint: None,
         }
+    }
+
+    /// The provider's token-counting endpoint (for Claude models,
+    /// [`CountTokensClient`](abridge_llm::CountTokensClient) with the
+    /// user's Anthropic key). New messages are then priced with the
+    /// provider's count, fetched before each pass, instead of the
+    /// corrected estimate; see [`CountPrimer`]. Off when the settings'
+    /// `count_with_endpoint` is false.
+    pub fn count_endpoint(mut self, endpoint: Arc<dyn CountEndpoint>) -> Self {
+        self.count_endpoint = Some(endpoint);
+        self
     }
 
     /// The client the agent's turns go through ([`Harness::complete`]).
@@ -152,7 +171,16 @@ impl HarnessBuilder {
             entry.context_window = window;
         }
         let limits = self.settings.limits(entry.context_window)?;
-        let counter = Arc::new(MeterCounter::for_model(&entry));
+        let cost = CostModel::for_model(&entry);
+        let primer = self
+            .count_endpoint
+            .filter(|_| self.settings.count_with_endpoint)
+            .map(|endpoint| CountPrimer::new(endpoint, Arc::new(CountCache::new()), cost.clone()));
+        let cost = match &primer {
+            Some(primer) => cost.with_known(primer.cache().clone()),
+            None => cost,
+        };
+        let counter = Arc::new(MeterCounter::new(TokenMeter::new(cost)));
         let (methods, skipped) = match self.methods {
             Some(methods) => (methods, Vec::new()),
             None => {
@@ -189,6 +217,7 @@ impl HarnessBuilder {
             counter,
             maintenance,
             settings: self.settings,
+            primer,
         })
     }
 }
@@ -220,6 +249,7 @@ pub struct Harness {
     counter: Arc<MeterCounter>,
     maintenance: Maintenance,
     settings: Settings,
+    primer: Option<CountPrimer>,
 }
 
 impl Harness {
@@ -340,6 +370,7 @@ impl Harness {
     /// # Errors
     /// Only when the session cannot be written.
     pub async fn after_turn(&self) -> Result<Pass, HarnessError> {
+        self.prime_counts().await;
         let pass = self
             .maintenance
             .run(&self.session, Trigger::Threshold)
@@ -361,6 +392,7 @@ impl Harness {
         if !self.settings.mid_turn {
             return Ok(self.not_run(Trigger::MidTurn));
         }
+        self.prime_counts().await;
         Ok(self
             .maintenance
             .run(&self.session, Trigger::MidTurn)
@@ -409,6 +441,16 @@ impl Harness {
         self.recover(Trigger::IncompleteOutput).await
     }
 
+    /// Asks the count endpoint, when there is one, about the surface's new
+    /// messages, so the pass that follows measures them with the
+    /// provider's figures. Failures are logged and left to the estimate.
+    /// Returns what it did (`None` without an endpoint).
+    pub async fn prime_counts(&self) -> Option<PrimeReport> {
+        let primer = self.primer.as_ref()?;
+        let messages = lock_session(&self.session).surface_messages();
+        Some(primer.prime(&self.model(), &messages).await)
+    }
+
     async fn recover(&self, trigger: Trigger) -> Result<Recovery, HarnessError> {
         if let Some(model) = self.promotion() {
             tracing::info!(%model, "context promotion");
@@ -418,6 +460,7 @@ impl Harness {
                 .unwrap_or_else(std::sync::PoisonError::into_inner) = model.clone();
             return Ok(Recovery::Promoted { model });
         }
+        self.prime_counts().await;
         Ok(Recovery::Compacted(
             self.maintenance.run(&self.session, trigger).await?,
         ))

@@ -57,6 +57,7 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+mod counting;
 mod error;
 mod harness;
 mod maintenance;
@@ -67,6 +68,11 @@ mod settings;
 mod speculation;
 
 pub use abridge_compact::MethodFailure;
+pub use counting::CountCache;
+pub use counting::CountEndpoint;
+pub use counting::CountPrimer;
+pub use counting::MAX_COUNT_CALLS_PER_PRIME;
+pub use counting::PrimeReport;
 pub use error::HarnessError;
 pub use harness::Harness;
 pub use harness::HarnessBuilder;

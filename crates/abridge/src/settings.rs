@@ -157,6 +157,10 @@ pub struct Settings {
     /// A model with a larger window to switch to on overflow or a length
     /// stop before compacting (context promotion); `None`: never.
     pub promotion_model: Option<String>,
+    /// Ask the provider's token-counting endpoint, when the host gave the
+    /// harness one ([`HarnessBuilder::count_endpoint`](crate::HarnessBuilder::count_endpoint)),
+    /// instead of estimating each new message (see `counting.rs`).
+    pub count_with_endpoint: bool,
     /// Settings of `prune`.
     pub prune: PruneConfig,
     /// Settings of `shake`; `None` picks a preset from the trigger.
@@ -181,6 +185,7 @@ impl Default for Settings {
             breaker_failures: DEFAULT_BREAKER_FAILURES,
             branch_summaries: true,
             promotion_model: None,
+            count_with_endpoint: true,
             prune: PruneConfig::default(),
             shake: None,
             trim: TrimConfig::default(),

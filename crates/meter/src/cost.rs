@@ -13,7 +13,10 @@ use abridge_llm::ImageBilling;
 use abridge_llm::Message;
 use abridge_llm::ModelEntry;
 
+use crate::correction::claude_version;
+use crate::correction::o200k_correction;
 use crate::image::image_block_tokens;
+use crate::known::KnownCounts;
 use crate::tokenizer::Tokenizer;
 use crate::tokenizer::tokenizer_for;
 
@@ -73,19 +76,8 @@ impl PriorThinking {
             return PriorThinking::Dropped;
         }
         let id = entry.id.as_str();
-        let version = |prefix: &str| -> Option<(u32, u32)> {
-            let rest = id.strip_prefix(prefix)?;
-            let mut parts = rest.split('-');
-            let major = parts.next()?.parse().ok()?;
-            let minor = parts
-                .next()
-                .and_then(|p| p.parse::<u32>().ok())
-                .filter(|m| *m < 100)
-                .unwrap_or(0);
-            Some((major, minor))
-        };
-        let kept = version("claude-opus-").is_some_and(|v| v >= (4, 5))
-            || version("claude-sonnet-").is_some_and(|v| v >= (4, 6));
+        let kept = claude_version(id, "claude-opus-").is_some_and(|v| v >= (4, 5))
+            || claude_version(id, "claude-sonnet-").is_some_and(|v| v >= (4, 6));
         if kept {
             PriorThinking::Kept
         } else {
@@ -101,6 +93,11 @@ pub struct CostModel {
     tokenizer: Arc<dyn Tokenizer>,
     billing: ImageBilling,
     prior_thinking: PriorThinking,
+    /// Provider tokens per token of ours, for text (see
+    /// [`o200k_correction`]).
+    correction: f64,
+    /// Counts the provider gave for whole messages, read before counting.
+    known: Option<Arc<dyn KnownCounts>>,
 }
 
 impl CostModel {
@@ -110,7 +107,36 @@ impl CostModel {
             tokenizer,
             billing,
             prior_thinking: PriorThinking::default(),
+            correction: 1.0,
+            known: None,
         }
+    }
+
+    /// The same model with text sized `correction` times its tokenizer's
+    /// count: the measured ratio of the provider's tokenizer to ours (see
+    /// [`o200k_correction`]). Values that are not finite and positive are
+    /// read as 1.
+    #[must_use]
+    pub fn with_correction(mut self, correction: f64) -> Self {
+        self.correction = if correction.is_finite() && correction > 0.0 {
+            correction
+        } else {
+            1.0
+        };
+        self
+    }
+
+    /// The correction in use (1.0 when none).
+    pub fn correction(&self) -> f64 {
+        self.correction
+    }
+
+    /// The same model reading the provider's own counts from `known`
+    /// before counting a message itself (see [`KnownCounts`]).
+    #[must_use]
+    pub fn with_known(mut self, known: Arc<dyn KnownCounts>) -> Self {
+        self.known = Some(known);
+        self
     }
 
     /// The same model with another rule for earlier turns' thinking.
@@ -126,10 +152,13 @@ impl CostModel {
     }
 
     /// The cost model for a catalog entry: the closest tokenizer to its
-    /// family, its image billing, its rule for earlier turns' thinking.
+    /// family, its image billing, its rule for earlier turns' thinking, and
+    /// the measured correction for a family counted with another
+    /// tokenizer ([`o200k_correction`]).
     pub fn for_model(entry: &ModelEntry) -> Self {
         CostModel::new(tokenizer_for(entry.tokenizer), entry.image_billing)
             .with_prior_thinking(PriorThinking::for_model(entry))
+            .with_correction(o200k_correction(entry))
     }
 
     /// The tokenizer used for text.
@@ -142,16 +171,32 @@ impl CostModel {
         self.billing
     }
 
-    /// Tokens of a piece of text.
+    /// Tokens of a piece of text, corrected to the provider's tokenizer.
     pub fn text(&self, text: &str) -> u64 {
-        self.tokenizer.count(text) as u64
+        self.corrected(self.tokenizer.count(text) as u64)
+    }
+
+    fn corrected(&self, tokens: u64) -> u64 {
+        if self.correction == 1.0 {
+            return tokens;
+        }
+        (tokens as f64 * self.correction).round() as u64
     }
 
     /// Tokens a whole message costs when the provider reads all of it:
     /// [`MESSAGE_OVERHEAD`] plus each block. For an assistant message of an
     /// earlier turn under [`PriorThinking::Dropped`], subtract
     /// [`thinking`](Self::thinking): [`split`](Self::split) gives both.
+    ///
+    /// A message whose count the provider gave ([`with_known`](Self::with_known))
+    /// costs that count plus our estimate of its thinking.
     pub fn message(&self, message: &Message) -> u64 {
+        let (rest, thinking) = self.split(message);
+        rest + thinking
+    }
+
+    /// Our own count of a whole message, never the provider's.
+    fn estimated(&self, message: &Message) -> u64 {
         MESSAGE_OVERHEAD + message.content.iter().map(|b| self.block(b)).sum::<u64>()
     }
 
@@ -171,13 +216,16 @@ impl CostModel {
     /// [`message`](Self::message).
     pub fn split(&self, message: &Message) -> (u64, u64) {
         let thinking = self.thinking(message);
-        (self.message(message).saturating_sub(thinking), thinking)
+        if let Some(rest) = self.known.as_ref().and_then(|k| k.tokens(message)) {
+            return (rest, thinking);
+        }
+        (self.estimated(message).saturating_sub(thinking), thinking)
     }
 
     /// Tokens of the reasoning behind an opaque blob of `chars` characters
-    /// (see [`OPAQUE_CHARS_PER_TOKEN`]).
+    /// (see [`OPAQUE_CHARS_PER_TOKEN`]), corrected like text.
     pub fn opaque(&self, chars: usize) -> u64 {
-        (chars as f64 / OPAQUE_CHARS_PER_TOKEN).ceil() as u64
+        self.corrected((chars as f64 / OPAQUE_CHARS_PER_TOKEN).ceil() as u64)
     }
 
     /// Tokens one block costs, [`BLOCK_OVERHEAD`] included:

@@ -13,6 +13,10 @@
 //!   tool calls and results, images billed by their provider's
 //!   formula ([`image_tokens`]), plus fixed per-block and per-message
 //!   overhead ([`MESSAGE_OVERHEAD`], [`BLOCK_OVERHEAD`], ...).
+//! - [`o200k_correction`]: how many tokens of a family counted with o200k
+//!   one o200k token stands for (Claude: [`CLAUDE_O200K_CORRECTION`],
+//!   measured by [`calibrate`] on the bundled Claude sessions' usage
+//!   reports); [`KnownCounts`]: the provider's own counts, read first.
 //! - [`TokenMeter`]: the figure compaction acts on. Costs are cached by
 //!   event seq and the surface total follows the session's change journal,
 //!   so measuring after an append is O(1). [`Measure`] holds our estimate,
@@ -54,15 +58,21 @@
 //! ```
 
 mod bpe;
+pub mod calibrate;
+mod correction;
 mod cost;
 mod counter;
 mod image;
+mod known;
 mod meter;
 mod pretokenize;
 mod rank_table;
 mod stats;
 mod tokenizer;
 
+pub use correction::CLAUDE_4_7_TOKENIZER_GROWTH;
+pub use correction::CLAUDE_O200K_CORRECTION;
+pub use correction::o200k_correction;
 pub use cost::BLOCK_OVERHEAD;
 pub use cost::CostModel;
 pub use cost::MESSAGE_OVERHEAD;
@@ -82,6 +92,7 @@ pub use image::anthropic_standard_size;
 pub use image::image_block_tokens;
 pub use image::image_tokens;
 pub use image::sniff_size;
+pub use known::KnownCounts;
 pub use meter::Anchor;
 pub use meter::Measure;
 pub use meter::TokenMeter;

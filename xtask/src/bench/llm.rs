@@ -133,6 +133,10 @@ fn answers() -> HashMap<&'static str, Vec<u8>> {
         ("/v1/chat/completions", chat.into_bytes()),
         ("/v1/responses", responses.into_bytes()),
         ("/v1/messages", anthropic.into_bytes()),
+        (
+            "/v1/messages/count_tokens",
+            COUNT_TOKENS_ANSWER.as_bytes().to_vec(),
+        ),
     ])
 }
 
@@ -187,8 +191,11 @@ async fn handle(
     }
 }
 
+/// What the loopback server answers on Anthropic's counting path.
+pub(crate) const COUNT_TOKENS_ANSWER: &str = r#"{"input_tokens": 1000}"#;
+
 /// Starts the loopback server on its own thread; returns its base URI.
-fn start_server() -> anyhow::Result<String> {
+pub(crate) fn start_server() -> anyhow::Result<String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

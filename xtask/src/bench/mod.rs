@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 
+pub(crate) mod claude_counts;
 pub(crate) mod compact;
 pub(crate) mod llm;
 pub(crate) mod maintenance;

@@ -89,17 +89,7 @@ impl AnthropicClient {
     /// # Errors
     /// `InvalidConfig` for a bad URL or header.
     pub fn new(mut config: ProviderConfig, options: AnthropicOptions) -> Result<Self, LlmError> {
-        // Accept a base written the OpenAI way (`.../v1`): the path adds it.
-        if let Some(base) = &mut config.base_url {
-            let trimmed = base.trim_end_matches('/');
-            if let Some(stripped) = trimmed.strip_suffix("/v1") {
-                *base = stripped.to_string();
-            }
-        }
-        let name = config
-            .name
-            .clone()
-            .unwrap_or_else(|| Self::NAME.to_string());
+        let name = strip_v1(&mut config);
         let http = Http::new(
             &name,
             &config,
@@ -196,6 +186,21 @@ impl AnthropicClient {
         let bytes = wire::to_bytes(self.http.provider(), &body)?;
         self.http.post(bytes, request.purpose, streaming).await
     }
+}
+
+/// Accepts a base written the OpenAI way (`.../v1`), since every path
+/// this client posts to adds it, and returns the provider name to use.
+pub(super) fn strip_v1(config: &mut ProviderConfig) -> String {
+    if let Some(base) = &mut config.base_url {
+        let trimmed = base.trim_end_matches('/');
+        if let Some(stripped) = trimmed.strip_suffix("/v1") {
+            *base = stripped.to_string();
+        }
+    }
+    config
+        .name
+        .clone()
+        .unwrap_or_else(|| AnthropicClient::NAME.to_string())
 }
 
 fn ephemeral() -> Value {

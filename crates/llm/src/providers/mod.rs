@@ -3,6 +3,7 @@
 mod anthropic;
 mod classify;
 mod config;
+mod count_tokens;
 mod http;
 mod openai_chat;
 mod openai_responses;
@@ -25,6 +26,7 @@ pub use classify::parse_http_date;
 pub use classify::parse_retry_after;
 pub use config::ApiKey;
 pub use config::ProviderConfig;
+pub use count_tokens::CountTokensClient;
 pub use http::Auth;
 pub use http::Http;
 pub use openai_chat::ChatOptions;
