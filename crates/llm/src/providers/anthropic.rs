@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use serde_json::json;
 
+use super::anthropic_encode;
 use super::classify;
 use super::config::ProviderConfig;
 use super::http::Auth;
@@ -20,11 +21,8 @@ use crate::client::Request;
 use crate::client::Response;
 use crate::client::ResponseStream;
 use crate::client::StreamEvent;
-use crate::client::ToolChoice;
 use crate::error::LlmError;
 use crate::message::Block;
-use crate::message::ImageSource;
-use crate::message::Role;
 use crate::usage::StopReason;
 use crate::usage::Usage;
 
@@ -133,58 +131,27 @@ impl AnthropicClient {
         self.default_model.as_deref()
     }
 
-    /// The request body exactly as it is sent, for tests and benchmarks.
+    /// The request body exactly as it is sent, as JSON, for tests and
+    /// callers that edit a body before sending it themselves.
     ///
     /// # Errors
     /// `InvalidConfig` when no model is named.
     pub fn build_body(&self, request: &Request, streaming: bool) -> Result<Value, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
-        let cache = self.options.prompt_cache;
-        let (mut system, mut messages) = split_messages(request);
-        if cache {
-            if let Some(last) = system.last_mut() {
-                last["cache_control"] = ephemeral();
-            }
-            mark_history(&mut messages);
-        }
-        let mut body = json!({
-            "model": model,
-            "max_tokens": request.max_output_tokens.unwrap_or(self.options.default_max_tokens),
-        });
-        if !system.is_empty() {
-            body["system"] = Value::Array(system);
-        }
-        body["messages"] = Value::Array(messages);
-        if !request.tools.is_empty() {
-            let mut tools: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|tool| {
-                    json!({
-                        "name": tool.name,
-                        "description": tool.description,
-                        "input_schema": wire::schema(&tool.parameters),
-                    })
-                })
-                .collect();
-            if let (true, Some(last)) = (cache, tools.last_mut()) {
-                last["cache_control"] = ephemeral();
-            }
-            body["tools"] = Value::Array(tools);
-            body["tool_choice"] = json!({"type": match request.tool_choice {
-                ToolChoice::Auto => "auto",
-                ToolChoice::None => "none",
-                ToolChoice::Required => "any",
-            }});
-        }
-        if let Some(temperature) = request.temperature {
-            body["temperature"] = json!(temperature);
-        }
-        if streaming {
-            body["stream"] = json!(true);
-        }
-        wire::merge_extra(&mut body, &self.extra_body);
-        Ok(body)
+        let body = anthropic_encode::body(request, model, &self.options, streaming);
+        wire::to_value(self.http.provider(), &body, &self.extra_body)
+    }
+
+    /// The request body as the bytes that are sent: typed wire structs
+    /// borrowed from `request`, serialized once into a buffer sized up
+    /// front.
+    ///
+    /// # Errors
+    /// `InvalidConfig` when no model is named.
+    pub fn encode_body(&self, request: &Request, streaming: bool) -> Result<Vec<u8>, LlmError> {
+        let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
+        let body = anthropic_encode::body(request, model, &self.options, streaming);
+        wire::encode(self.http.provider(), request, &body, &self.extra_body)
     }
 
     async fn send(
@@ -192,154 +159,9 @@ impl AnthropicClient {
         request: &Request,
         streaming: bool,
     ) -> Result<reqwest::Response, LlmError> {
-        let body = self.build_body(request, streaming)?;
-        let bytes = wire::to_bytes(self.http.provider(), &body)?;
+        let bytes = self.encode_body(request, streaming)?;
         self.http.post(bytes, request.purpose, streaming).await
     }
-}
-
-fn ephemeral() -> Value {
-    json!({"type": "ephemeral"})
-}
-
-/// Marks the last markable block of the last message and of the last user
-/// message before it (at most two markers; with system and tools that is
-/// the API's limit of four).
-fn mark_history(messages: &mut [Value]) {
-    let Some(last) = messages.len().checked_sub(1) else {
-        return;
-    };
-    mark_last_block(&mut messages[last]);
-    if let Some(previous) = (0..last).rev().find(|&i| messages[i]["role"] == "user") {
-        mark_last_block(&mut messages[previous]);
-    }
-}
-
-fn mark_last_block(message: &mut Value) {
-    if let Some(blocks) = message.get_mut("content").and_then(Value::as_array_mut) {
-        let markable = blocks.iter_mut().rev().find(|block| {
-            !matches!(
-                block.get("type").and_then(Value::as_str),
-                Some("thinking" | "redacted_thinking")
-            )
-        });
-        if let Some(block) = markable {
-            block["cache_control"] = ephemeral();
-        }
-    }
-}
-
-fn media_block(block: &Block) -> Option<Value> {
-    match block {
-        Block::Text { text } if !text.is_empty() => Some(json!({"type": "text", "text": text})),
-        Block::Image { source, .. } => Some(match source {
-            ImageSource::Base64 { media_type, data } => {
-                json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
-            }
-            ImageSource::Url { url } => {
-                json!({"type": "image", "source": {"type": "url", "url": url}})
-            }
-            ImageSource::Blob { .. } => json!({"type": "text", "text": wire::IMAGE_NOT_LOADED}),
-        }),
-        // A compaction block this provider wrote, sent back as it came.
-        Block::Native { provider, item } if provider == AnthropicClient::NAME => Some(item.clone()),
-        _ => None,
-    }
-}
-
-fn assistant_block(block: &Block) -> Option<Value> {
-    match block {
-        Block::Thinking {
-            thinking,
-            signature: Some(signature),
-        } => Some(json!({"type": "thinking", "thinking": thinking, "signature": signature})),
-        Block::RedactedThinking { data } => {
-            Some(json!({"type": "redacted_thinking", "data": data}))
-        }
-        Block::ToolCall {
-            id,
-            name,
-            arguments,
-        } => {
-            let input = if arguments.is_object() {
-                arguments.clone()
-            } else {
-                json!({"arguments": arguments})
-            };
-            Some(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
-        }
-        other => media_block(other),
-    }
-}
-
-fn tool_result_block(block: &Block) -> Option<Value> {
-    let Block::ToolResult {
-        call_id,
-        content,
-        is_error,
-    } = block
-    else {
-        return None;
-    };
-    let mut result = json!({"type": "tool_result", "tool_use_id": call_id});
-    let parts: Vec<Value> = content.iter().filter_map(media_block).collect();
-    if !parts.is_empty() {
-        result["content"] = Value::Array(parts);
-    }
-    if *is_error {
-        result["is_error"] = json!(true);
-    }
-    Some(result)
-}
-
-/// System blocks and wire messages, same-role neighbours merged.
-fn split_messages(request: &Request) -> (Vec<Value>, Vec<Value>) {
-    let mut system = Vec::new();
-    let mut messages: Vec<Value> = Vec::with_capacity(request.messages.len());
-    let mut leading = true;
-    for message in &request.messages {
-        let (role, blocks): (&str, Vec<Value>) = match message.role {
-            Role::System | Role::Developer if leading => {
-                system.extend(
-                    message
-                        .content
-                        .iter()
-                        .filter_map(media_block)
-                        .filter(|b| b["type"] == "text"),
-                );
-                continue;
-            }
-            Role::System | Role::Developer | Role::User => (
-                "user",
-                message.content.iter().filter_map(media_block).collect(),
-            ),
-            Role::Assistant => (
-                "assistant",
-                message.content.iter().filter_map(assistant_block).collect(),
-            ),
-            Role::Tool => (
-                "user",
-                message
-                    .content
-                    .iter()
-                    .filter_map(tool_result_block)
-                    .collect(),
-            ),
-        };
-        leading = false;
-        if blocks.is_empty() {
-            continue;
-        }
-        match messages.last_mut() {
-            Some(previous) if previous["role"] == role => {
-                if let Some(content) = previous["content"].as_array_mut() {
-                    content.extend(blocks);
-                }
-            }
-            _ => messages.push(json!({"role": role, "content": blocks})),
-        }
-    }
-    (system, messages)
 }
 
 fn stop_reason(reason: Option<&str>) -> StopReason {

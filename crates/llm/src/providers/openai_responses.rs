@@ -11,7 +11,7 @@ use super::config::ProviderConfig;
 use super::http::Auth;
 use super::http::Http;
 use super::openai_chat::OPENAI_BASE_URL;
-use super::openai_chat::arguments_text;
+use super::responses_encode;
 use super::sse::SseEvent;
 use super::stream;
 use super::stream::Decoder;
@@ -21,10 +21,8 @@ use crate::client::Request;
 use crate::client::Response;
 use crate::client::ResponseStream;
 use crate::client::StreamEvent;
-use crate::client::ToolChoice;
 use crate::error::LlmError;
 use crate::message::Block;
-use crate::message::Role;
 use crate::usage::StopReason;
 use crate::usage::Usage;
 
@@ -123,50 +121,27 @@ impl OpenAiResponsesClient {
         self.default_model.as_deref()
     }
 
-    /// The request body exactly as it is sent, for tests and benchmarks.
+    /// The request body exactly as it is sent, as JSON, for tests and
+    /// callers that edit a body before sending it themselves.
     ///
     /// # Errors
     /// `InvalidConfig` when no model is named.
     pub fn build_body(&self, request: &Request, streaming: bool) -> Result<Value, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
-        let mut body = json!({
-            "model": model,
-            "input": input_items(request),
-        });
-        if !request.tools.is_empty() {
-            let tools: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|tool| {
-                    json!({
-                        "type": "function",
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": wire::schema(&tool.parameters),
-                        "strict": false,
-                    })
-                })
-                .collect();
-            body["tools"] = Value::Array(tools);
-            body["tool_choice"] = json!(match request.tool_choice {
-                ToolChoice::Auto => "auto",
-                ToolChoice::None => "none",
-                ToolChoice::Required => "required",
-            });
-        }
-        if let Some(max) = request.max_output_tokens {
-            body["max_output_tokens"] = json!(max);
-        }
-        if let Some(temperature) = request.temperature {
-            body["temperature"] = json!(temperature);
-        }
-        body["store"] = json!(self.options.store);
-        if self.options.includes_encrypted_reasoning(model) {
-            body["include"] = json!(["reasoning.encrypted_content"]);
-        }
-        body["stream"] = json!(streaming);
-        wire::merge_extra(&mut body, &self.extra_body);
-        Ok(body)
+        let body = responses_encode::body(request, model, &self.options, streaming);
+        wire::to_value(self.http.provider(), &body, &self.extra_body)
+    }
+
+    /// The request body as the bytes that are sent: typed wire structs
+    /// borrowed from `request`, serialized once into a buffer sized up
+    /// front.
+    ///
+    /// # Errors
+    /// `InvalidConfig` when no model is named.
+    pub fn encode_body(&self, request: &Request, streaming: bool) -> Result<Vec<u8>, LlmError> {
+        let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
+        let body = responses_encode::body(request, model, &self.options, streaming);
+        wire::encode(self.http.provider(), request, &body, &self.extra_body)
     }
 
     async fn send(
@@ -174,120 +149,9 @@ impl OpenAiResponsesClient {
         request: &Request,
         streaming: bool,
     ) -> Result<reqwest::Response, LlmError> {
-        let body = self.build_body(request, streaming)?;
-        let bytes = wire::to_bytes(self.http.provider(), &body)?;
+        let bytes = self.encode_body(request, streaming)?;
         self.http.post(bytes, request.purpose, streaming).await
     }
-}
-
-fn input_part(block: &Block) -> Option<Value> {
-    match block {
-        Block::Text { text } => Some(json!({"type": "input_text", "text": text})),
-        Block::Image { source, .. } => Some(match wire::image_url(source) {
-            Some(url) => json!({"type": "input_image", "image_url": url, "detail": "auto"}),
-            None => json!({"type": "input_text", "text": wire::IMAGE_NOT_LOADED}),
-        }),
-        _ => None,
-    }
-}
-
-/// A native item addressed to this provider, verbatim; items for other
-/// providers are left out.
-fn own_native_item(block: &Block) -> Option<Value> {
-    match block {
-        Block::Native { provider, item } if provider == OpenAiResponsesClient::NAME => {
-            Some(item.clone())
-        }
-        _ => None,
-    }
-}
-
-/// A reasoning item this client stored as a thinking signature.
-fn reasoning_item(signature: Option<&String>) -> Option<Value> {
-    let value: Value = serde_json::from_str(signature?).ok()?;
-    (value.get("type").and_then(Value::as_str) == Some("reasoning")).then_some(value)
-}
-
-fn input_items(request: &Request) -> Vec<Value> {
-    let mut items = Vec::with_capacity(request.messages.len() + 1);
-    for message in &request.messages {
-        match message.role {
-            Role::System | Role::Developer | Role::User => {
-                // A replayed native compaction stands in the input as the
-                // provider's own items, before whatever text is left.
-                items.extend(message.content.iter().filter_map(own_native_item));
-                let parts: Vec<Value> = message.content.iter().filter_map(input_part).collect();
-                let only_native = parts.is_empty()
-                    && message
-                        .content
-                        .iter()
-                        .any(|b| matches!(b, Block::Native { .. }));
-                if !only_native {
-                    items.push(
-                        json!({"type": "message", "role": message.role.as_str(), "content": parts}),
-                    );
-                }
-            }
-            Role::Assistant => {
-                let mut texts: Vec<Value> = Vec::new();
-                let flush = |texts: &mut Vec<Value>, items: &mut Vec<Value>| {
-                    if !texts.is_empty() {
-                        items.push(json!({"type": "message", "role": "assistant", "content": std::mem::take(texts)}));
-                    }
-                };
-                for block in &message.content {
-                    match block {
-                        Block::Text { text } => texts
-                            .push(json!({"type": "output_text", "text": text, "annotations": []})),
-                        Block::Thinking { signature, .. } => {
-                            if let Some(item) = reasoning_item(signature.as_ref()) {
-                                flush(&mut texts, &mut items);
-                                items.push(item);
-                            }
-                        }
-                        Block::Native { .. } => {
-                            if let Some(item) = own_native_item(block) {
-                                flush(&mut texts, &mut items);
-                                items.push(item);
-                            }
-                        }
-                        Block::ToolCall {
-                            id,
-                            name,
-                            arguments,
-                        } => {
-                            flush(&mut texts, &mut items);
-                            items.push(json!({
-                                "type": "function_call",
-                                "call_id": id,
-                                "name": name,
-                                "arguments": arguments_text(arguments),
-                            }));
-                        }
-                        _ => {}
-                    }
-                }
-                flush(&mut texts, &mut items);
-            }
-            Role::Tool => {
-                for block in &message.content {
-                    if let Block::ToolResult {
-                        call_id, content, ..
-                    } = block
-                    {
-                        let has_image = content.iter().any(|b| matches!(b, Block::Image { .. }));
-                        let output = if has_image {
-                            Value::Array(content.iter().filter_map(input_part).collect())
-                        } else {
-                            json!(wire::joined_text(content))
-                        };
-                        items.push(json!({"type": "function_call_output", "call_id": call_id, "output": output}));
-                    }
-                }
-            }
-        }
-    }
-    items
 }
 
 fn usage_of(response: &Value) -> Usage {
@@ -553,35 +417,16 @@ mod tests {
             &json!({"status": "completed"}),
             std::slice::from_ref(&item),
         );
-        let mut request = Request::new("m", vec![response.message], crate::Purpose::Turn);
-        request.tools.clear();
-        assert_eq!(input_items(&request), vec![item]);
-    }
-
-    #[test]
-    fn native_items_go_out_verbatim_only_to_their_own_provider() {
-        let kept = json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix the parser"}]});
-        let compaction = json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "zzz"});
-        let native = |provider: &str, item: &Value| Block::Native {
-            provider: provider.to_string(),
-            item: item.clone(),
-        };
-        let mut checkpoint = crate::message::Message::user("");
-        checkpoint.content = vec![
-            native(OpenAiResponsesClient::NAME, &kept),
-            native(OpenAiResponsesClient::NAME, &compaction),
-            native("anthropic", &json!({"type": "compaction", "content": "x"})),
-        ];
-        let request = Request::new(
-            "m",
-            vec![checkpoint, crate::message::Message::user("go on")],
-            crate::Purpose::Turn,
+        let request = Request::new("m", vec![response.message], crate::Purpose::Turn);
+        let client = OpenAiResponsesClient::new(
+            ProviderConfig::new("http://127.0.0.1:1/v1"),
+            ResponsesOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            client.build_body(&request, false).unwrap()["input"],
+            json!([item])
         );
-        let items = input_items(&request);
-        assert_eq!(items.len(), 3, "{items:#?}");
-        assert_eq!(items[0], kept);
-        assert_eq!(items[1], compaction);
-        assert_eq!(items[2]["content"][0]["text"], "go on");
     }
 
     #[test]
