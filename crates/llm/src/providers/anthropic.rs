@@ -9,6 +9,7 @@ use serde_json::json;
 use super::anthropic_encode;
 use super::classify;
 use super::config::ProviderConfig;
+use super::fragments::FragmentCache;
 use super::http::Auth;
 use super::http::Http;
 use super::sse::SseEvent;
@@ -73,6 +74,7 @@ pub struct AnthropicClient {
     options: AnthropicOptions,
     default_model: Option<String>,
     extra_body: serde_json::Map<String, Value>,
+    fragments: FragmentCache,
 }
 
 impl AnthropicClient {
@@ -112,6 +114,7 @@ impl AnthropicClient {
             options,
             default_model: config.default_model,
             extra_body: config.extra_body,
+            fragments: FragmentCache::default(),
         })
     }
 
@@ -138,7 +141,14 @@ impl AnthropicClient {
     /// `InvalidConfig` when no model is named.
     pub fn build_body(&self, request: &Request, streaming: bool) -> Result<Value, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
-        let body = anthropic_encode::body(request, model, &self.options, streaming);
+        let provider = self.http.provider();
+        let lead = anthropic_encode::leading_system(request);
+        let items = FragmentCache::uncached(
+            &request.messages,
+            |index, _| index >= lead,
+            |m| anthropic_encode::encode_message(provider, m),
+        )?;
+        let body = anthropic_encode::body(request, model, &self.options, streaming, &items);
         wire::to_value(self.http.provider(), &body, &self.extra_body)
     }
 
@@ -150,7 +160,14 @@ impl AnthropicClient {
     /// `InvalidConfig` when no model is named.
     pub fn encode_body(&self, request: &Request, streaming: bool) -> Result<Vec<u8>, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
-        let body = anthropic_encode::body(request, model, &self.options, streaming);
+        let provider = self.http.provider();
+        let lead = anthropic_encode::leading_system(request);
+        let items = self.fragments.items(
+            &request.messages,
+            |index, _| index >= lead,
+            |m| anthropic_encode::encode_message(provider, m),
+        )?;
+        let body = anthropic_encode::body(request, model, &self.options, streaming, &items);
         wire::encode(self.http.provider(), request, &body, &self.extra_body)
     }
 

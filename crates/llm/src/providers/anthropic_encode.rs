@@ -8,14 +8,19 @@ use serde_json::Value;
 
 use super::anthropic::AnthropicClient;
 use super::anthropic::AnthropicOptions;
+use super::fragments;
+use super::fragments::Fragment;
+use super::fragments::Items;
 use super::wire;
 use super::wire::EPHEMERAL;
 use super::wire::Ephemeral;
 use super::wire::Schema;
 use crate::client::Request;
 use crate::client::ToolChoice;
+use crate::error::LlmError;
 use crate::message::Block;
 use crate::message::ImageSource;
+use crate::message::Message;
 use crate::message::Role;
 
 /// The whole body of one call.
@@ -55,7 +60,36 @@ struct WireTool<'a> {
 #[derive(Serialize)]
 struct WireMessage<'a> {
     role: &'static str,
-    content: Vec<WireBlock<'a>>,
+    content: Vec<Slot<'a>>,
+}
+
+/// A block serialized once (see `fragments`), remembered by where it came
+/// from in case it must be marked; or one built for this call.
+enum Slot<'a> {
+    Cached {
+        fragment: &'a Fragment,
+        message: usize,
+        position: usize,
+    },
+    Fresh(WireBlock<'a>),
+}
+
+impl Serialize for Slot<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Slot::Cached { fragment, .. } => fragment.json.serialize(serializer),
+            Slot::Fresh(block) => block.serialize(serializer),
+        }
+    }
+}
+
+impl Slot<'_> {
+    fn markable(&self) -> bool {
+        match self {
+            Slot::Cached { fragment, .. } => fragment.markable,
+            Slot::Fresh(block) => block.markable(),
+        }
+    }
 }
 
 /// One content block, with or without a cache marker.
@@ -172,20 +206,46 @@ impl<'a> WireBlock<'a> {
     }
 }
 
-/// The body for `request` to `model` under `options`.
+/// Leading system and developer messages become the `system` blocks; every
+/// message after them stands alone and can be cached. (Merged turns and
+/// cache markers depend on neighbours and are settled for each call.)
+pub(crate) fn leading_system(request: &Request) -> usize {
+    request
+        .messages
+        .iter()
+        .take_while(|m| matches!(m.role, Role::System | Role::Developer))
+        .count()
+}
+
+/// One message's blocks, serialized, for a message after the leading
+/// system ones.
+///
+/// # Errors
+/// `InvalidConfig` if serde cannot write them.
+pub(crate) fn encode_message(provider: &str, message: &Message) -> Result<Vec<Fragment>, LlmError> {
+    message_blocks(message)
+        .1
+        .iter()
+        .map(|block| fragments::fragment(provider, block, block.markable()))
+        .collect()
+}
+
+/// The body for `request` to `model` under `options`, with `items` from
+/// [`encode_message`] for each message after the leading system ones.
 pub(crate) fn body<'a>(
     request: &'a Request,
     model: &'a str,
     options: &AnthropicOptions,
     streaming: bool,
+    items: &'a [Option<Items>],
 ) -> AnthropicBody<'a> {
     let cache = options.prompt_cache;
-    let (mut system, mut messages) = split_messages(request);
+    let (mut system, mut messages) = split_messages(request, items);
     if cache {
         if let Some(last) = system.last_mut() {
             last.cached = true;
         }
-        mark_history(&mut messages);
+        mark_history(request, &mut messages);
     }
     let mut tools: Vec<WireTool<'a>> = request
         .tools
@@ -224,19 +284,36 @@ pub(crate) fn body<'a>(
 /// Marks the last markable block of the last message and of the last user
 /// message before it (at most two markers; with system and tools that is
 /// the API's limit of four).
-fn mark_history(messages: &mut [WireMessage<'_>]) {
+fn mark_history<'a>(request: &'a Request, messages: &mut [WireMessage<'a>]) {
     let Some(last) = messages.len().checked_sub(1) else {
         return;
     };
-    mark_last_block(&mut messages[last]);
+    mark_last_block(request, &mut messages[last]);
     if let Some(previous) = (0..last).rev().find(|&i| messages[i].role == "user") {
-        mark_last_block(&mut messages[previous]);
+        mark_last_block(request, &mut messages[previous]);
     }
 }
 
-fn mark_last_block(message: &mut WireMessage<'_>) {
-    if let Some(block) = message.content.iter_mut().rev().find(|b| b.markable()) {
-        block.cached = true;
+/// Marks the last markable block; a cached one is built again from its
+/// message, since the marker goes inside it.
+fn mark_last_block<'a>(request: &'a Request, message: &mut WireMessage<'a>) {
+    let Some(slot) = message.content.iter_mut().rev().find(|b| b.markable()) else {
+        return;
+    };
+    match slot {
+        Slot::Fresh(block) => block.cached = true,
+        Slot::Cached {
+            message, position, ..
+        } => {
+            let rebuilt = request
+                .messages
+                .get(*message)
+                .and_then(|source| message_blocks(source).1.into_iter().nth(*position));
+            if let Some(mut block) = rebuilt {
+                block.cached = true;
+                *slot = Slot::Fresh(block);
+            }
+        }
     }
 }
 
@@ -307,49 +384,63 @@ fn tool_result_block(block: &Block) -> Option<WireBlock<'_>> {
     }))
 }
 
+/// A message's wire role and blocks, for a message after the leading
+/// system ones (a later system or developer message is user text, since
+/// the API has no system turn mid-conversation).
+fn message_blocks(message: &Message) -> (&'static str, Vec<WireBlock<'_>>) {
+    match message.role {
+        Role::System | Role::Developer | Role::User => (
+            "user",
+            message.content.iter().filter_map(media_block).collect(),
+        ),
+        Role::Assistant => (
+            "assistant",
+            message.content.iter().filter_map(assistant_block).collect(),
+        ),
+        Role::Tool => (
+            "user",
+            message
+                .content
+                .iter()
+                .filter_map(tool_result_block)
+                .collect(),
+        ),
+    }
+}
+
 /// System blocks and wire messages, same-role neighbours merged.
-fn split_messages(request: &Request) -> (Vec<WireBlock<'_>>, Vec<WireMessage<'_>>) {
-    let mut system = Vec::new();
-    let mut messages: Vec<WireMessage<'_>> = Vec::with_capacity(request.messages.len());
-    let mut leading = true;
-    for message in &request.messages {
-        let (role, blocks): (&'static str, Vec<WireBlock<'_>>) = match message.role {
-            Role::System | Role::Developer if leading => {
-                system.extend(
-                    message
-                        .content
-                        .iter()
-                        .filter_map(media_block)
-                        .filter(|b| b.type_name() == Some("text")),
-                );
-                continue;
-            }
-            Role::System | Role::Developer | Role::User => (
-                "user",
-                message.content.iter().filter_map(media_block).collect(),
-            ),
-            Role::Assistant => (
-                "assistant",
-                message.content.iter().filter_map(assistant_block).collect(),
-            ),
-            Role::Tool => (
-                "user",
-                message
-                    .content
-                    .iter()
-                    .filter_map(tool_result_block)
-                    .collect(),
-            ),
-        };
-        leading = false;
-        if blocks.is_empty() {
+fn split_messages<'a>(
+    request: &'a Request,
+    items: &'a [Option<Items>],
+) -> (Vec<WireBlock<'a>>, Vec<WireMessage<'a>>) {
+    let lead = leading_system(request);
+    let system = request.messages[..lead]
+        .iter()
+        .flat_map(|message| message.content.iter().filter_map(media_block))
+        .filter(|b| b.type_name() == Some("text"))
+        .collect();
+    let mut messages: Vec<WireMessage<'a>> = Vec::with_capacity(request.messages.len());
+    for (index, (message, blocks)) in request.messages.iter().zip(items).enumerate().skip(lead) {
+        let Some(blocks) = blocks.as_ref().filter(|b| !b.is_empty()) else {
             continue;
-        }
+        };
+        let role = match message.role {
+            Role::Assistant => "assistant",
+            _ => "user",
+        };
+        let slots = blocks
+            .iter()
+            .enumerate()
+            .map(|(position, fragment)| Slot::Cached {
+                fragment,
+                message: index,
+                position,
+            });
         match messages.last_mut() {
-            Some(previous) if previous.role == role => previous.content.extend(blocks),
+            Some(previous) if previous.role == role => previous.content.extend(slots),
             _ => messages.push(WireMessage {
                 role,
-                content: blocks,
+                content: slots.collect(),
             }),
         }
     }

@@ -3,7 +3,11 @@
 use std::borrow::Cow;
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 
+use super::fragments;
+use super::fragments::Fragment;
+use super::fragments::Items;
 use super::openai_chat::ChatOptions;
 use super::openai_chat::MaxTokensField;
 use super::openai_chat::TOOL_IMAGES_INTRO;
@@ -13,14 +17,16 @@ use super::wire::ImageUrl;
 use super::wire::Schema;
 use crate::client::Request;
 use crate::client::ToolChoice;
+use crate::error::LlmError;
 use crate::message::Block;
+use crate::message::Message;
 use crate::message::Role;
 
 /// The whole body of one call.
 #[derive(Serialize)]
 pub(crate) struct ChatBody<'a> {
     model: &'a str,
-    messages: Vec<ChatMessage<'a>>,
+    messages: Vec<Slot<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<ChatTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -54,6 +60,14 @@ struct ChatFunction<'a> {
     name: &'a str,
     description: &'a str,
     parameters: Schema<'a>,
+}
+
+/// A message serialized once (see `fragments`), or one built for this call.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Slot<'a> {
+    Cached(&'a RawValue),
+    Fresh(ChatMessage<'a>),
 }
 
 #[derive(Serialize)]
@@ -113,12 +127,14 @@ struct CallFunction<'a> {
     arguments: ArgumentsText<'a>,
 }
 
-/// The body for `request` to `model` under `options`.
+/// The body for `request` to `model` under `options`, with `items` from
+/// [`encode_message`] for each of its messages.
 pub(crate) fn body<'a>(
     request: &'a Request,
     model: &'a str,
     options: &ChatOptions,
     streaming: bool,
+    items: &'a [Option<Items>],
 ) -> ChatBody<'a> {
     let has_tools = !request.tools.is_empty();
     let tools = request
@@ -144,7 +160,7 @@ pub(crate) fn body<'a>(
     };
     ChatBody {
         model,
-        messages: messages(request, options),
+        messages: messages(request, items),
         tools,
         tool_choice,
         max_tokens,
@@ -157,53 +173,89 @@ pub(crate) fn body<'a>(
     }
 }
 
-fn messages<'a>(request: &'a Request, options: &ChatOptions) -> Vec<ChatMessage<'a>> {
+/// Every message's own items stand alone: each can be cached. (The user
+/// message that carries a run's tool images depends on its neighbours and
+/// is built for each call.)
+pub(crate) fn cacheable(_index: usize, _message: &Message) -> bool {
+    true
+}
+
+/// One message's own wire messages, serialized.
+///
+/// # Errors
+/// `InvalidConfig` if serde cannot write them.
+pub(crate) fn encode_message(
+    provider: &str,
+    message: &Message,
+    options: &ChatOptions,
+) -> Result<Vec<Fragment>, LlmError> {
+    own_messages(message, options)
+        .iter()
+        .map(|item| fragments::fragment(provider, item, false))
+        .collect()
+}
+
+fn own_messages<'a>(message: &'a Message, options: &ChatOptions) -> Vec<ChatMessage<'a>> {
+    match message.role {
+        Role::System | Role::Developer => {
+            let content = wire::joined_text(&message.content);
+            vec![
+                if message.role == Role::Developer && options.developer_role {
+                    ChatMessage::Developer { content }
+                } else {
+                    ChatMessage::System { content }
+                },
+            ]
+        }
+        Role::User => vec![ChatMessage::User {
+            content: user_content(&message.content),
+        }],
+        Role::Assistant => vec![assistant_message(&message.content)],
+        Role::Tool => message
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                Block::ToolResult {
+                    call_id, content, ..
+                } => Some(ChatMessage::Tool {
+                    tool_call_id: call_id,
+                    content: wire::joined_text(content),
+                }),
+                _ => None,
+            })
+            .collect(),
+    }
+}
+
+fn messages<'a>(request: &'a Request, items: &'a [Option<Items>]) -> Vec<Slot<'a>> {
     let mut out = Vec::with_capacity(request.messages.len() + 1);
     let mut tool_images: Vec<ChatPart<'a>> = Vec::new();
-    for (index, message) in request.messages.iter().enumerate() {
-        match message.role {
-            Role::System | Role::Developer => {
-                let content = wire::joined_text(&message.content);
-                out.push(
-                    if message.role == Role::Developer && options.developer_role {
-                        ChatMessage::Developer { content }
-                    } else {
-                        ChatMessage::System { content }
-                    },
-                );
+    for (index, (message, own)) in request.messages.iter().zip(items).enumerate() {
+        out.extend(
+            own.iter()
+                .flat_map(|own| own.iter().map(|f| Slot::Cached(&f.json))),
+        );
+        if message.role != Role::Tool {
+            continue;
+        }
+        for block in &message.content {
+            if let Block::ToolResult { content, .. } = block {
+                tool_images.extend(content.iter().filter_map(image_part));
             }
-            Role::User => out.push(ChatMessage::User {
-                content: user_content(&message.content),
-            }),
-            Role::Assistant => out.push(assistant_message(&message.content)),
-            Role::Tool => {
-                for block in &message.content {
-                    if let Block::ToolResult {
-                        call_id, content, ..
-                    } = block
-                    {
-                        out.push(ChatMessage::Tool {
-                            tool_call_id: call_id,
-                            content: wire::joined_text(content),
-                        });
-                        tool_images.extend(content.iter().filter_map(image_part));
-                    }
-                }
-                let next_is_tool = request
-                    .messages
-                    .get(index + 1)
-                    .is_some_and(|next| next.role == Role::Tool);
-                if !next_is_tool && !tool_images.is_empty() {
-                    let mut parts = Vec::with_capacity(tool_images.len() + 1);
-                    parts.push(ChatPart::Text {
-                        text: Cow::Borrowed(TOOL_IMAGES_INTRO),
-                    });
-                    parts.append(&mut tool_images);
-                    out.push(ChatMessage::User {
-                        content: UserContent::Parts(parts),
-                    });
-                }
-            }
+        }
+        let next_is_tool = request
+            .messages
+            .get(index + 1)
+            .is_some_and(|next| next.role == Role::Tool);
+        if !next_is_tool && !tool_images.is_empty() {
+            let mut parts = Vec::with_capacity(tool_images.len() + 1);
+            parts.push(ChatPart::Text {
+                text: Cow::Borrowed(TOOL_IMAGES_INTRO),
+            });
+            parts.append(&mut tool_images);
+            out.push(Slot::Fresh(ChatMessage::User {
+                content: UserContent::Parts(parts),
+            }));
         }
     }
     out

@@ -6,6 +6,7 @@ mod chat_decode;
 mod chat_encode;
 mod classify;
 mod config;
+mod fragments;
 mod http;
 mod openai_chat;
 mod openai_responses;

@@ -8,6 +8,7 @@ use super::chat_decode;
 use super::chat_encode;
 use super::classify;
 use super::config::ProviderConfig;
+use super::fragments::FragmentCache;
 use super::http::Auth;
 use super::http::Http;
 use super::stream;
@@ -102,6 +103,7 @@ pub struct OpenAiChatClient {
     options: ChatOptions,
     default_model: Option<String>,
     extra_body: serde_json::Map<String, Value>,
+    fragments: FragmentCache,
 }
 
 impl OpenAiChatClient {
@@ -132,6 +134,7 @@ impl OpenAiChatClient {
             options,
             default_model: config.default_model,
             extra_body: config.extra_body,
+            fragments: FragmentCache::default(),
         })
     }
 
@@ -158,7 +161,11 @@ impl OpenAiChatClient {
     /// `InvalidConfig` when no model is named.
     pub fn build_body(&self, request: &Request, streaming: bool) -> Result<Value, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
-        let body = chat_encode::body(request, model, &self.options, streaming);
+        let (provider, options) = (self.http.provider(), &self.options);
+        let items = FragmentCache::uncached(&request.messages, chat_encode::cacheable, |m| {
+            chat_encode::encode_message(provider, m, options)
+        })?;
+        let body = chat_encode::body(request, model, options, streaming, &items);
         wire::to_value(self.http.provider(), &body, &self.extra_body)
     }
 
@@ -170,7 +177,13 @@ impl OpenAiChatClient {
     /// `InvalidConfig` when no model is named.
     pub fn encode_body(&self, request: &Request, streaming: bool) -> Result<Vec<u8>, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
-        let body = chat_encode::body(request, model, &self.options, streaming);
+        let (provider, options) = (self.http.provider(), &self.options);
+        let items = self
+            .fragments
+            .items(&request.messages, chat_encode::cacheable, |m| {
+                chat_encode::encode_message(provider, m, options)
+            })?;
+        let body = chat_encode::body(request, model, options, streaming, &items);
         wire::encode(self.http.provider(), request, &body, &self.extra_body)
     }
 

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::classify;
 use super::config::ProviderConfig;
+use super::fragments::FragmentCache;
 use super::http::Auth;
 use super::http::Http;
 use super::openai_chat::OPENAI_BASE_URL;
@@ -72,6 +73,7 @@ pub struct OpenAiResponsesClient {
     options: ResponsesOptions,
     default_model: Option<String>,
     extra_body: serde_json::Map<String, Value>,
+    fragments: FragmentCache,
 }
 
 impl OpenAiResponsesClient {
@@ -102,6 +104,7 @@ impl OpenAiResponsesClient {
             options,
             default_model: config.default_model,
             extra_body: config.extra_body,
+            fragments: FragmentCache::default(),
         })
     }
 
@@ -128,7 +131,11 @@ impl OpenAiResponsesClient {
     /// `InvalidConfig` when no model is named.
     pub fn build_body(&self, request: &Request, streaming: bool) -> Result<Value, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
-        let body = responses_encode::body(request, model, &self.options, streaming);
+        let provider = self.http.provider();
+        let items = FragmentCache::uncached(&request.messages, responses_encode::cacheable, |m| {
+            responses_encode::encode_message(provider, m)
+        })?;
+        let body = responses_encode::body(request, model, &self.options, streaming, &items);
         wire::to_value(self.http.provider(), &body, &self.extra_body)
     }
 
@@ -140,7 +147,13 @@ impl OpenAiResponsesClient {
     /// `InvalidConfig` when no model is named.
     pub fn encode_body(&self, request: &Request, streaming: bool) -> Result<Vec<u8>, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
-        let body = responses_encode::body(request, model, &self.options, streaming);
+        let provider = self.http.provider();
+        let items = self
+            .fragments
+            .items(&request.messages, responses_encode::cacheable, |m| {
+                responses_encode::encode_message(provider, m)
+            })?;
+        let body = responses_encode::body(request, model, &self.options, streaming, &items);
         wire::encode(self.http.provider(), request, &body, &self.extra_body)
     }
 

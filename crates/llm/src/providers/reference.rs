@@ -586,7 +586,10 @@ mod agreement {
     use serde_json::json;
 
     use super::super::anthropic_encode;
+    use std::sync::Arc;
+
     use super::super::chat_encode;
+    use super::super::fragments::FragmentCache;
     use super::super::openai_chat::ChatOptions;
     use super::super::openai_chat::MaxTokensField;
     use super::super::responses_encode;
@@ -769,6 +772,14 @@ mod agreement {
         from_bytes
     }
 
+    /// The request, and the same messages shared again with one more
+    /// message after them (the next turn).
+    fn turns(request: &Request) -> [Request; 2] {
+        let mut next = request.clone();
+        next.messages.push(Arc::new(Message::user("next turn")));
+        [request.clone(), next]
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]
 
@@ -781,8 +792,12 @@ mod agreement {
                 stream_usage: usage,
             };
             let extra = extra(with_extra);
-            let typed = sent(&request, &chat_encode::body(&request, "m-1", &options, streaming), &extra);
-            prop_assert_eq!(typed, super::chat(&request, "m-1", &options, &extra, streaming));
+            let cache = FragmentCache::default();
+            for request in turns(&request).iter().chain(&turns(&request)) {
+                let items = cache.items(&request.messages, chat_encode::cacheable, |m| chat_encode::encode_message("p", m, &options)).unwrap();
+                let typed = sent(request, &chat_encode::body(request, "m-1", &options, streaming, &items), &extra);
+                prop_assert_eq!(typed, super::chat(request, "m-1", &options, &extra, streaming));
+            }
         }
 
         #[test]
@@ -790,16 +805,25 @@ mod agreement {
                             streaming in any::<bool>(), with_extra in any::<bool>()) {
             let options = ResponsesOptions { store, include_encrypted_reasoning: include };
             let extra = extra(with_extra);
-            let typed = sent(&request, &responses_encode::body(&request, "m-1", &options, streaming), &extra);
-            prop_assert_eq!(typed, super::responses(&request, "m-1", &options, &extra, streaming));
+            let cache = FragmentCache::default();
+            for request in turns(&request).iter().chain(&turns(&request)) {
+                let items = cache.items(&request.messages, responses_encode::cacheable, |m| responses_encode::encode_message("p", m)).unwrap();
+                let typed = sent(request, &responses_encode::body(request, "m-1", &options, streaming, &items), &extra);
+                prop_assert_eq!(typed, super::responses(request, "m-1", &options, &extra, streaming));
+            }
         }
 
         #[test]
         fn anthropic_agrees(request in request(), cache in any::<bool>(), streaming in any::<bool>(), with_extra in any::<bool>()) {
             let options = AnthropicOptions { default_max_tokens: 4096, prompt_cache: cache };
             let extra = extra(with_extra);
-            let typed = sent(&request, &anthropic_encode::body(&request, "m-1", &options, streaming), &extra);
-            prop_assert_eq!(typed, super::anthropic(&request, "m-1", &options, &extra, streaming));
+            let cache = FragmentCache::default();
+            for request in turns(&request).iter().chain(&turns(&request)) {
+                let lead = anthropic_encode::leading_system(request);
+                let items = cache.items(&request.messages, |i, _| i >= lead, |m| anthropic_encode::encode_message("p", m)).unwrap();
+                let typed = sent(request, &anthropic_encode::body(request, "m-1", &options, streaming, &items), &extra);
+                prop_assert_eq!(typed, super::anthropic(request, "m-1", &options, &extra, streaming));
+            }
         }
     }
 }

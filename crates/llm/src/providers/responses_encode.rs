@@ -7,6 +7,9 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::fragments;
+use super::fragments::Fragment;
+use super::fragments::Items;
 use super::openai_responses::OpenAiResponsesClient;
 use super::openai_responses::ResponsesOptions;
 use super::wire;
@@ -15,14 +18,17 @@ use super::wire::ImageUrl;
 use super::wire::Schema;
 use crate::client::Request;
 use crate::client::ToolChoice;
+use crate::error::LlmError;
 use crate::message::Block;
+use crate::message::Message;
 use crate::message::Role;
 
 /// The whole body of one call.
 #[derive(Serialize)]
 pub(crate) struct ResponsesBody<'a> {
     model: &'a str,
-    input: Vec<Item<'a>>,
+    /// Every message's items, each serialized once (see `fragments`).
+    input: Vec<&'a RawValue>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<FunctionTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -98,12 +104,14 @@ enum Part<'a> {
     },
 }
 
-/// The body for `request` to `model` under `options`.
+/// The body for `request` to `model` under `options`, with `items` from
+/// [`encode_message`] for each of its messages.
 pub(crate) fn body<'a>(
     request: &'a Request,
     model: &'a str,
     options: &ResponsesOptions,
     streaming: bool,
+    items: &'a [Option<Items>],
 ) -> ResponsesBody<'a> {
     let tools = request
         .tools
@@ -123,7 +131,11 @@ pub(crate) fn body<'a>(
     });
     ResponsesBody {
         model,
-        input: input_items(request),
+        input: items
+            .iter()
+            .flatten()
+            .flat_map(|items| items.iter().map(|f| &*f.json))
+            .collect(),
         tools,
         tool_choice,
         max_output_tokens: request.max_output_tokens,
@@ -181,46 +193,59 @@ fn reasoning_item(signature: Option<&String>) -> Option<Item<'_>> {
     (tagged.kind.as_deref() == Some("reasoning")).then_some(Item::Raw(raw))
 }
 
-fn input_items(request: &Request) -> Vec<Item<'_>> {
-    let mut items = Vec::with_capacity(request.messages.len() + 1);
-    for message in &request.messages {
-        match message.role {
-            Role::System | Role::Developer | Role::User => {
-                // A replayed native compaction stands in the input as the
-                // provider's own items, before whatever text is left.
-                items.extend(message.content.iter().filter_map(own_native_item));
-                let content: Vec<Part<'_>> =
-                    message.content.iter().filter_map(input_part).collect();
-                let only_native = content.is_empty()
-                    && message
-                        .content
-                        .iter()
-                        .any(|b| matches!(b, Block::Native { .. }));
-                if !only_native {
-                    items.push(Item::Typed(TypedItem::Message {
-                        role: message.role.as_str(),
-                        content,
-                    }));
-                }
+/// Every message of the dialect stands alone: each can be cached.
+pub(crate) fn cacheable(_index: usize, _message: &Message) -> bool {
+    true
+}
+
+/// One message's input items, serialized.
+///
+/// # Errors
+/// `InvalidConfig` if serde cannot write them.
+pub(crate) fn encode_message(provider: &str, message: &Message) -> Result<Vec<Fragment>, LlmError> {
+    message_items(message)
+        .iter()
+        .map(|item| fragments::fragment(provider, item, false))
+        .collect()
+}
+
+fn message_items(message: &Message) -> Vec<Item<'_>> {
+    let mut items = Vec::new();
+    match message.role {
+        Role::System | Role::Developer | Role::User => {
+            // A replayed native compaction stands in the input as the
+            // provider's own items, before whatever text is left.
+            items.extend(message.content.iter().filter_map(own_native_item));
+            let content: Vec<Part<'_>> = message.content.iter().filter_map(input_part).collect();
+            let only_native = content.is_empty()
+                && message
+                    .content
+                    .iter()
+                    .any(|b| matches!(b, Block::Native { .. }));
+            if !only_native {
+                items.push(Item::Typed(TypedItem::Message {
+                    role: message.role.as_str(),
+                    content,
+                }));
             }
-            Role::Assistant => assistant_items(&message.content, &mut items),
-            Role::Tool => {
-                for block in &message.content {
-                    if let Block::ToolResult {
-                        call_id, content, ..
-                    } = block
-                    {
-                        let has_image = content.iter().any(|b| matches!(b, Block::Image { .. }));
-                        let output = if has_image {
-                            Output::Parts(content.iter().filter_map(input_part).collect())
-                        } else {
-                            Output::Text(wire::joined_text(content))
-                        };
-                        items.push(Item::Typed(TypedItem::FunctionCallOutput {
-                            call_id,
-                            output,
-                        }));
-                    }
+        }
+        Role::Assistant => assistant_items(&message.content, &mut items),
+        Role::Tool => {
+            for block in &message.content {
+                if let Block::ToolResult {
+                    call_id, content, ..
+                } = block
+                {
+                    let has_image = content.iter().any(|b| matches!(b, Block::Image { .. }));
+                    let output = if has_image {
+                        Output::Parts(content.iter().filter_map(input_part).collect())
+                    } else {
+                        Output::Text(wire::joined_text(content))
+                    };
+                    items.push(Item::Typed(TypedItem::FunctionCallOutput {
+                        call_id,
+                        output,
+                    }));
                 }
             }
         }
@@ -276,9 +301,11 @@ mod tests {
     use serde_json::json;
 
     fn items_json(request: &Request) -> Vec<Value> {
-        input_items(request)
+        request
+            .messages
             .iter()
-            .map(|item| serde_json::to_value(item).unwrap())
+            .flat_map(|message| message_items(message))
+            .map(|item| serde_json::to_value(&item).unwrap())
             .collect()
     }
 
