@@ -2,7 +2,10 @@
 
 use std::collections::HashMap;
 
+use std::borrow::Cow;
+
 use async_trait::async_trait;
+use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
 
@@ -192,20 +195,6 @@ fn stop_reason(reason: Option<&str>) -> StopReason {
     }
 }
 
-/// Anthropic's buckets are already disjoint: `input_tokens` excludes both
-/// cache buckets.
-fn update_usage(usage: &mut Usage, wire: &Value) {
-    let set = |key: &str, slot: &mut u64| {
-        if let Some(n) = wire.get(key).and_then(Value::as_u64) {
-            *slot = n;
-        }
-    };
-    set("input_tokens", &mut usage.input);
-    set("output_tokens", &mut usage.output);
-    set("cache_read_input_tokens", &mut usage.cache_read);
-    set("cache_creation_input_tokens", &mut usage.cache_write);
-}
-
 fn block_from(wire: &Value) -> Option<Block> {
     let text = |key: &str| {
         wire.get(key)
@@ -245,70 +234,155 @@ struct AnthropicDecoder {
     usage: Usage,
 }
 
+/// One streamed event, read straight from its bytes; text pieces are
+/// borrowed unless they hold escapes.
+#[derive(Debug, Deserialize)]
+struct WireEvent<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(borrow, default)]
+    delta: Option<WireDelta<'a>>,
+    #[serde(default)]
+    content_block: Option<WireBlockStart>,
+    #[serde(default)]
+    message: Option<WireMessageStart>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireDelta<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    signature: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    partial_json: Option<Cow<'a, str>>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireBlockStart {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    thinking: String,
+    #[serde(default)]
+    signature: String,
+    #[serde(default)]
+    data: String,
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireMessageStart {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+/// Anthropic's buckets are already disjoint: `input_tokens` excludes both
+/// cache buckets. Each field present replaces what was known.
+#[derive(Debug, Default, Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    fn apply(&self, usage: &mut Usage) {
+        let pairs = [
+            (self.input_tokens, &mut usage.input),
+            (self.output_tokens, &mut usage.output),
+            (self.cache_read_input_tokens, &mut usage.cache_read),
+            (self.cache_creation_input_tokens, &mut usage.cache_write),
+        ];
+        for (value, slot) in pairs {
+            if let Some(n) = value {
+                *slot = n;
+            }
+        }
+    }
+}
+
+fn piece(text: Option<Cow<'_, str>>) -> String {
+    text.map(Cow::into_owned).unwrap_or_default()
+}
+
 impl Decoder for AnthropicDecoder {
-    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, LlmError> {
-        let value = stream::event_json(&self.provider, &event.data)?;
-        let kind = value
-            .get("type")
-            .and_then(Value::as_str)
-            .or(event.event.as_deref())
-            .unwrap_or("")
-            .to_string();
-        match kind.as_str() {
+    fn on_event(
+        &mut self,
+        event: SseEvent<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<bool, LlmError> {
+        let wire: WireEvent<'_> = match serde_json::from_str(event.data) {
+            Ok(wire) => wire,
+            Err(e) => {
+                stream::event_json(&self.provider, event.data)?;
+                return Err(LlmError::Transport {
+                    provider: self.provider.clone(),
+                    message: format!("malformed stream event ({e})"),
+                });
+            }
+        };
+        let kind = wire.kind.as_deref().or(event.event).unwrap_or("");
+        match kind {
             "message_start" => {
-                let message = value.get("message").unwrap_or(&Value::Null);
-                if let Some(model) = message.get("model").and_then(Value::as_str) {
-                    self.model = model.to_string();
-                }
-                if let Some(usage) = message.get("usage") {
-                    update_usage(&mut self.usage, usage);
+                if let Some(message) = wire.message {
+                    if let Some(model) = message.model {
+                        self.model = model;
+                    }
+                    if let Some(usage) = message.usage {
+                        usage.apply(&mut self.usage);
+                    }
                 }
             }
             "content_block_start" => {
-                let index = value
-                    .get("index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(self.slots.len() as u64);
-                let block = value.get("content_block").unwrap_or(&Value::Null);
-                let field = |key: &str| {
-                    block
-                        .get(key)
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string()
-                };
-                let partial = match block.get("type").and_then(Value::as_str) {
+                let index = wire.index.unwrap_or(self.slots.len() as u64);
+                let block = wire.content_block.unwrap_or_default();
+                let partial = match block.kind.as_deref() {
                     Some("thinking") => Partial::Thinking {
-                        text: field("thinking"),
-                        signature: field("signature"),
+                        text: block.thinking,
+                        signature: block.signature,
                     },
-                    Some("redacted_thinking") => Partial::Redacted(field("data")),
+                    Some("redacted_thinking") => Partial::Redacted(block.data),
                     Some("tool_use") => {
                         out.push(StreamEvent::ToolCallStart {
-                            id: field("id"),
-                            name: field("name"),
+                            id: block.id.clone(),
+                            name: block.name.clone(),
                         });
                         Partial::Tool {
-                            id: field("id"),
-                            name: field("name"),
+                            id: block.id,
+                            name: block.name,
                             arguments: String::new(),
                         }
                     }
-                    _ => Partial::Text(field("text")),
+                    _ => Partial::Text(block.text),
                 };
                 self.parts.push(partial);
                 self.slots.insert(index, self.parts.len() - 1);
             }
             "content_block_delta" => {
-                let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
-                let delta = value.get("delta").unwrap_or(&Value::Null);
-                let piece = |key: &str| {
-                    delta
-                        .get(key)
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string()
-                };
+                let index = wire.index.unwrap_or(0);
                 let Some(part) = self
                     .slots
                     .get(&index)
@@ -319,22 +393,25 @@ impl Decoder for AnthropicDecoder {
                         message: format!("stream delta for block {index}, which never started"),
                     });
                 };
-                match (delta.get("type").and_then(Value::as_str), part) {
+                let Some(delta) = wire.delta else {
+                    return Ok(false);
+                };
+                match (delta.kind.as_deref(), part) {
                     (Some("text_delta"), Partial::Text(text)) => {
-                        let piece = piece("text");
+                        let piece = piece(delta.text);
                         text.push_str(&piece);
                         out.push(StreamEvent::TextDelta(piece));
                     }
                     (Some("thinking_delta"), Partial::Thinking { text, .. }) => {
-                        let piece = piece("thinking");
+                        let piece = piece(delta.thinking);
                         text.push_str(&piece);
                         out.push(StreamEvent::ThinkingDelta(piece));
                     }
                     (Some("signature_delta"), Partial::Thinking { signature, .. }) => {
-                        signature.push_str(&piece("signature"));
+                        signature.push_str(delta.signature.as_deref().unwrap_or(""));
                     }
                     (Some("input_json_delta"), Partial::Tool { arguments, .. }) => {
-                        let piece = piece("partial_json");
+                        let piece = piece(delta.partial_json);
                         arguments.push_str(&piece);
                         out.push(StreamEvent::ToolCallDelta(piece));
                     }
@@ -342,11 +419,11 @@ impl Decoder for AnthropicDecoder {
                 }
             }
             "message_delta" => {
-                if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    self.stop = Some(reason.to_string());
+                if let Some(reason) = wire.delta.and_then(|d| d.stop_reason) {
+                    self.stop = Some(reason);
                 }
-                if let Some(usage) = value.get("usage") {
-                    update_usage(&mut self.usage, usage);
+                if let Some(usage) = wire.usage {
+                    usage.apply(&mut self.usage);
                 }
             }
             "message_stop" => {
@@ -366,6 +443,7 @@ impl Decoder for AnthropicDecoder {
                 return Ok(true);
             }
             "error" => {
+                let value = stream::event_json(&self.provider, event.data)?;
                 return Err(classify::classify_stream_error(
                     &self.provider,
                     self.dialect,
@@ -407,7 +485,12 @@ impl LlmClient for AnthropicClient {
             .collect();
         let mut usage = Usage::default();
         if let Some(wire_usage) = value.get("usage") {
-            update_usage(&mut usage, wire_usage);
+            WireUsage::deserialize(wire_usage)
+                .map_err(|e| {
+                    self.http
+                        .malformed(format!("the answer's usage is malformed ({e})"))
+                })?
+                .apply(&mut usage);
         }
         let model = value
             .get("model")

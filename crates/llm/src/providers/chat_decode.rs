@@ -235,7 +235,11 @@ impl ChatDecoder {
 }
 
 impl Decoder for ChatDecoder {
-    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, LlmError> {
+    fn on_event(
+        &mut self,
+        event: SseEvent<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<bool, LlmError> {
         if event.data.trim() == "[DONE]" {
             let content = std::mem::take(&mut self.parts)
                 .into_iter()
@@ -252,11 +256,11 @@ impl Decoder for ChatDecoder {
             out.push(StreamEvent::Done(Box::new(response)));
             return Ok(true);
         }
-        let chunk: WireAnswer = match serde_json::from_str(&event.data) {
+        let chunk: WireAnswer = match serde_json::from_str(event.data) {
             Ok(chunk) => chunk,
             Err(e) => {
                 // Not JSON at all, or JSON of another shape: say which.
-                stream::event_json(&self.provider, &event.data)?;
+                stream::event_json(&self.provider, event.data)?;
                 return Err(LlmError::Transport {
                     provider: self.provider.clone(),
                     message: format!("malformed stream chunk ({e})"),
@@ -264,7 +268,7 @@ impl Decoder for ChatDecoder {
             }
         };
         if chunk.error.is_some() {
-            let value = stream::event_json(&self.provider, &event.data)?;
+            let value = stream::event_json(&self.provider, event.data)?;
             return Err(classify::classify_stream_error(
                 &self.provider,
                 self.dialect,

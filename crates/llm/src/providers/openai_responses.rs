@@ -2,7 +2,10 @@
 
 use std::collections::BTreeMap;
 
+use std::borrow::Cow;
+
 use async_trait::async_trait;
+use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
 
@@ -277,6 +280,22 @@ fn failure(provider: &str, dialect: classify::ErrorDialect, response: &Value) ->
     classify::classify_stream_error(provider, dialect, &error)
 }
 
+/// One streamed event, read straight from its bytes: only the fields the
+/// decoder uses, the item and the finished response as JSON.
+#[derive(Debug, Deserialize)]
+struct WireEvent<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    delta: Option<String>,
+    #[serde(default)]
+    output_index: Option<u64>,
+    #[serde(default)]
+    item: Option<Value>,
+    #[serde(default)]
+    response: Option<Value>,
+}
+
 /// Stream decoder: named events ending in `response.completed`,
 /// `response.incomplete` or `response.failed`.
 #[derive(Debug)]
@@ -288,33 +307,33 @@ struct ResponsesDecoder {
 }
 
 impl Decoder for ResponsesDecoder {
-    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, LlmError> {
-        let value = stream::event_json(&self.provider, &event.data)?;
-        let kind = value
-            .get("type")
-            .and_then(Value::as_str)
-            .or(event.event.as_deref())
-            .unwrap_or("")
-            .to_string();
-        let delta = || {
-            value
-                .get("delta")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
+    fn on_event(
+        &mut self,
+        event: SseEvent<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<bool, LlmError> {
+        let wire: WireEvent<'_> = match serde_json::from_str(event.data) {
+            Ok(wire) => wire,
+            Err(e) => {
+                stream::event_json(&self.provider, event.data)?;
+                return Err(LlmError::Transport {
+                    provider: self.provider.clone(),
+                    message: format!("malformed stream event ({e})"),
+                });
+            }
         };
-        match kind.as_str() {
+        let kind = wire.kind.as_deref().or(event.event).unwrap_or("");
+        let delta = wire.delta.unwrap_or_default();
+        match kind {
             "response.output_text.delta" | "response.refusal.delta" => {
-                out.push(StreamEvent::TextDelta(delta()))
+                out.push(StreamEvent::TextDelta(delta))
             }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                out.push(StreamEvent::ThinkingDelta(delta()));
+                out.push(StreamEvent::ThinkingDelta(delta));
             }
-            "response.function_call_arguments.delta" => {
-                out.push(StreamEvent::ToolCallDelta(delta()))
-            }
+            "response.function_call_arguments.delta" => out.push(StreamEvent::ToolCallDelta(delta)),
             "response.output_item.added" => {
-                let item = value.get("item").unwrap_or(&Value::Null);
+                let item = wire.item.as_ref().unwrap_or(&Value::Null);
                 if item.get("type").and_then(Value::as_str) == Some("function_call") {
                     let field = |key: &str| {
                         item.get(key)
@@ -329,16 +348,13 @@ impl Decoder for ResponsesDecoder {
                 }
             }
             "response.output_item.done" => {
-                let index = value
-                    .get("output_index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(self.items.len() as u64);
-                if let Some(item) = value.get("item") {
-                    self.items.insert(index, item.clone());
+                let index = wire.output_index.unwrap_or(self.items.len() as u64);
+                if let Some(item) = wire.item {
+                    self.items.insert(index, item);
                 }
             }
             "response.completed" | "response.incomplete" => {
-                let response = value.get("response").cloned().unwrap_or(Value::Null);
+                let response = wire.response.unwrap_or(Value::Null);
                 let listed = response
                     .get("output")
                     .and_then(Value::as_array)
@@ -355,10 +371,11 @@ impl Decoder for ResponsesDecoder {
                 return Err(failure(
                     &self.provider,
                     self.dialect,
-                    value.get("response").unwrap_or(&Value::Null),
+                    wire.response.as_ref().unwrap_or(&Value::Null),
                 ));
             }
             "error" => {
+                let value = stream::event_json(&self.provider, event.data)?;
                 return Err(classify::classify_stream_error(
                     &self.provider,
                     self.dialect,
