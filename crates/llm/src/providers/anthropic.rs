@@ -12,6 +12,7 @@ use serde_json::json;
 use super::anthropic_encode;
 use super::classify;
 use super::config::ProviderConfig;
+use super::fragments;
 use super::fragments::FragmentCache;
 use super::http::Auth;
 use super::http::Http;
@@ -171,7 +172,12 @@ impl AnthropicClient {
             |m| anthropic_encode::encode_message(provider, m),
         )?;
         let body = anthropic_encode::body(request, model, &self.options, streaming, &items);
-        wire::encode(self.http.provider(), request, &body, &self.extra_body)
+        wire::encode(
+            provider,
+            fragments::body_capacity(&items, request),
+            &body,
+            &self.extra_body,
+        )
     }
 
     async fn send(

@@ -26,6 +26,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use crate::client::Request;
 use crate::error::LlmError;
 use crate::message::Message;
 use crate::message::SharedMessage;
@@ -61,6 +62,20 @@ impl fmt::Debug for FragmentCache {
             .field("messages", &len)
             .finish()
     }
+}
+
+/// Bytes a body will take: its messages' JSON, plus room for the fields
+/// around them (model, tools, options), so the buffer is allocated once.
+pub(crate) fn body_capacity(items: &[Option<Items>], request: &Request) -> usize {
+    let messages: usize = items
+        .iter()
+        .flatten()
+        .flat_map(|items| items.iter())
+        .map(|f| f.json.get().len() + 1)
+        .sum();
+    // Neighbour-dependent parts (system text, marked blocks, tool images)
+    // are not in the fragments; leave a margin for them.
+    messages + messages / 32 + 4096 + request.tools.len() * 512
 }
 
 /// Serializes one wire item.

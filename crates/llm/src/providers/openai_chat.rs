@@ -8,6 +8,7 @@ use super::chat_decode;
 use super::chat_encode;
 use super::classify;
 use super::config::ProviderConfig;
+use super::fragments;
 use super::fragments::FragmentCache;
 use super::http::Auth;
 use super::http::Http;
@@ -184,7 +185,12 @@ impl OpenAiChatClient {
                 chat_encode::encode_message(provider, m, options)
             })?;
         let body = chat_encode::body(request, model, options, streaming, &items);
-        wire::encode(self.http.provider(), request, &body, &self.extra_body)
+        wire::encode(
+            provider,
+            fragments::body_capacity(&items, request),
+            &body,
+            &self.extra_body,
+        )
     }
 
     async fn send(

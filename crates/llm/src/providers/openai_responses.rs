@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::classify;
 use super::config::ProviderConfig;
+use super::fragments;
 use super::fragments::FragmentCache;
 use super::http::Auth;
 use super::http::Http;
@@ -157,7 +158,12 @@ impl OpenAiResponsesClient {
                 responses_encode::encode_message(provider, m)
             })?;
         let body = responses_encode::body(request, model, &self.options, streaming, &items);
-        wire::encode(self.http.provider(), request, &body, &self.extra_body)
+        wire::encode(
+            provider,
+            fragments::body_capacity(&items, request),
+            &body,
+            &self.extra_body,
+        )
     }
 
     async fn send(

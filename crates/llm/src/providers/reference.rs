@@ -760,12 +760,8 @@ mod agreement {
         map
     }
 
-    fn sent<T: serde::Serialize>(
-        request: &Request,
-        body: &T,
-        extra: &serde_json::Map<String, Value>,
-    ) -> Value {
-        let bytes = wire::encode("p", request, body, extra).unwrap();
+    fn sent<T: serde::Serialize>(body: &T, extra: &serde_json::Map<String, Value>) -> Value {
+        let bytes = wire::encode("p", 0, body, extra).unwrap();
         let from_bytes: Value = serde_json::from_slice(&bytes).unwrap();
         let as_value = wire::to_value("p", body, extra).unwrap();
         assert_eq!(from_bytes, as_value, "bytes and build_body disagree");
@@ -795,7 +791,7 @@ mod agreement {
             let cache = FragmentCache::default();
             for request in turns(&request).iter().chain(&turns(&request)) {
                 let items = cache.items(&request.messages, chat_encode::cacheable, |m| chat_encode::encode_message("p", m, &options)).unwrap();
-                let typed = sent(request, &chat_encode::body(request, "m-1", &options, streaming, &items), &extra);
+                let typed = sent(&chat_encode::body(request, "m-1", &options, streaming, &items), &extra);
                 prop_assert_eq!(typed, super::chat(request, "m-1", &options, &extra, streaming));
             }
         }
@@ -808,7 +804,7 @@ mod agreement {
             let cache = FragmentCache::default();
             for request in turns(&request).iter().chain(&turns(&request)) {
                 let items = cache.items(&request.messages, responses_encode::cacheable, |m| responses_encode::encode_message("p", m)).unwrap();
-                let typed = sent(request, &responses_encode::body(request, "m-1", &options, streaming, &items), &extra);
+                let typed = sent(&responses_encode::body(request, "m-1", &options, streaming, &items), &extra);
                 prop_assert_eq!(typed, super::responses(request, "m-1", &options, &extra, streaming));
             }
         }
@@ -821,7 +817,7 @@ mod agreement {
             for request in turns(&request).iter().chain(&turns(&request)) {
                 let lead = anthropic_encode::leading_system(request);
                 let items = cache.items(&request.messages, |i, _| i >= lead, |m| anthropic_encode::encode_message("p", m)).unwrap();
-                let typed = sent(request, &anthropic_encode::body(request, "m-1", &options, streaming, &items), &extra);
+                let typed = sent(&anthropic_encode::body(request, "m-1", &options, streaming, &items), &extra);
                 prop_assert_eq!(typed, super::anthropic(request, "m-1", &options, &extra, streaming));
             }
         }

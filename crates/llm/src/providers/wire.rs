@@ -171,19 +171,8 @@ fn serialize_error(provider: &str, error: &serde_json::Error) -> LlmError {
     }
 }
 
-/// Bytes a request's body will take, roughly: the messages' content bytes
-/// plus a little per block, so the buffer is allocated once.
-fn estimated_len(request: &Request) -> usize {
-    let messages: usize = request
-        .messages
-        .iter()
-        .map(|m| 32 + m.content_bytes() + 64 * m.content.len())
-        .sum();
-    // Escapes (newlines, quotes) grow text a little; leave room for them.
-    1024 + messages + messages / 16 + request.tools.len() * 512
-}
-
-/// Serializes a typed body for `request`, with the caller's extra fields
+/// Serializes a typed body into a buffer of `capacity` bytes to start
+/// with, with the caller's extra fields
 /// merged over ours when there are any (the rare path goes through a JSON
 /// value so a key the caller sets replaces ours instead of repeating it).
 ///
@@ -192,7 +181,7 @@ fn estimated_len(request: &Request) -> usize {
 /// caller's JSON can cause that).
 pub(crate) fn encode<T: Serialize>(
     provider: &str,
-    request: &Request,
+    capacity: usize,
     body: &T,
     extra: &serde_json::Map<String, Value>,
 ) -> Result<Vec<u8>, LlmError> {
@@ -200,7 +189,7 @@ pub(crate) fn encode<T: Serialize>(
         let value = to_value(provider, body, extra)?;
         return serde_json::to_vec(&value).map_err(|e| serialize_error(provider, &e));
     }
-    let mut out = Vec::with_capacity(estimated_len(request));
+    let mut out = Vec::with_capacity(capacity);
     serde_json::to_writer(&mut out, body).map_err(|e| serialize_error(provider, &e))?;
     Ok(out)
 }
