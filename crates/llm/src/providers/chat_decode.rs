@@ -256,17 +256,7 @@ impl Decoder for ChatDecoder {
             out.push(StreamEvent::Done(Box::new(response)));
             return Ok(true);
         }
-        let chunk: WireAnswer = match serde_json::from_str(event.data) {
-            Ok(chunk) => chunk,
-            Err(e) => {
-                // Not JSON at all, or JSON of another shape: say which.
-                stream::event_json(&self.provider, event.data)?;
-                return Err(LlmError::Transport {
-                    provider: self.provider.clone(),
-                    message: format!("malformed stream chunk ({e})"),
-                });
-            }
-        };
+        let chunk: WireAnswer = stream::parse_event(&self.provider, event.data)?;
         if chunk.error.is_some() {
             let value = stream::event_json(&self.provider, event.data)?;
             return Err(classify::classify_stream_error(

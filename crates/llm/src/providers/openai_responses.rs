@@ -318,16 +318,7 @@ impl Decoder for ResponsesDecoder {
         event: SseEvent<'_>,
         out: &mut Vec<StreamEvent>,
     ) -> Result<bool, LlmError> {
-        let wire: WireEvent<'_> = match serde_json::from_str(event.data) {
-            Ok(wire) => wire,
-            Err(e) => {
-                stream::event_json(&self.provider, event.data)?;
-                return Err(LlmError::Transport {
-                    provider: self.provider.clone(),
-                    message: format!("malformed stream event ({e})"),
-                });
-            }
-        };
+        let wire: WireEvent<'_> = stream::parse_event(&self.provider, event.data)?;
         let kind = wire.kind.as_deref().or(event.event).unwrap_or("");
         let delta = wire.delta.unwrap_or_default();
         match kind {

@@ -223,6 +223,26 @@ pub(crate) fn event_json(provider: &str, data: &str) -> Result<serde_json::Value
     })
 }
 
+/// Reads one event's JSON data into the typed, borrowed struct a decoder
+/// wants, without an intermediate `serde_json::Value`.
+///
+/// # Errors
+/// `Transport` naming the provider: "malformed stream event" with the data
+/// when it is not JSON, with serde's reason when it is JSON of another
+/// shape.
+pub(crate) fn parse_event<'a, T: serde::Deserialize<'a>>(
+    provider: &str,
+    data: &'a str,
+) -> Result<T, LlmError> {
+    serde_json::from_str(data).map_err(|e| match event_json(provider, data) {
+        Err(not_json) => not_json,
+        Ok(_) => LlmError::Transport {
+            provider: provider.to_string(),
+            message: format!("malformed stream event ({e})"),
+        },
+    })
+}
+
 fn clip(text: &str) -> String {
     if text.len() <= 200 {
         return text.to_string();
