@@ -2,12 +2,18 @@
 
 use std::collections::HashMap;
 
+use std::borrow::Cow;
+
 use async_trait::async_trait;
+use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
 
+use super::anthropic_encode;
 use super::classify;
 use super::config::ProviderConfig;
+use super::fragments;
+use super::fragments::FragmentCache;
 use super::http::Auth;
 use super::http::Http;
 use super::sse::SseEvent;
@@ -20,11 +26,8 @@ use crate::client::Request;
 use crate::client::Response;
 use crate::client::ResponseStream;
 use crate::client::StreamEvent;
-use crate::client::ToolChoice;
 use crate::error::LlmError;
 use crate::message::Block;
-use crate::message::ImageSource;
-use crate::message::Role;
 use crate::usage::StopReason;
 use crate::usage::Usage;
 
@@ -34,27 +37,7 @@ pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 /// The API version header value this client speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-/// Dialect switches for the Messages API.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AnthropicOptions {
-    /// `max_tokens` when the request sets none (the API requires one).
-    /// Default 8192.
-    pub default_max_tokens: u32,
-    /// Mark cache breakpoints (`cache_control: ephemeral`): the last system
-    /// block, the last tool, the last block of the last message, and the
-    /// last block of the user message before it, so each call reads the
-    /// prefix the previous call wrote. Default true.
-    pub prompt_cache: bool,
-}
-
-impl Default for AnthropicOptions {
-    fn default() -> Self {
-        AnthropicOptions {
-            default_max_tokens: 8192,
-            prompt_cache: true,
-        }
-    }
-}
+pub use super::options::AnthropicOptions;
 
 /// A Messages API client.
 ///
@@ -75,11 +58,12 @@ pub struct AnthropicClient {
     options: AnthropicOptions,
     default_model: Option<String>,
     extra_body: serde_json::Map<String, Value>,
+    fragments: FragmentCache,
 }
 
 impl AnthropicClient {
     /// Default provider name.
-    pub const NAME: &'static str = "anthropic";
+    pub const NAME: &'static str = super::options::ANTHROPIC;
 
     /// A client for `config`, posting to `{base_url}/v1/messages` (base
     /// defaults to [`ANTHROPIC_BASE_URL`]; a base ending in `/v1` is
@@ -104,6 +88,7 @@ impl AnthropicClient {
             options,
             default_model: config.default_model,
             extra_body: config.extra_body,
+            fragments: FragmentCache::default(),
         })
     }
 
@@ -123,58 +108,46 @@ impl AnthropicClient {
         self.default_model.as_deref()
     }
 
-    /// The request body exactly as it is sent, for tests and benchmarks.
+    /// The request body exactly as it is sent, as JSON, for tests and
+    /// callers that edit a body before sending it themselves.
     ///
     /// # Errors
     /// `InvalidConfig` when no model is named.
     pub fn build_body(&self, request: &Request, streaming: bool) -> Result<Value, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
-        let cache = self.options.prompt_cache;
-        let (mut system, mut messages) = split_messages(request);
-        if cache {
-            if let Some(last) = system.last_mut() {
-                last["cache_control"] = ephemeral();
-            }
-            mark_history(&mut messages);
-        }
-        let mut body = json!({
-            "model": model,
-            "max_tokens": request.max_output_tokens.unwrap_or(self.options.default_max_tokens),
-        });
-        if !system.is_empty() {
-            body["system"] = Value::Array(system);
-        }
-        body["messages"] = Value::Array(messages);
-        if !request.tools.is_empty() {
-            let mut tools: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|tool| {
-                    json!({
-                        "name": tool.name,
-                        "description": tool.description,
-                        "input_schema": wire::schema(&tool.parameters),
-                    })
-                })
-                .collect();
-            if let (true, Some(last)) = (cache, tools.last_mut()) {
-                last["cache_control"] = ephemeral();
-            }
-            body["tools"] = Value::Array(tools);
-            body["tool_choice"] = json!({"type": match request.tool_choice {
-                ToolChoice::Auto => "auto",
-                ToolChoice::None => "none",
-                ToolChoice::Required => "any",
-            }});
-        }
-        if let Some(temperature) = request.temperature {
-            body["temperature"] = json!(temperature);
-        }
-        if streaming {
-            body["stream"] = json!(true);
-        }
-        wire::merge_extra(&mut body, &self.extra_body);
-        Ok(body)
+        let provider = self.http.provider();
+        let lead = anthropic_encode::leading_system(request);
+        let items = FragmentCache::uncached(
+            &request.messages,
+            |index, _| index >= lead,
+            |m| anthropic_encode::encode_message(provider, m),
+        )?;
+        let body = anthropic_encode::body(request, model, &self.options, streaming, &items);
+        wire::to_value(self.http.provider(), &body, &self.extra_body)
+    }
+
+    /// The request body as the bytes that are sent: typed wire structs
+    /// borrowed from `request`, serialized once into a buffer sized up
+    /// front.
+    ///
+    /// # Errors
+    /// `InvalidConfig` when no model is named.
+    pub fn encode_body(&self, request: &Request, streaming: bool) -> Result<Vec<u8>, LlmError> {
+        let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
+        let provider = self.http.provider();
+        let lead = anthropic_encode::leading_system(request);
+        let items = self.fragments.items(
+            &request.messages,
+            |index, _| index >= lead,
+            |m| anthropic_encode::encode_message(provider, m),
+        )?;
+        let body = anthropic_encode::body(request, model, &self.options, streaming, &items);
+        wire::encode(
+            provider,
+            fragments::body_capacity(&items, request),
+            &body,
+            &self.extra_body,
+        )
     }
 
     async fn send(
@@ -182,169 +155,9 @@ impl AnthropicClient {
         request: &Request,
         streaming: bool,
     ) -> Result<reqwest::Response, LlmError> {
-        let body = self.build_body(request, streaming)?;
-        let bytes = wire::to_bytes(self.http.provider(), &body)?;
+        let bytes = self.encode_body(request, streaming)?;
         self.http.post(bytes, request.purpose, streaming).await
     }
-}
-
-/// Accepts a base written the OpenAI way (`.../v1`), since every path
-/// this client posts to adds it, and returns the provider name to use.
-pub(super) fn strip_v1(config: &mut ProviderConfig) -> String {
-    if let Some(base) = &mut config.base_url {
-        let trimmed = base.trim_end_matches('/');
-        if let Some(stripped) = trimmed.strip_suffix("/v1") {
-            *base = stripped.to_string();
-        }
-    }
-    config
-        .name
-        .clone()
-        .unwrap_or_else(|| AnthropicClient::NAME.to_string())
-}
-
-fn ephemeral() -> Value {
-    json!({"type": "ephemeral"})
-}
-
-/// Marks the last markable block of the last message and of the last user
-/// message before it (at most two markers; with system and tools that is
-/// the API's limit of four).
-fn mark_history(messages: &mut [Value]) {
-    let Some(last) = messages.len().checked_sub(1) else {
-        return;
-    };
-    mark_last_block(&mut messages[last]);
-    if let Some(previous) = (0..last).rev().find(|&i| messages[i]["role"] == "user") {
-        mark_last_block(&mut messages[previous]);
-    }
-}
-
-fn mark_last_block(message: &mut Value) {
-    if let Some(blocks) = message.get_mut("content").and_then(Value::as_array_mut) {
-        let markable = blocks.iter_mut().rev().find(|block| {
-            !matches!(
-                block.get("type").and_then(Value::as_str),
-                Some("thinking" | "redacted_thinking")
-            )
-        });
-        if let Some(block) = markable {
-            block["cache_control"] = ephemeral();
-        }
-    }
-}
-
-fn media_block(block: &Block) -> Option<Value> {
-    match block {
-        Block::Text { text } if !text.is_empty() => Some(json!({"type": "text", "text": text})),
-        Block::Image { source, .. } => Some(match source {
-            ImageSource::Base64 { media_type, data } => {
-                json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
-            }
-            ImageSource::Url { url } => {
-                json!({"type": "image", "source": {"type": "url", "url": url}})
-            }
-            ImageSource::Blob { .. } => json!({"type": "text", "text": wire::IMAGE_NOT_LOADED}),
-        }),
-        // A compaction block this provider wrote, sent back as it came.
-        Block::Native { provider, item } if provider == AnthropicClient::NAME => Some(item.clone()),
-        _ => None,
-    }
-}
-
-fn assistant_block(block: &Block) -> Option<Value> {
-    match block {
-        Block::Thinking {
-            thinking,
-            signature: Some(signature),
-        } => Some(json!({"type": "thinking", "thinking": thinking, "signature": signature})),
-        Block::RedactedThinking { data } => {
-            Some(json!({"type": "redacted_thinking", "data": data}))
-        }
-        Block::ToolCall {
-            id,
-            name,
-            arguments,
-        } => {
-            let input = if arguments.is_object() {
-                arguments.clone()
-            } else {
-                json!({"arguments": arguments})
-            };
-            Some(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
-        }
-        other => media_block(other),
-    }
-}
-
-fn tool_result_block(block: &Block) -> Option<Value> {
-    let Block::ToolResult {
-        call_id,
-        content,
-        is_error,
-    } = block
-    else {
-        return None;
-    };
-    let mut result = json!({"type": "tool_result", "tool_use_id": call_id});
-    let parts: Vec<Value> = content.iter().filter_map(media_block).collect();
-    if !parts.is_empty() {
-        result["content"] = Value::Array(parts);
-    }
-    if *is_error {
-        result["is_error"] = json!(true);
-    }
-    Some(result)
-}
-
-/// System blocks and wire messages, same-role neighbours merged.
-fn split_messages(request: &Request) -> (Vec<Value>, Vec<Value>) {
-    let mut system = Vec::new();
-    let mut messages: Vec<Value> = Vec::with_capacity(request.messages.len());
-    let mut leading = true;
-    for message in &request.messages {
-        let (role, blocks): (&str, Vec<Value>) = match message.role {
-            Role::System | Role::Developer if leading => {
-                system.extend(
-                    message
-                        .content
-                        .iter()
-                        .filter_map(media_block)
-                        .filter(|b| b["type"] == "text"),
-                );
-                continue;
-            }
-            Role::System | Role::Developer | Role::User => (
-                "user",
-                message.content.iter().filter_map(media_block).collect(),
-            ),
-            Role::Assistant => (
-                "assistant",
-                message.content.iter().filter_map(assistant_block).collect(),
-            ),
-            Role::Tool => (
-                "user",
-                message
-                    .content
-                    .iter()
-                    .filter_map(tool_result_block)
-                    .collect(),
-            ),
-        };
-        leading = false;
-        if blocks.is_empty() {
-            continue;
-        }
-        match messages.last_mut() {
-            Some(previous) if previous["role"] == role => {
-                if let Some(content) = previous["content"].as_array_mut() {
-                    content.extend(blocks);
-                }
-            }
-            _ => messages.push(json!({"role": role, "content": blocks})),
-        }
-    }
-    (system, messages)
 }
 
 fn stop_reason(reason: Option<&str>) -> StopReason {
@@ -356,20 +169,6 @@ fn stop_reason(reason: Option<&str>) -> StopReason {
         Some("refusal") => StopReason::Refusal,
         Some(other) => StopReason::Other(other.to_string()),
     }
-}
-
-/// Anthropic's buckets are already disjoint: `input_tokens` excludes both
-/// cache buckets.
-fn update_usage(usage: &mut Usage, wire: &Value) {
-    let set = |key: &str, slot: &mut u64| {
-        if let Some(n) = wire.get(key).and_then(Value::as_u64) {
-            *slot = n;
-        }
-    };
-    set("input_tokens", &mut usage.input);
-    set("output_tokens", &mut usage.output);
-    set("cache_read_input_tokens", &mut usage.cache_read);
-    set("cache_creation_input_tokens", &mut usage.cache_write);
 }
 
 fn block_from(wire: &Value) -> Option<Block> {
@@ -411,70 +210,146 @@ struct AnthropicDecoder {
     usage: Usage,
 }
 
+/// One streamed event, read straight from its bytes; text pieces are
+/// borrowed unless they hold escapes.
+#[derive(Debug, Deserialize)]
+struct WireEvent<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(borrow, default)]
+    delta: Option<WireDelta<'a>>,
+    #[serde(default)]
+    content_block: Option<WireBlockStart>,
+    #[serde(default)]
+    message: Option<WireMessageStart>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireDelta<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    signature: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    partial_json: Option<Cow<'a, str>>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireBlockStart {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    thinking: String,
+    #[serde(default)]
+    signature: String,
+    #[serde(default)]
+    data: String,
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireMessageStart {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+/// Anthropic's buckets are already disjoint: `input_tokens` excludes both
+/// cache buckets. Each field present replaces what was known.
+#[derive(Debug, Default, Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    fn apply(&self, usage: &mut Usage) {
+        let pairs = [
+            (self.input_tokens, &mut usage.input),
+            (self.output_tokens, &mut usage.output),
+            (self.cache_read_input_tokens, &mut usage.cache_read),
+            (self.cache_creation_input_tokens, &mut usage.cache_write),
+        ];
+        for (value, slot) in pairs {
+            if let Some(n) = value {
+                *slot = n;
+            }
+        }
+    }
+}
+
+fn piece(text: Option<Cow<'_, str>>) -> String {
+    text.map(Cow::into_owned).unwrap_or_default()
+}
+
 impl Decoder for AnthropicDecoder {
-    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, LlmError> {
-        let value = stream::event_json(&self.provider, &event.data)?;
-        let kind = value
-            .get("type")
-            .and_then(Value::as_str)
-            .or(event.event.as_deref())
-            .unwrap_or("")
-            .to_string();
-        match kind.as_str() {
+    fn on_event(
+        &mut self,
+        event: SseEvent<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<bool, LlmError> {
+        let wire: WireEvent<'_> = stream::parse_event(&self.provider, event.data)?;
+        let kind = wire.kind.as_deref().or(event.event).unwrap_or("");
+        match kind {
             "message_start" => {
-                let message = value.get("message").unwrap_or(&Value::Null);
-                if let Some(model) = message.get("model").and_then(Value::as_str) {
-                    self.model = model.to_string();
-                }
-                if let Some(usage) = message.get("usage") {
-                    update_usage(&mut self.usage, usage);
+                if let Some(message) = wire.message {
+                    if let Some(model) = message.model {
+                        self.model = model;
+                    }
+                    if let Some(usage) = message.usage {
+                        usage.apply(&mut self.usage);
+                    }
                 }
             }
             "content_block_start" => {
-                let index = value
-                    .get("index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(self.slots.len() as u64);
-                let block = value.get("content_block").unwrap_or(&Value::Null);
-                let field = |key: &str| {
-                    block
-                        .get(key)
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string()
-                };
-                let partial = match block.get("type").and_then(Value::as_str) {
+                let index = wire.index.unwrap_or(self.slots.len() as u64);
+                let block = wire.content_block.unwrap_or_default();
+                let partial = match block.kind.as_deref() {
                     Some("thinking") => Partial::Thinking {
-                        text: field("thinking"),
-                        signature: field("signature"),
+                        text: block.thinking,
+                        signature: block.signature,
                     },
-                    Some("redacted_thinking") => Partial::Redacted(field("data")),
+                    Some("redacted_thinking") => Partial::Redacted(block.data),
                     Some("tool_use") => {
                         out.push(StreamEvent::ToolCallStart {
-                            id: field("id"),
-                            name: field("name"),
+                            id: block.id.clone(),
+                            name: block.name.clone(),
                         });
                         Partial::Tool {
-                            id: field("id"),
-                            name: field("name"),
+                            id: block.id,
+                            name: block.name,
                             arguments: String::new(),
                         }
                     }
-                    _ => Partial::Text(field("text")),
+                    _ => Partial::Text(block.text),
                 };
                 self.parts.push(partial);
                 self.slots.insert(index, self.parts.len() - 1);
             }
             "content_block_delta" => {
-                let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
-                let delta = value.get("delta").unwrap_or(&Value::Null);
-                let piece = |key: &str| {
-                    delta
-                        .get(key)
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string()
-                };
+                let index = wire.index.unwrap_or(0);
                 let Some(part) = self
                     .slots
                     .get(&index)
@@ -485,22 +360,25 @@ impl Decoder for AnthropicDecoder {
                         message: format!("stream delta for block {index}, which never started"),
                     });
                 };
-                match (delta.get("type").and_then(Value::as_str), part) {
+                let Some(delta) = wire.delta else {
+                    return Ok(false);
+                };
+                match (delta.kind.as_deref(), part) {
                     (Some("text_delta"), Partial::Text(text)) => {
-                        let piece = piece("text");
+                        let piece = piece(delta.text);
                         text.push_str(&piece);
                         out.push(StreamEvent::TextDelta(piece));
                     }
                     (Some("thinking_delta"), Partial::Thinking { text, .. }) => {
-                        let piece = piece("thinking");
+                        let piece = piece(delta.thinking);
                         text.push_str(&piece);
                         out.push(StreamEvent::ThinkingDelta(piece));
                     }
                     (Some("signature_delta"), Partial::Thinking { signature, .. }) => {
-                        signature.push_str(&piece("signature"));
+                        signature.push_str(delta.signature.as_deref().unwrap_or(""));
                     }
                     (Some("input_json_delta"), Partial::Tool { arguments, .. }) => {
-                        let piece = piece("partial_json");
+                        let piece = piece(delta.partial_json);
                         arguments.push_str(&piece);
                         out.push(StreamEvent::ToolCallDelta(piece));
                     }
@@ -508,11 +386,11 @@ impl Decoder for AnthropicDecoder {
                 }
             }
             "message_delta" => {
-                if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    self.stop = Some(reason.to_string());
+                if let Some(reason) = wire.delta.and_then(|d| d.stop_reason) {
+                    self.stop = Some(reason);
                 }
-                if let Some(usage) = value.get("usage") {
-                    update_usage(&mut self.usage, usage);
+                if let Some(usage) = wire.usage {
+                    usage.apply(&mut self.usage);
                 }
             }
             "message_stop" => {
@@ -532,6 +410,7 @@ impl Decoder for AnthropicDecoder {
                 return Ok(true);
             }
             "error" => {
+                let value = stream::event_json(&self.provider, event.data)?;
                 return Err(classify::classify_stream_error(
                     &self.provider,
                     self.dialect,
@@ -542,6 +421,21 @@ impl Decoder for AnthropicDecoder {
         }
         Ok(false)
     }
+}
+
+/// Accepts a base written the OpenAI way (`.../v1`), since every path
+/// this client posts to adds it, and returns the provider name to use.
+pub(super) fn strip_v1(config: &mut ProviderConfig) -> String {
+    if let Some(base) = &mut config.base_url {
+        let trimmed = base.trim_end_matches('/');
+        if let Some(stripped) = trimmed.strip_suffix("/v1") {
+            *base = stripped.to_string();
+        }
+    }
+    config
+        .name
+        .clone()
+        .unwrap_or_else(|| AnthropicClient::NAME.to_string())
 }
 
 #[async_trait]
@@ -573,7 +467,12 @@ impl LlmClient for AnthropicClient {
             .collect();
         let mut usage = Usage::default();
         if let Some(wire_usage) = value.get("usage") {
-            update_usage(&mut usage, wire_usage);
+            WireUsage::deserialize(wire_usage)
+                .map_err(|e| {
+                    self.http
+                        .malformed(format!("the answer's usage is malformed ({e})"))
+                })?
+                .apply(&mut usage);
         }
         let model = value
             .get("model")

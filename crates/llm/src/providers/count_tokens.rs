@@ -110,7 +110,7 @@ impl CountTokensClient {
     /// Dropping the future drops the connection; nothing is left behind.
     pub async fn count(&self, request: &Request) -> Result<u64, LlmError> {
         let body = self.build_body(request)?;
-        let bytes = wire::to_bytes(self.http.provider(), &body)?;
+        let bytes = wire::encode(self.http.provider(), 0, &body, &serde_json::Map::new())?;
         let response = self.http.post(bytes, request.purpose, false).await?;
         let value: Value = self.http.read_json(response).await?;
         if value.get("type").and_then(Value::as_str) == Some("error") {

@@ -1,12 +1,20 @@
 //! HTTP clients for real providers (feature `providers`, on by default).
 
 mod anthropic;
+mod anthropic_encode;
+mod chat_decode;
+mod chat_encode;
 mod classify;
 mod config;
 mod count_tokens;
+mod fragments;
 mod http;
 mod openai_chat;
 mod openai_responses;
+mod options;
+#[cfg(test)]
+mod reference;
+mod responses_encode;
 mod sse;
 mod stream;
 mod wire;

@@ -2,16 +2,21 @@
 
 use std::collections::BTreeMap;
 
+use std::borrow::Cow;
+
 use async_trait::async_trait;
+use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
 
 use super::classify;
 use super::config::ProviderConfig;
+use super::fragments;
+use super::fragments::FragmentCache;
 use super::http::Auth;
 use super::http::Http;
 use super::openai_chat::OPENAI_BASE_URL;
-use super::openai_chat::arguments_text;
+use super::responses_encode;
 use super::sse::SseEvent;
 use super::stream;
 use super::stream::Decoder;
@@ -21,38 +26,12 @@ use crate::client::Request;
 use crate::client::Response;
 use crate::client::ResponseStream;
 use crate::client::StreamEvent;
-use crate::client::ToolChoice;
 use crate::error::LlmError;
 use crate::message::Block;
-use crate::message::Role;
 use crate::usage::StopReason;
 use crate::usage::Usage;
 
-/// Dialect switches for the Responses API.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ResponsesOptions {
-    /// `store`: keep the response on OpenAI's side. Default false: abridge
-    /// keeps history itself, and replays reasoning as encrypted items.
-    pub store: bool,
-    /// Ask for `reasoning.encrypted_content`, so reasoning can be replayed
-    /// statelessly. `None` (the default) asks only when the model catalog
-    /// lists the request's model as a reasoning model: models without
-    /// reasoning reject the field, and an unknown model is assumed not to
-    /// reason. `Some` forces the choice.
-    pub include_encrypted_reasoning: Option<bool>,
-}
-
-impl ResponsesOptions {
-    /// Whether a request for `model` asks for encrypted reasoning.
-    pub fn includes_encrypted_reasoning(&self, model: &str) -> bool {
-        self.include_encrypted_reasoning.unwrap_or_else(|| {
-            crate::catalog::Catalog::shared()
-                .lookup(model)
-                .entry
-                .reasoning
-        })
-    }
-}
+pub use super::options::ResponsesOptions;
 
 /// A Responses API client.
 ///
@@ -74,11 +53,12 @@ pub struct OpenAiResponsesClient {
     options: ResponsesOptions,
     default_model: Option<String>,
     extra_body: serde_json::Map<String, Value>,
+    fragments: FragmentCache,
 }
 
 impl OpenAiResponsesClient {
     /// Default provider name.
-    pub const NAME: &'static str = "openai-responses";
+    pub const NAME: &'static str = super::options::OPENAI_RESPONSES;
 
     /// A client for `config`, posting to `{base_url}/responses` (base
     /// defaults to [`OPENAI_BASE_URL`]).
@@ -104,6 +84,7 @@ impl OpenAiResponsesClient {
             options,
             default_model: config.default_model,
             extra_body: config.extra_body,
+            fragments: FragmentCache::default(),
         })
     }
 
@@ -123,50 +104,42 @@ impl OpenAiResponsesClient {
         self.default_model.as_deref()
     }
 
-    /// The request body exactly as it is sent, for tests and benchmarks.
+    /// The request body exactly as it is sent, as JSON, for tests and
+    /// callers that edit a body before sending it themselves.
     ///
     /// # Errors
     /// `InvalidConfig` when no model is named.
     pub fn build_body(&self, request: &Request, streaming: bool) -> Result<Value, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
-        let mut body = json!({
-            "model": model,
-            "input": input_items(request),
-        });
-        if !request.tools.is_empty() {
-            let tools: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|tool| {
-                    json!({
-                        "type": "function",
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": wire::schema(&tool.parameters),
-                        "strict": false,
-                    })
-                })
-                .collect();
-            body["tools"] = Value::Array(tools);
-            body["tool_choice"] = json!(match request.tool_choice {
-                ToolChoice::Auto => "auto",
-                ToolChoice::None => "none",
-                ToolChoice::Required => "required",
-            });
-        }
-        if let Some(max) = request.max_output_tokens {
-            body["max_output_tokens"] = json!(max);
-        }
-        if let Some(temperature) = request.temperature {
-            body["temperature"] = json!(temperature);
-        }
-        body["store"] = json!(self.options.store);
-        if self.options.includes_encrypted_reasoning(model) {
-            body["include"] = json!(["reasoning.encrypted_content"]);
-        }
-        body["stream"] = json!(streaming);
-        wire::merge_extra(&mut body, &self.extra_body);
-        Ok(body)
+        let provider = self.http.provider();
+        let items = FragmentCache::uncached(&request.messages, responses_encode::cacheable, |m| {
+            responses_encode::encode_message(provider, m)
+        })?;
+        let body = responses_encode::body(request, model, &self.options, streaming, &items);
+        wire::to_value(self.http.provider(), &body, &self.extra_body)
+    }
+
+    /// The request body as the bytes that are sent: typed wire structs
+    /// borrowed from `request`, serialized once into a buffer sized up
+    /// front.
+    ///
+    /// # Errors
+    /// `InvalidConfig` when no model is named.
+    pub fn encode_body(&self, request: &Request, streaming: bool) -> Result<Vec<u8>, LlmError> {
+        let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
+        let provider = self.http.provider();
+        let items = self
+            .fragments
+            .items(&request.messages, responses_encode::cacheable, |m| {
+                responses_encode::encode_message(provider, m)
+            })?;
+        let body = responses_encode::body(request, model, &self.options, streaming, &items);
+        wire::encode(
+            provider,
+            fragments::body_capacity(&items, request),
+            &body,
+            &self.extra_body,
+        )
     }
 
     async fn send(
@@ -174,120 +147,9 @@ impl OpenAiResponsesClient {
         request: &Request,
         streaming: bool,
     ) -> Result<reqwest::Response, LlmError> {
-        let body = self.build_body(request, streaming)?;
-        let bytes = wire::to_bytes(self.http.provider(), &body)?;
+        let bytes = self.encode_body(request, streaming)?;
         self.http.post(bytes, request.purpose, streaming).await
     }
-}
-
-fn input_part(block: &Block) -> Option<Value> {
-    match block {
-        Block::Text { text } => Some(json!({"type": "input_text", "text": text})),
-        Block::Image { source, .. } => Some(match wire::image_url(source) {
-            Some(url) => json!({"type": "input_image", "image_url": url, "detail": "auto"}),
-            None => json!({"type": "input_text", "text": wire::IMAGE_NOT_LOADED}),
-        }),
-        _ => None,
-    }
-}
-
-/// A native item addressed to this provider, verbatim; items for other
-/// providers are left out.
-fn own_native_item(block: &Block) -> Option<Value> {
-    match block {
-        Block::Native { provider, item } if provider == OpenAiResponsesClient::NAME => {
-            Some(item.clone())
-        }
-        _ => None,
-    }
-}
-
-/// A reasoning item this client stored as a thinking signature.
-fn reasoning_item(signature: Option<&String>) -> Option<Value> {
-    let value: Value = serde_json::from_str(signature?).ok()?;
-    (value.get("type").and_then(Value::as_str) == Some("reasoning")).then_some(value)
-}
-
-fn input_items(request: &Request) -> Vec<Value> {
-    let mut items = Vec::with_capacity(request.messages.len() + 1);
-    for message in &request.messages {
-        match message.role {
-            Role::System | Role::Developer | Role::User => {
-                // A replayed native compaction stands in the input as the
-                // provider's own items, before whatever text is left.
-                items.extend(message.content.iter().filter_map(own_native_item));
-                let parts: Vec<Value> = message.content.iter().filter_map(input_part).collect();
-                let only_native = parts.is_empty()
-                    && message
-                        .content
-                        .iter()
-                        .any(|b| matches!(b, Block::Native { .. }));
-                if !only_native {
-                    items.push(
-                        json!({"type": "message", "role": message.role.as_str(), "content": parts}),
-                    );
-                }
-            }
-            Role::Assistant => {
-                let mut texts: Vec<Value> = Vec::new();
-                let flush = |texts: &mut Vec<Value>, items: &mut Vec<Value>| {
-                    if !texts.is_empty() {
-                        items.push(json!({"type": "message", "role": "assistant", "content": std::mem::take(texts)}));
-                    }
-                };
-                for block in &message.content {
-                    match block {
-                        Block::Text { text } => texts
-                            .push(json!({"type": "output_text", "text": text, "annotations": []})),
-                        Block::Thinking { signature, .. } => {
-                            if let Some(item) = reasoning_item(signature.as_ref()) {
-                                flush(&mut texts, &mut items);
-                                items.push(item);
-                            }
-                        }
-                        Block::Native { .. } => {
-                            if let Some(item) = own_native_item(block) {
-                                flush(&mut texts, &mut items);
-                                items.push(item);
-                            }
-                        }
-                        Block::ToolCall {
-                            id,
-                            name,
-                            arguments,
-                        } => {
-                            flush(&mut texts, &mut items);
-                            items.push(json!({
-                                "type": "function_call",
-                                "call_id": id,
-                                "name": name,
-                                "arguments": arguments_text(arguments),
-                            }));
-                        }
-                        _ => {}
-                    }
-                }
-                flush(&mut texts, &mut items);
-            }
-            Role::Tool => {
-                for block in &message.content {
-                    if let Block::ToolResult {
-                        call_id, content, ..
-                    } = block
-                    {
-                        let has_image = content.iter().any(|b| matches!(b, Block::Image { .. }));
-                        let output = if has_image {
-                            Value::Array(content.iter().filter_map(input_part).collect())
-                        } else {
-                            json!(wire::joined_text(content))
-                        };
-                        items.push(json!({"type": "function_call_output", "call_id": call_id, "output": output}));
-                    }
-                }
-            }
-        }
-    }
-    items
 }
 
 fn usage_of(response: &Value) -> Usage {
@@ -400,6 +262,22 @@ fn failure(provider: &str, dialect: classify::ErrorDialect, response: &Value) ->
     classify::classify_stream_error(provider, dialect, &error)
 }
 
+/// One streamed event, read straight from its bytes: only the fields the
+/// decoder uses, the item and the finished response as JSON.
+#[derive(Debug, Deserialize)]
+struct WireEvent<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    delta: Option<String>,
+    #[serde(default)]
+    output_index: Option<u64>,
+    #[serde(default)]
+    item: Option<Value>,
+    #[serde(default)]
+    response: Option<Value>,
+}
+
 /// Stream decoder: named events ending in `response.completed`,
 /// `response.incomplete` or `response.failed`.
 #[derive(Debug)]
@@ -411,33 +289,24 @@ struct ResponsesDecoder {
 }
 
 impl Decoder for ResponsesDecoder {
-    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, LlmError> {
-        let value = stream::event_json(&self.provider, &event.data)?;
-        let kind = value
-            .get("type")
-            .and_then(Value::as_str)
-            .or(event.event.as_deref())
-            .unwrap_or("")
-            .to_string();
-        let delta = || {
-            value
-                .get("delta")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        };
-        match kind.as_str() {
+    fn on_event(
+        &mut self,
+        event: SseEvent<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<bool, LlmError> {
+        let wire: WireEvent<'_> = stream::parse_event(&self.provider, event.data)?;
+        let kind = wire.kind.as_deref().or(event.event).unwrap_or("");
+        let delta = wire.delta.unwrap_or_default();
+        match kind {
             "response.output_text.delta" | "response.refusal.delta" => {
-                out.push(StreamEvent::TextDelta(delta()))
+                out.push(StreamEvent::TextDelta(delta))
             }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                out.push(StreamEvent::ThinkingDelta(delta()));
+                out.push(StreamEvent::ThinkingDelta(delta));
             }
-            "response.function_call_arguments.delta" => {
-                out.push(StreamEvent::ToolCallDelta(delta()))
-            }
+            "response.function_call_arguments.delta" => out.push(StreamEvent::ToolCallDelta(delta)),
             "response.output_item.added" => {
-                let item = value.get("item").unwrap_or(&Value::Null);
+                let item = wire.item.as_ref().unwrap_or(&Value::Null);
                 if item.get("type").and_then(Value::as_str) == Some("function_call") {
                     let field = |key: &str| {
                         item.get(key)
@@ -452,16 +321,13 @@ impl Decoder for ResponsesDecoder {
                 }
             }
             "response.output_item.done" => {
-                let index = value
-                    .get("output_index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(self.items.len() as u64);
-                if let Some(item) = value.get("item") {
-                    self.items.insert(index, item.clone());
+                let index = wire.output_index.unwrap_or(self.items.len() as u64);
+                if let Some(item) = wire.item {
+                    self.items.insert(index, item);
                 }
             }
             "response.completed" | "response.incomplete" => {
-                let response = value.get("response").cloned().unwrap_or(Value::Null);
+                let response = wire.response.unwrap_or(Value::Null);
                 let listed = response
                     .get("output")
                     .and_then(Value::as_array)
@@ -478,10 +344,11 @@ impl Decoder for ResponsesDecoder {
                 return Err(failure(
                     &self.provider,
                     self.dialect,
-                    value.get("response").unwrap_or(&Value::Null),
+                    wire.response.as_ref().unwrap_or(&Value::Null),
                 ));
             }
             "error" => {
+                let value = stream::event_json(&self.provider, event.data)?;
                 return Err(classify::classify_stream_error(
                     &self.provider,
                     self.dialect,
@@ -553,35 +420,16 @@ mod tests {
             &json!({"status": "completed"}),
             std::slice::from_ref(&item),
         );
-        let mut request = Request::new("m", vec![response.message], crate::Purpose::Turn);
-        request.tools.clear();
-        assert_eq!(input_items(&request), vec![item]);
-    }
-
-    #[test]
-    fn native_items_go_out_verbatim_only_to_their_own_provider() {
-        let kept = json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix the parser"}]});
-        let compaction = json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "zzz"});
-        let native = |provider: &str, item: &Value| Block::Native {
-            provider: provider.to_string(),
-            item: item.clone(),
-        };
-        let mut checkpoint = crate::message::Message::user("");
-        checkpoint.content = vec![
-            native(OpenAiResponsesClient::NAME, &kept),
-            native(OpenAiResponsesClient::NAME, &compaction),
-            native("anthropic", &json!({"type": "compaction", "content": "x"})),
-        ];
-        let request = Request::new(
-            "m",
-            vec![checkpoint, crate::message::Message::user("go on")],
-            crate::Purpose::Turn,
+        let request = Request::new("m", vec![response.message], crate::Purpose::Turn);
+        let client = OpenAiResponsesClient::new(
+            ProviderConfig::new("http://127.0.0.1:1/v1"),
+            ResponsesOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            client.build_body(&request, false).unwrap()["input"],
+            json!([item])
         );
-        let items = input_items(&request);
-        assert_eq!(items.len(), 3, "{items:#?}");
-        assert_eq!(items[0], kept);
-        assert_eq!(items[1], compaction);
-        assert_eq!(items[2]["content"][0]["text"], "go on");
     }
 
     #[test]

@@ -6,89 +6,113 @@
 //! when the bytes stop is dropped, as the SSE format says, which is what
 //! lets a driver notice a stream cut before its terminal event.
 
-/// One dispatched event.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct SseEvent {
+/// One dispatched event, borrowed from the parser until the next one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct SseEvent<'a> {
     /// The `event:` field, if any.
-    pub(crate) event: Option<String>,
+    pub(crate) event: Option<&'a str>,
     /// The `data:` lines joined by `\n`.
-    pub(crate) data: String,
+    pub(crate) data: &'a str,
 }
 
-/// Incremental parser state.
+/// Incremental parser state. Its buffers are reused from event to event,
+/// so a long stream allocates nothing per event once they have grown.
 #[derive(Debug, Default)]
 pub(crate) struct SseParser {
     buffer: Vec<u8>,
-    event: Option<String>,
+    event: String,
+    has_event: bool,
     data: String,
     has_data: bool,
 }
 
 impl SseParser {
-    /// Feeds the next bytes; complete events are pushed onto `out`.
+    /// Feeds the next bytes, handing each complete event to `on_event`.
     ///
     /// # Errors
-    /// A line that is not UTF-8.
-    pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), String> {
+    /// A line that is not UTF-8 (events before it are handed over first).
+    pub(crate) fn feed(
+        &mut self,
+        chunk: &[u8],
+        mut on_event: impl FnMut(SseEvent<'_>),
+    ) -> Result<(), String> {
         self.buffer.extend_from_slice(chunk);
         let mut start = 0;
-        while let Some(offset) = self.buffer[start..].iter().position(|&b| b == b'\n') {
+        let mut result = Ok(());
+        while let Some(offset) = memchr_newline(&self.buffer[start..]) {
             let end = start + offset;
             let mut line = &self.buffer[start..end];
             if let Some(stripped) = line.strip_suffix(b"\r") {
                 line = stripped;
             }
-            let line =
-                std::str::from_utf8(line).map_err(|e| format!("stream line is not utf-8 ({e})"))?;
-            Self::take_line(
-                line,
-                &mut self.event,
-                &mut self.data,
-                &mut self.has_data,
-                out,
-            );
+            match std::str::from_utf8(line) {
+                Ok(line) => take_line(
+                    line,
+                    &mut self.event,
+                    &mut self.has_event,
+                    &mut self.data,
+                    &mut self.has_data,
+                    &mut on_event,
+                ),
+                Err(e) => {
+                    result = Err(format!("stream line is not utf-8 ({e})"));
+                    start = end + 1;
+                    break;
+                }
+            }
             start = end + 1;
         }
         self.buffer.drain(..start);
-        Ok(())
+        result
     }
+}
 
-    fn take_line(
-        line: &str,
-        event: &mut Option<String>,
-        data: &mut String,
-        has_data: &mut bool,
-        out: &mut Vec<SseEvent>,
-    ) {
-        if line.is_empty() {
+fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
+}
+
+fn take_line(
+    line: &str,
+    event: &mut String,
+    has_event: &mut bool,
+    data: &mut String,
+    has_data: &mut bool,
+    on_event: &mut impl FnMut(SseEvent<'_>),
+) {
+    if line.is_empty() {
+        if *has_data {
+            on_event(SseEvent {
+                event: has_event.then_some(event.as_str()),
+                data,
+            });
+        }
+        event.clear();
+        data.clear();
+        *has_event = false;
+        *has_data = false;
+        return;
+    }
+    if line.starts_with(':') {
+        return;
+    }
+    let (field, value) = match line.split_once(':') {
+        Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+        None => (line, ""),
+    };
+    match field {
+        "data" => {
             if *has_data {
-                out.push(SseEvent {
-                    event: event.take(),
-                    data: std::mem::take(data),
-                });
+                data.push('\n');
             }
-            *event = None;
-            *has_data = false;
-            return;
+            data.push_str(value);
+            *has_data = true;
         }
-        if line.starts_with(':') {
-            return;
+        "event" => {
+            event.clear();
+            event.push_str(value);
+            *has_event = true;
         }
-        let (field, value) = match line.split_once(':') {
-            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
-            None => (line, ""),
-        };
-        match field {
-            "data" => {
-                if *has_data {
-                    data.push('\n');
-                }
-                data.push_str(value);
-                *has_data = true;
-            }
-            "event" => *event = Some(value.to_string()),
-            _ => {}
-        }
+        _ => {}
     }
 }
 
@@ -98,11 +122,25 @@ mod tests {
     use pretty_assertions::assert_eq;
     use proptest::prelude::*;
 
-    fn parse_all(chunks: &[&[u8]]) -> Vec<SseEvent> {
+    /// An event as owned strings, to compare.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    struct Owned {
+        event: Option<String>,
+        data: String,
+    }
+
+    fn parse_all(chunks: &[&[u8]]) -> Vec<Owned> {
         let mut parser = SseParser::default();
         let mut out = Vec::new();
         for chunk in chunks {
-            parser.feed(chunk, &mut out).unwrap();
+            parser
+                .feed(chunk, |e| {
+                    out.push(Owned {
+                        event: e.event.map(str::to_string),
+                        data: e.data.to_string(),
+                    })
+                })
+                .unwrap();
         }
         out
     }
@@ -114,15 +152,15 @@ mod tests {
         assert_eq!(
             parse_all(&[text]),
             vec![
-                SseEvent {
+                Owned {
                     event: Some("ping".into()),
                     data: "{}".into()
                 },
-                SseEvent {
+                Owned {
                     event: None,
                     data: "a\nb".into()
                 },
-                SseEvent {
+                Owned {
                     event: None,
                     data: "[DONE]".into()
                 },
@@ -138,7 +176,7 @@ mod tests {
     #[test]
     fn invalid_utf8_is_an_error() {
         let mut parser = SseParser::default();
-        assert!(parser.feed(b"data: \xff\xfe\n\n", &mut Vec::new()).is_err());
+        assert!(parser.feed(b"data: \xff\xfe\n\n", |_| {}).is_err());
     }
 
     proptest! {

@@ -28,7 +28,11 @@ pub(crate) trait Decoder: Send + 'static {
     /// # Errors
     /// A malformed event (`Transport`) or an error the provider reported in
     /// the stream (classified).
-    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, LlmError>;
+    fn on_event(
+        &mut self,
+        event: SseEvent<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<bool, LlmError>;
 }
 
 struct Driver<D> {
@@ -50,28 +54,30 @@ impl<D: Decoder> Driver<D> {
     }
 
     fn feed(&mut self, chunk: &[u8]) {
-        let mut events = Vec::new();
-        if let Err(message) = self.parser.feed(chunk, &mut events) {
-            self.fail(message);
-            return;
-        }
+        let decoder = &mut self.decoder;
+        let queue = &mut self.queue;
         let mut out = Vec::new();
-        for event in events {
-            match self.decoder.on_event(event, &mut out) {
-                Ok(finished) => {
-                    self.queue.extend(out.drain(..).map(Ok));
-                    if finished {
-                        self.ended = true;
-                        return;
-                    }
-                }
+        // Set once the terminal event or an error has been handled; later
+        // events in the same bytes are ignored.
+        let mut ended = false;
+        let parsed = self.parser.feed(chunk, |event| {
+            if ended {
+                return;
+            }
+            let result = decoder.on_event(event, &mut out);
+            queue.extend(out.drain(..).map(Ok));
+            match result {
+                Ok(finished) => ended = finished,
                 Err(error) => {
-                    self.queue.extend(out.drain(..).map(Ok));
-                    self.queue.push_back(Err(error));
-                    self.ended = true;
-                    return;
+                    queue.push_back(Err(error));
+                    ended = true;
                 }
             }
+        });
+        if ended {
+            self.ended = true;
+        } else if let Err(message) = parsed {
+            self.fail(message);
         }
     }
 
@@ -214,6 +220,26 @@ pub(crate) fn event_json(provider: &str, data: &str) -> Result<serde_json::Value
     serde_json::from_str(data).map_err(|e| LlmError::Transport {
         provider: provider.to_string(),
         message: format!("malformed stream event ({e}): {}", clip(data)),
+    })
+}
+
+/// Reads one event's JSON data into the typed, borrowed struct a decoder
+/// wants, without an intermediate `serde_json::Value`.
+///
+/// # Errors
+/// `Transport` naming the provider: "malformed stream event" with the data
+/// when it is not JSON, with serde's reason when it is JSON of another
+/// shape.
+pub(crate) fn parse_event<'a, T: serde::Deserialize<'a>>(
+    provider: &str,
+    data: &'a str,
+) -> Result<T, LlmError> {
+    serde_json::from_str(data).map_err(|e| match event_json(provider, data) {
+        Err(not_json) => not_json,
+        Ok(_) => LlmError::Transport {
+            provider: provider.to_string(),
+            message: format!("malformed stream event ({e})"),
+        },
     })
 }
 

@@ -1,0 +1,475 @@
+//! Messages API request bodies as borrowed, typed wire structs, with the
+//! prompt-cache markers placed on the blocks themselves.
+
+use serde::Serialize;
+use serde::Serializer;
+use serde::ser::SerializeMap;
+use serde_json::Value;
+
+use super::fragments;
+use super::fragments::Fragment;
+use super::fragments::Items;
+use super::options::ANTHROPIC;
+use super::options::AnthropicOptions;
+use super::wire;
+use super::wire::EPHEMERAL;
+use super::wire::Ephemeral;
+use super::wire::Schema;
+use crate::client::Request;
+use crate::client::ToolChoice;
+use crate::error::LlmError;
+use crate::message::Block;
+use crate::message::ImageSource;
+use crate::message::Message;
+use crate::message::Role;
+
+/// The whole body of one call.
+#[derive(Serialize)]
+pub(crate) struct AnthropicBody<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    system: Vec<WireBlock<'a>>,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<TypeTag>,
+    /// Widened as the value path widened it, so the bytes mean the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+}
+
+#[derive(Serialize)]
+struct TypeTag {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: Schema<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<Ephemeral>,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: Vec<Slot<'a>>,
+}
+
+/// A block serialized once (see `fragments`), remembered by where it came
+/// from in case it must be marked; or one built for this call.
+enum Slot<'a> {
+    Cached {
+        fragment: &'a Fragment,
+        message: usize,
+        position: usize,
+    },
+    Fresh(WireBlock<'a>),
+}
+
+impl Serialize for Slot<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Slot::Cached { fragment, .. } => fragment.json.serialize(serializer),
+            Slot::Fresh(block) => block.serialize(serializer),
+        }
+    }
+}
+
+impl Slot<'_> {
+    fn markable(&self) -> bool {
+        match self {
+            Slot::Cached { fragment, .. } => fragment.markable,
+            Slot::Fresh(block) => block.markable(),
+        }
+    }
+}
+
+/// One content block, with or without a cache marker.
+pub(crate) struct WireBlock<'a> {
+    kind: Kind<'a>,
+    cached: bool,
+}
+
+enum Kind<'a> {
+    Typed(Typed<'a>),
+    /// A block this provider wrote, sent back as it came.
+    Native(&'a Value),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Typed<'a> {
+    Text {
+        text: &'a str,
+    },
+    Image {
+        source: Source<'a>,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Input<'a>,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        content: Vec<WireBlock<'a>>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Source<'a> {
+    Base64 { media_type: &'a str, data: &'a str },
+    Url { url: &'a str },
+}
+
+/// Tool input: the arguments when they are an object, else wrapped as
+/// `{"arguments": ...}` (the API wants an object).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Input<'a> {
+    Object(&'a Value),
+    Wrapped { arguments: &'a Value },
+}
+
+#[derive(Serialize)]
+struct Marked<'b, 'a> {
+    #[serde(flatten)]
+    block: &'b Typed<'a>,
+    cache_control: Ephemeral,
+}
+
+impl Serialize for WireBlock<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match (&self.kind, self.cached) {
+            (Kind::Typed(block), false) => block.serialize(serializer),
+            (Kind::Typed(block), true) => Marked {
+                block,
+                cache_control: EPHEMERAL,
+            }
+            .serialize(serializer),
+            (Kind::Native(Value::Object(fields)), true) => {
+                let mut map = serializer.serialize_map(None)?;
+                for (key, value) in fields.iter().filter(|(key, _)| *key != "cache_control") {
+                    map.serialize_entry(key, value)?;
+                }
+                map.serialize_entry("cache_control", &EPHEMERAL)?;
+                map.end()
+            }
+            // A native item that is not an object has nowhere to carry a
+            // marker; it goes as it came.
+            (Kind::Native(item), _) => item.serialize(serializer),
+        }
+    }
+}
+
+impl<'a> WireBlock<'a> {
+    fn typed(block: Typed<'a>) -> Self {
+        WireBlock {
+            kind: Kind::Typed(block),
+            cached: false,
+        }
+    }
+
+    /// Its `type` on the wire.
+    fn type_name(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Typed(Typed::Text { .. }) => Some("text"),
+            Kind::Typed(Typed::Thinking { .. }) => Some("thinking"),
+            Kind::Typed(Typed::RedactedThinking { .. }) => Some("redacted_thinking"),
+            Kind::Typed(_) => None,
+            Kind::Native(item) => wire::type_of(item),
+        }
+    }
+
+    /// Cache markers go on any block but reasoning.
+    fn markable(&self) -> bool {
+        !matches!(self.type_name(), Some("thinking" | "redacted_thinking"))
+    }
+}
+
+/// Leading system and developer messages become the `system` blocks; every
+/// message after them stands alone and can be cached. (Merged turns and
+/// cache markers depend on neighbours and are settled for each call.)
+pub(crate) fn leading_system(request: &Request) -> usize {
+    request
+        .messages
+        .iter()
+        .take_while(|m| matches!(m.role, Role::System | Role::Developer))
+        .count()
+}
+
+/// One message's blocks, serialized, for a message after the leading
+/// system ones.
+///
+/// # Errors
+/// `InvalidConfig` if serde cannot write them.
+pub(crate) fn encode_message(provider: &str, message: &Message) -> Result<Vec<Fragment>, LlmError> {
+    message_blocks(message)
+        .1
+        .iter()
+        .map(|block| fragments::fragment(provider, block, block.markable()))
+        .collect()
+}
+
+/// The body for `request` to `model` under `options`, with `items` from
+/// [`encode_message`] for each message after the leading system ones.
+pub(crate) fn body<'a>(
+    request: &'a Request,
+    model: &'a str,
+    options: &AnthropicOptions,
+    streaming: bool,
+    items: &'a [Option<Items>],
+) -> AnthropicBody<'a> {
+    let cache = options.prompt_cache;
+    let (mut system, mut messages) = split_messages(request, items);
+    if cache {
+        if let Some(last) = system.last_mut() {
+            last.cached = true;
+        }
+        mark_history(request, &mut messages);
+    }
+    let mut tools: Vec<WireTool<'a>> = request
+        .tools
+        .iter()
+        .map(|tool| WireTool {
+            name: &tool.name,
+            description: &tool.description,
+            input_schema: Schema(&tool.parameters),
+            cache_control: None,
+        })
+        .collect();
+    if let (true, Some(last)) = (cache, tools.last_mut()) {
+        last.cache_control = Some(EPHEMERAL);
+    }
+    let tool_choice = (!request.tools.is_empty()).then_some(TypeTag {
+        kind: match request.tool_choice {
+            ToolChoice::Auto => "auto",
+            ToolChoice::None => "none",
+            ToolChoice::Required => "any",
+        },
+    });
+    AnthropicBody {
+        model,
+        max_tokens: request
+            .max_output_tokens
+            .unwrap_or(options.default_max_tokens),
+        system,
+        messages,
+        tools,
+        tool_choice,
+        temperature: request.temperature.map(f64::from),
+        stream: streaming,
+    }
+}
+
+/// Marks the last markable block of the last message and of the last user
+/// message before it (at most two markers; with system and tools that is
+/// the API's limit of four).
+fn mark_history<'a>(request: &'a Request, messages: &mut [WireMessage<'a>]) {
+    let Some(last) = messages.len().checked_sub(1) else {
+        return;
+    };
+    mark_last_block(request, &mut messages[last]);
+    if let Some(previous) = (0..last).rev().find(|&i| messages[i].role == "user") {
+        mark_last_block(request, &mut messages[previous]);
+    }
+}
+
+/// Marks the last markable block; a cached one is built again from its
+/// message, since the marker goes inside it.
+fn mark_last_block<'a>(request: &'a Request, message: &mut WireMessage<'a>) {
+    let Some(slot) = message.content.iter_mut().rev().find(|b| b.markable()) else {
+        return;
+    };
+    match slot {
+        Slot::Fresh(block) => block.cached = true,
+        Slot::Cached {
+            message, position, ..
+        } => {
+            let rebuilt = request
+                .messages
+                .get(*message)
+                .and_then(|source| message_blocks(source).1.into_iter().nth(*position));
+            if let Some(mut block) = rebuilt {
+                block.cached = true;
+                *slot = Slot::Fresh(block);
+            }
+        }
+    }
+}
+
+fn media_block(block: &Block) -> Option<WireBlock<'_>> {
+    match block {
+        Block::Text { text } if !text.is_empty() => Some(WireBlock::typed(Typed::Text { text })),
+        Block::Image { source, .. } => Some(WireBlock::typed(match source {
+            ImageSource::Base64 { media_type, data } => Typed::Image {
+                source: Source::Base64 { media_type, data },
+            },
+            ImageSource::Url { url } => Typed::Image {
+                source: Source::Url { url },
+            },
+            ImageSource::Blob { .. } => Typed::Text {
+                text: wire::IMAGE_NOT_LOADED,
+            },
+        })),
+        // A compaction block this provider wrote, sent back as it came.
+        Block::Native { provider, item } if provider == ANTHROPIC => Some(WireBlock {
+            kind: Kind::Native(item),
+            cached: false,
+        }),
+        _ => None,
+    }
+}
+
+fn assistant_block(block: &Block) -> Option<WireBlock<'_>> {
+    let typed = match block {
+        Block::Thinking {
+            thinking,
+            signature: Some(signature),
+        } => Typed::Thinking {
+            thinking,
+            signature,
+        },
+        Block::RedactedThinking { data } => Typed::RedactedThinking { data },
+        Block::ToolCall {
+            id,
+            name,
+            arguments,
+        } => Typed::ToolUse {
+            id,
+            name,
+            input: if arguments.is_object() {
+                Input::Object(arguments)
+            } else {
+                Input::Wrapped { arguments }
+            },
+        },
+        other => return media_block(other),
+    };
+    Some(WireBlock::typed(typed))
+}
+
+fn tool_result_block(block: &Block) -> Option<WireBlock<'_>> {
+    let Block::ToolResult {
+        call_id,
+        content,
+        is_error,
+    } = block
+    else {
+        return None;
+    };
+    Some(WireBlock::typed(Typed::ToolResult {
+        tool_use_id: call_id,
+        content: content.iter().filter_map(media_block).collect(),
+        is_error: *is_error,
+    }))
+}
+
+/// A message's wire role and blocks, for a message after the leading
+/// system ones (a later system or developer message is user text, since
+/// the API has no system turn mid-conversation).
+fn message_blocks(message: &Message) -> (&'static str, Vec<WireBlock<'_>>) {
+    match message.role {
+        Role::System | Role::Developer | Role::User => (
+            "user",
+            message.content.iter().filter_map(media_block).collect(),
+        ),
+        Role::Assistant => (
+            "assistant",
+            message.content.iter().filter_map(assistant_block).collect(),
+        ),
+        Role::Tool => (
+            "user",
+            message
+                .content
+                .iter()
+                .filter_map(tool_result_block)
+                .collect(),
+        ),
+    }
+}
+
+/// System blocks and wire messages, same-role neighbours merged.
+fn split_messages<'a>(
+    request: &'a Request,
+    items: &'a [Option<Items>],
+) -> (Vec<WireBlock<'a>>, Vec<WireMessage<'a>>) {
+    let lead = leading_system(request);
+    let system = request.messages[..lead]
+        .iter()
+        .flat_map(|message| message.content.iter().filter_map(media_block))
+        .filter(|b| b.type_name() == Some("text"))
+        .collect();
+    let mut messages: Vec<WireMessage<'a>> = Vec::with_capacity(request.messages.len());
+    for (index, (message, blocks)) in request.messages.iter().zip(items).enumerate().skip(lead) {
+        let Some(blocks) = blocks.as_ref().filter(|b| !b.is_empty()) else {
+            continue;
+        };
+        let role = match message.role {
+            Role::Assistant => "assistant",
+            _ => "user",
+        };
+        let slots = blocks
+            .iter()
+            .enumerate()
+            .map(|(position, fragment)| Slot::Cached {
+                fragment,
+                message: index,
+                position,
+            });
+        match messages.last_mut() {
+            Some(previous) if previous.role == role => previous.content.extend(slots),
+            _ => messages.push(WireMessage {
+                role,
+                content: slots.collect(),
+            }),
+        }
+    }
+    (system, messages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_marked_native_block_carries_one_marker() {
+        let item = json!({"type": "compaction", "content": "x", "cache_control": {"type": "old"}});
+        let block = WireBlock {
+            kind: Kind::Native(&item),
+            cached: true,
+        };
+        assert_eq!(
+            serde_json::to_value(&block).unwrap(),
+            json!({"type": "compaction", "content": "x", "cache_control": {"type": "ephemeral"}})
+        );
+        let text = WireBlock {
+            kind: Kind::Typed(Typed::Text { text: "t" }),
+            cached: true,
+        };
+        assert_eq!(
+            serde_json::to_value(&text).unwrap(),
+            json!({"type": "text", "text": "t", "cache_control": {"type": "ephemeral"}})
+        );
+    }
+}

@@ -1,0 +1,210 @@
+//! Each message's wire items, serialized once and reused while the same
+//! shared message is sent again.
+//!
+//! An agent resends its whole history every turn, and the history is made
+//! of [`SharedMessage`]s that the session log, the surface and every request
+//! share. Escaping that text into JSON is most of what building a body
+//! costs, so a client keeps, per message, the JSON of the items that message
+//! alone decides (never the ones its neighbours change: Anthropic's cache
+//! markers and merged turns, Chat's run of tool images) and writes them
+//! back verbatim.
+//!
+//! Why this is sound: an entry is keyed by the message's address and holds a
+//! clone of its `Arc`, so the address cannot be freed and reused while the
+//! entry lives, and a shared message cannot change (`Arc::make_mut` copies
+//! once another clone exists). Each client has its own cache, and its
+//! options are fixed when it is built, so the same message always encodes
+//! to the same items. After every call the cache keeps only what that call
+//! sent, so it holds at most one request's worth of JSON and keeps messages
+//! alive no longer than until the next call.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::Mutex;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::client::Request;
+use crate::error::LlmError;
+use crate::message::Message;
+use crate::message::SharedMessage;
+
+/// One wire item of a message, as JSON.
+#[derive(Debug)]
+pub(crate) struct Fragment {
+    /// The item's JSON text.
+    pub(crate) json: Box<RawValue>,
+    /// Whether a cache marker may go on it (Anthropic; false elsewhere).
+    pub(crate) markable: bool,
+}
+
+/// The items of one message.
+pub(crate) type Items = Arc<Vec<Fragment>>;
+
+struct Entry {
+    /// Keeps the address taken as the key from being reused.
+    _message: SharedMessage,
+    items: Items,
+}
+
+/// A client's cache of message fragments.
+#[derive(Default)]
+pub(crate) struct FragmentCache {
+    entries: Mutex<HashMap<usize, Entry>>,
+}
+
+impl fmt::Debug for FragmentCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let len = self.entries.lock().map_or(0, |entries| entries.len());
+        f.debug_struct("FragmentCache")
+            .field("messages", &len)
+            .finish()
+    }
+}
+
+/// Bytes a body will take: its messages' JSON, plus room for the fields
+/// around them (model, tools, options), so the buffer is allocated once.
+pub(crate) fn body_capacity(items: &[Option<Items>], request: &Request) -> usize {
+    let messages: usize = items
+        .iter()
+        .flatten()
+        .flat_map(|items| items.iter())
+        .map(|f| f.json.get().len() + 1)
+        .sum();
+    // Neighbour-dependent parts (system text, marked blocks, tool images)
+    // are not in the fragments; leave a margin for them.
+    messages + messages / 32 + 4096 + request.tools.len() * 512
+}
+
+/// Serializes one wire item.
+///
+/// # Errors
+/// `InvalidConfig` if serde cannot write it.
+pub(crate) fn fragment<T: Serialize>(
+    provider: &str,
+    item: &T,
+    markable: bool,
+) -> Result<Fragment, LlmError> {
+    let json = serde_json::value::to_raw_value(item).map_err(|e| LlmError::InvalidConfig {
+        provider: provider.to_string(),
+        message: format!("could not serialize the request body: {e}"),
+    })?;
+    Ok(Fragment { json, markable })
+}
+
+impl FragmentCache {
+    /// The items of each message in `messages` (`None` where `cacheable`
+    /// says no), from the last call when the same shared message was in
+    /// it, else from `encode` now. The cache then holds exactly these.
+    ///
+    /// # Errors
+    /// What `encode` returns.
+    pub(crate) fn items(
+        &self,
+        messages: &[SharedMessage],
+        cacheable: impl Fn(usize, &Message) -> bool,
+        mut encode: impl FnMut(&Message) -> Result<Vec<Fragment>, LlmError>,
+    ) -> Result<Vec<Option<Items>>, LlmError> {
+        // Taken out so no lock is held while encoding; a call running at
+        // the same time finds it empty and encodes afresh.
+        let mut last = match self.entries.lock() {
+            Ok(mut entries) => std::mem::take(&mut *entries),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+        };
+        let mut next = HashMap::with_capacity(messages.len());
+        let mut out = Vec::with_capacity(messages.len());
+        for (index, message) in messages.iter().enumerate() {
+            if !cacheable(index, message) {
+                out.push(None);
+                continue;
+            }
+            let key = Arc::as_ptr(message) as usize;
+            let entry = match last.remove(&key).or_else(|| next.remove(&key)) {
+                Some(entry) => entry,
+                None => Entry {
+                    _message: Arc::clone(message),
+                    items: Arc::new(encode(message)?),
+                },
+            };
+            out.push(Some(Arc::clone(&entry.items)));
+            next.insert(key, entry);
+        }
+        if let Ok(mut entries) = self.entries.lock() {
+            *entries = next;
+        }
+        Ok(out)
+    }
+
+    /// Encodes without reading or filling the cache (for `build_body`).
+    ///
+    /// # Errors
+    /// What `encode` returns.
+    pub(crate) fn uncached(
+        messages: &[SharedMessage],
+        cacheable: impl Fn(usize, &Message) -> bool,
+        mut encode: impl FnMut(&Message) -> Result<Vec<Fragment>, LlmError>,
+    ) -> Result<Vec<Option<Items>>, LlmError> {
+        messages
+            .iter()
+            .enumerate()
+            .map(|(index, message)| {
+                if cacheable(index, message) {
+                    encode(message).map(|items| Some(Arc::new(items)))
+                } else {
+                    Ok(None)
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode_counting(
+        count: &std::cell::Cell<usize>,
+    ) -> impl FnMut(&Message) -> Result<Vec<Fragment>, LlmError> + '_ {
+        move |message| {
+            count.set(count.get() + 1);
+            Ok(vec![fragment("p", &message.plain_text(), false)?])
+        }
+    }
+
+    #[test]
+    fn a_shared_message_is_encoded_once_and_dropped_when_no_longer_sent() {
+        let cache = FragmentCache::default();
+        let a: SharedMessage = Arc::new(Message::user("a"));
+        let b: SharedMessage = Arc::new(Message::user("b"));
+        let count = std::cell::Cell::new(0);
+        let all = |_: usize, _: &Message| true;
+        let first = cache
+            .items(&[a.clone(), b.clone()], all, encode_counting(&count))
+            .unwrap();
+        assert_eq!(count.get(), 2);
+        assert_eq!(first[1].as_ref().unwrap()[0].json.get(), "\"b\"");
+        cache
+            .items(&[a.clone(), b], all, encode_counting(&count))
+            .unwrap();
+        assert_eq!(count.get(), 2, "the second call reuses both");
+        // A copy with the same content is another message: encoded anew.
+        let copy: SharedMessage = Arc::new((*a).clone());
+        cache.items(&[copy], all, encode_counting(&count)).unwrap();
+        assert_eq!(count.get(), 3);
+        assert_eq!(Arc::strong_count(&a), 1, "entries not sent are dropped");
+    }
+
+    #[test]
+    fn messages_that_are_not_cacheable_are_left_to_the_caller() {
+        let cache = FragmentCache::default();
+        let a: SharedMessage = Arc::new(Message::system("s"));
+        let count = std::cell::Cell::new(0);
+        let items = cache
+            .items(&[a], |index, _| index > 0, encode_counting(&count))
+            .unwrap();
+        assert!(items[0].is_none());
+        assert_eq!(count.get(), 0);
+    }
+}
