@@ -6,11 +6,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use abridge::CountEndpoint;
 use abridge::MethodSources;
 use abridge::SummarizerModel;
 use abridge_compact_basic::RemoteConfig;
 use abridge_compact_basic::RemoteKind;
 use abridge_compact_basic::SoftConfig;
+use abridge_llm::CountTokensClient;
 use abridge_llm::LlmClient;
 use abridge_llm::ProviderConfig;
 use abridge_llm::ProviderKind;
@@ -96,6 +98,23 @@ impl LlmArgs {
             soft.max_summary_tokens = tokens;
         }
         soft
+    }
+
+    /// Anthropic's token-counting endpoint, when the endpoint given is
+    /// Anthropic's and a key is set: new messages are then priced by the
+    /// provider's own count instead of the corrected estimate. `None`
+    /// otherwise (no other provider has such an endpoint).
+    pub(crate) fn count_endpoint(&self) -> anyhow::Result<Option<Arc<dyn CountEndpoint>>> {
+        let (Some(url), Some(key)) = (&self.llm, self.key()?) else {
+            return Ok(None);
+        };
+        if self.provider != "anthropic" {
+            return Ok(None);
+        }
+        let config = ProviderConfig::new(url.clone()).with_api_key(key);
+        let client =
+            CountTokensClient::new(config).map_err(|e| anyhow::anyhow!("--llm {url}: {e}"))?;
+        Ok(Some(Arc::new(client)))
     }
 
     fn client(&self, method: &str) -> anyhow::Result<(Arc<dyn LlmClient>, String)> {

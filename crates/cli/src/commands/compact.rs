@@ -70,11 +70,14 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         &settings.method_order,
         !args.budget.method.is_empty(),
     )?;
-    let harness = Harness::builder(session, model_id.clone())
+    let mut builder = Harness::builder(session, model_id.clone())
         .settings(settings)
         .window(limits.window)
-        .sources(sources)
-        .build()?;
+        .sources(sources);
+    if let Some(endpoint) = args.llm.count_endpoint()? {
+        builder = builder.count_endpoint(endpoint);
+    }
+    let harness = builder.build()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
