@@ -22,26 +22,14 @@ use abridge::llm::ProviderConfig;
 use abridge::session::Session;
 use serde_json::Value;
 use serde_json::json;
+
+use abridge_test_support::fixtures::COMPACTION_OPAQUE;
+use abridge_test_support::fixtures::responses_compact_answer;
 use wiremock::Mock;
 use wiremock::MockServer;
 use wiremock::ResponseTemplate;
 use wiremock::matchers::method;
 use wiremock::matchers::path;
-
-const OPAQUE: &str = "gAAAA-opaque-compaction";
-
-fn compact_answer() -> Value {
-    json!({
-        "id": "resp_cmp_1",
-        "object": "response.compaction",
-        "model": "gpt-5-codex",
-        "output": [
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Make the parser accept trailing commas."}]},
-            {"type": "compaction", "id": "cmp_1", "encrypted_content": OPAQUE},
-        ],
-        "usage": {"input_tokens": 5000, "output_tokens": 300},
-    })
-}
 
 fn turn_answer() -> Value {
     json!({
@@ -75,7 +63,7 @@ async fn servers() -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/responses/compact"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(compact_answer()))
+        .respond_with(ResponseTemplate::new(200).set_body_json(responses_compact_answer()))
         .mount(&server)
         .await;
     Mock::given(method("POST"))
@@ -138,8 +126,8 @@ async fn the_responses_provider_gets_its_compaction_back_and_others_get_text() {
         .unwrap();
     let body: Value = serde_json::from_slice(&turn.body).unwrap();
     let input = body["input"].as_array().unwrap();
-    assert_eq!(input[0], compact_answer()["output"][0]);
-    assert_eq!(input[1]["encrypted_content"], OPAQUE);
+    assert_eq!(input[0], responses_compact_answer()["output"][0]);
+    assert_eq!(input[1]["encrypted_content"], COMPACTION_OPAQUE);
     // The checkpoint's text is not sent beside it: the output stands for
     // the span.
     let stored = {
@@ -175,5 +163,5 @@ async fn the_responses_provider_gets_its_compaction_back_and_others_get_text() {
         request[0]
     );
     assert_eq!(request[0].plain_text(), stored);
-    assert!(!format!("{request:?}").contains(OPAQUE));
+    assert!(!format!("{request:?}").contains(COMPACTION_OPAQUE));
 }

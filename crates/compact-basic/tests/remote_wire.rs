@@ -26,6 +26,8 @@ use abridge_session::Session;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 use serde_json::json;
+
+use abridge_test_support::fixtures::responses_compact_answer;
 use wiremock::Mock;
 use wiremock::MockServer;
 use wiremock::ResponseTemplate;
@@ -406,25 +408,12 @@ async fn remote_endpoint_request_shape() {
     insta::assert_snapshot!("remote_endpoint_request", shown);
 }
 
-fn compact_answer() -> Value {
-    json!({
-        "id": "resp_cmp_1",
-        "object": "response.compaction",
-        "model": "gpt-5-codex",
-        "output": [
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Make the parser accept trailing commas."}]},
-            {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAAopaque"},
-        ],
-        "usage": {"input_tokens": 5000, "input_tokens_details": {"cached_tokens": 4000}, "output_tokens": 300},
-    })
-}
-
 #[tokio::test]
 async fn responses_compact_keeps_the_opaque_output_for_the_same_provider() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/responses/compact"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(compact_answer()))
+        .respond_with(ResponseTemplate::new(200).set_body_json(responses_compact_answer()))
         .mount(&server)
         .await;
     let mut config = RemoteConfig::new(
@@ -455,7 +444,10 @@ async fn responses_compact_keeps_the_opaque_output_for_the_same_provider() {
     let native = native_replay(&summary.details, "openai-responses").unwrap();
     assert_eq!(
         native.as_slice(),
-        compact_answer()["output"].as_array().unwrap().as_slice()
+        responses_compact_answer()["output"]
+            .as_array()
+            .unwrap()
+            .as_slice()
     );
     assert_eq!(native_replay(&summary.details, "anthropic"), None);
 

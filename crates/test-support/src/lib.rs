@@ -9,6 +9,7 @@
 //! - [`scripted`]: an [`LlmClient`](abridge_llm::LlmClient) that answers
 //!   from a script and records every request.
 //! - [`cli`]: running the `abridge` binary and reading what it printed.
+//! - [`fixtures`]: provider answers in their documented shapes.
 //!
 //! Helpers panic on setup failures with a message naming what failed:
 //! a test that cannot set up has nothing else to report.
@@ -16,6 +17,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 pub mod cli;
+pub mod fixtures;
 pub mod messages;
 pub mod samples;
 pub mod scripted;
