@@ -22,6 +22,10 @@ pub struct Policy {
     pub counter: Arc<dyn TokenCounter>,
     /// What the user asked the checkpoint to focus on.
     pub instructions: Option<String>,
+    /// The figure the compaction must bring the context down to, when the
+    /// caller has one: the retention budget then shrinks by the share of
+    /// it the unseen overhead takes (see [`effective_keep`](Self::effective_keep)).
+    pub goal: Option<u64>,
 }
 
 impl Default for Policy {
@@ -38,6 +42,7 @@ impl Policy {
             reported_ratio: None,
             counter,
             instructions: None,
+            goal: None,
         }
     }
 
@@ -47,21 +52,57 @@ impl Policy {
         self
     }
 
+    /// Sets the figure the compaction must reach.
+    pub fn with_goal(mut self, goal: u64) -> Self {
+        self.goal = Some(goal);
+        self
+    }
+
     /// Sets the focus instructions.
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
         self
     }
 
-    /// `keep_recent_tokens` scaled down by the reported/estimated ratio when
-    /// the provider counts more than we estimate (so the kept part really
-    /// costs what was asked); never scaled up.
+    /// The retention budget for `session`, never more than
+    /// `keep_recent_tokens`:
+    ///
+    /// 1. With a [`goal`](Self::goal), shrunk in proportion to the share
+    ///    of the goal the unseen overhead takes (the system prompt and tool
+    ///    definitions a usage report counts and the log never holds: the
+    ///    counter's context figure minus the surface's own estimate).
+    ///    Without it, a session whose overhead is large against the goal
+    ///    keeps so much verbatim that no checkpoint can reach the goal.
+    /// 2. Scaled down by the reported/estimated ratio when the provider
+    ///    counts more than we estimate, so the kept part really costs what
+    ///    was asked.
     pub fn effective_keep(&self, session: &Session) -> u64 {
+        let keep = match self.goal {
+            Some(goal) => keep_beside_overhead(
+                self.keep_recent_tokens,
+                self.counter.context_tokens(session),
+                self.counter.surface_tokens(session),
+                goal,
+            ),
+            None => self.keep_recent_tokens,
+        };
         let ratio = self
             .reported_ratio
             .unwrap_or_else(|| self.counter.reported_ratio(session));
-        scale_keep(self.keep_recent_tokens, ratio)
+        scale_keep(keep, ratio)
     }
+}
+
+/// `keep` times the share of `goal` left once the overhead (`context`
+/// minus `surface`) is taken out of it; at least 1 and at most `keep`.
+fn keep_beside_overhead(keep: u64, context: u64, surface: u64, goal: u64) -> u64 {
+    let overhead = context.saturating_sub(surface);
+    if overhead == 0 || goal == 0 {
+        return keep;
+    }
+    let room = goal.saturating_sub(overhead);
+    let scaled = u128::from(keep) * u128::from(room) / u128::from(goal);
+    u64::try_from(scaled).unwrap_or(keep).clamp(1, keep.max(1))
 }
 
 /// `keep / ratio` when `ratio > 1` (and finite), else `keep`.
@@ -70,5 +111,21 @@ pub(crate) fn scale_keep(keep: u64, ratio: f64) -> u64 {
         (keep as f64 / ratio).floor() as u64
     } else {
         keep
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overhead_takes_its_share_of_the_goal_out_of_the_budget() {
+        // No overhead, or no goal: the budget as configured.
+        assert_eq!(keep_beside_overhead(20_000, 50_000, 50_000, 80_000), 20_000);
+        assert_eq!(keep_beside_overhead(20_000, 90_000, 50_000, 0), 20_000);
+        // 40k of overhead against an 80k goal leaves half the budget.
+        assert_eq!(keep_beside_overhead(20_000, 90_000, 50_000, 80_000), 10_000);
+        // Overhead past the goal keeps one token, never zero or more.
+        assert_eq!(keep_beside_overhead(20_000, 200_000, 50_000, 80_000), 1);
     }
 }

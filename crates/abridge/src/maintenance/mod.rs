@@ -318,7 +318,7 @@ impl Maintenance {
         if instructions.is_some() {
             policy.instructions = instructions;
         }
-        policy.keep_recent_tokens = self.keep_beside_overhead(session, tokens, goal);
+        policy.goal = Some(goal);
         let (methods, mut failures) = self.pick(names);
         for failure in &failures {
             self.emit(&MaintenanceEvent::AttemptFailed(failure.clone()));
@@ -436,26 +436,6 @@ impl Maintenance {
         } else {
             trigger
         }
-    }
-
-    /// The retention budget for a pass that must reach `goal`: the
-    /// configured one, shrunk in proportion to the share of the goal the
-    /// unseen overhead takes (the system prompt and tool definitions a
-    /// provider's usage report counts and the log never holds: `tokens`
-    /// minus the surface's own estimate). With no overhead it is the
-    /// configured budget; without the shrink, a session whose overhead is
-    /// large against the threshold keeps so much verbatim that no
-    /// checkpoint can reach the goal.
-    fn keep_beside_overhead(&self, session: &SharedSession, tokens: u64, goal: u64) -> u64 {
-        let estimate = self.policy.counter.surface_tokens(&lock_session(session));
-        let overhead = tokens.saturating_sub(estimate);
-        let keep = self.policy.keep_recent_tokens;
-        if overhead == 0 || goal == 0 {
-            return keep;
-        }
-        let room = goal.saturating_sub(overhead);
-        let scaled = u128::from(keep) * u128::from(room) / u128::from(goal);
-        u64::try_from(scaled).unwrap_or(keep).clamp(1, keep.max(1))
     }
 
     /// Updates the breaker and reports the end of a pass.
