@@ -336,6 +336,10 @@ impl Harness {
     pub fn request_target(&self) -> RequestTarget {
         RequestTarget {
             provider: self.client.as_ref().map(|c| c.provider().to_string()),
+            native_dialect: self
+                .client
+                .as_ref()
+                .and_then(|c| c.native_dialect().map(str::to_string)),
             prior_thinking: abridge_meter::PriorThinking::for_model(&self.entry),
         }
     }

@@ -39,6 +39,13 @@ pub struct RequestTarget {
     ///
     /// [`LlmClient::provider`]: abridge_llm::LlmClient::provider
     pub provider: Option<String>,
+    /// The provider whose native items the client's wire format carries
+    /// ([`LlmClient::native_dialect`]): a native compaction written there
+    /// is replayed, whatever the client is named. `None` replays nothing
+    /// native.
+    ///
+    /// [`LlmClient::native_dialect`]: abridge_llm::LlmClient::native_dialect
+    pub native_dialect: Option<String>,
     /// Whether the model reads reasoning from earlier turns; when it does
     /// not, that reasoning is left out of the request.
     pub prior_thinking: PriorThinking,
@@ -118,7 +125,7 @@ fn native_replay(
     message: &Message,
     target: &RequestTarget,
 ) -> Option<Message> {
-    let provider = target.provider.as_deref()?;
+    let provider = target.native_dialect.as_deref()?;
     if !matches!(message.meta.origin, Some(Origin::Checkpoint { .. })) {
         return None;
     }
@@ -244,6 +251,7 @@ mod tests {
     fn target(provider: &str, prior: PriorThinking) -> RequestTarget {
         RequestTarget {
             provider: Some(provider.to_string()),
+            native_dialect: None,
             prior_thinking: prior,
         }
     }

@@ -164,4 +164,26 @@ async fn the_responses_provider_gets_its_compaction_back_and_others_get_text() {
     );
     assert_eq!(request[0].plain_text(), stored);
     assert!(!format!("{request:?}").contains(COMPACTION_OPAQUE));
+
+    // A Responses client under another name (a gateway, a second account)
+    // speaks the same dialect: it gets the output back too.
+    let renamed = Arc::new(
+        OpenAiResponsesClient::new(
+            ProviderConfig::new(format!("{}/v1", server.uri())).with_name("my-gateway"),
+            Default::default(),
+        )
+        .unwrap(),
+    );
+    let gateway = abridge::HarnessBuilder::shared(harness.session().clone(), "gpt-5-codex")
+        .client(renamed)
+        .settings(settings())
+        .build()
+        .unwrap();
+    let request = gateway.request().unwrap();
+    let replayed = request[0]
+        .content
+        .iter()
+        .filter(|b| matches!(b, Block::Native { .. }))
+        .count();
+    assert_eq!(replayed, 2, "{:?}", request[0]);
 }

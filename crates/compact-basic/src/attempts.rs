@@ -177,6 +177,10 @@ impl LlmClient for RecordingClient {
         self.inner.provider()
     }
 
+    fn native_dialect(&self) -> Option<&str> {
+        self.inner.native_dialect()
+    }
+
     async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
         let response = self.inner.complete(request).await?;
         self.record(&response);

@@ -160,6 +160,16 @@ pub trait LlmClient: Send + Sync + Debug {
     /// Short provider name for errors and logs (`openai`, `anthropic`, ...).
     fn provider(&self) -> &str;
 
+    /// The provider whose native items ([`Block::Native`](crate::Block::Native))
+    /// this client's wire format carries: `anthropic` for the Messages
+    /// API, `openai-responses` for the Responses API, `None` (the default)
+    /// for a format with no place for them. Unlike [`provider`](Self::provider),
+    /// it does not change when a client is renamed, so a native
+    /// compaction is still replayed to a renamed client of its dialect.
+    fn native_dialect(&self) -> Option<&str> {
+        None
+    }
+
     /// Runs the request to completion.
     ///
     /// # Errors
@@ -187,6 +197,9 @@ impl<T: LlmClient + ?Sized> LlmClient for Arc<T> {
     fn provider(&self) -> &str {
         (**self).provider()
     }
+    fn native_dialect(&self) -> Option<&str> {
+        (**self).native_dialect()
+    }
     async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
         (**self).complete(request).await
     }
@@ -199,6 +212,9 @@ impl<T: LlmClient + ?Sized> LlmClient for Arc<T> {
 impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
     fn provider(&self) -> &str {
         (**self).provider()
+    }
+    fn native_dialect(&self) -> Option<&str> {
+        (**self).native_dialect()
     }
     async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
         (**self).complete(request).await

@@ -253,6 +253,10 @@ impl LlmClient for RetryingClient {
         self.inner.provider()
     }
 
+    fn native_dialect(&self) -> Option<&str> {
+        self.inner.native_dialect()
+    }
+
     async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
         self.run(|| self.inner.complete(request)).await
     }

@@ -444,6 +444,10 @@ impl LlmClient for AnthropicClient {
         self.http.provider()
     }
 
+    fn native_dialect(&self) -> Option<&str> {
+        Some(Self::NAME)
+    }
+
     async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
         let requested =
             wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;

@@ -367,6 +367,10 @@ impl LlmClient for OpenAiResponsesClient {
         self.http.provider()
     }
 
+    fn native_dialect(&self) -> Option<&str> {
+        Some(Self::NAME)
+    }
+
     async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
         let requested =
             wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
