@@ -42,20 +42,17 @@ fn open(path: &Path) -> Session {
     Session::open(Box::new(store)).unwrap().0
 }
 
-fn method(name: &str, session_path: &Path) -> Arc<dyn CompactionMethod> {
+fn method(name: &str) -> Arc<dyn CompactionMethod> {
     match name {
         "digest" => Arc::new(abridge_compact_basic::DigestMethod),
         "snapcompact" => Arc::new(abridge_snapcompact::Snapcompact::new(
             MODEL,
             &Catalog::builtin(),
         )),
-        reclaim => {
-            let store = abridge_prune::DirArtifactStore::beside(session_path).unwrap();
-            abridge_prune::ReclaimConfig::default()
-                .method(reclaim, Arc::new(store))
-                .unwrap()
-                .unwrap()
-        }
+        reclaim => abridge_prune::ReclaimConfig::default()
+            .method(reclaim)
+            .unwrap()
+            .unwrap(),
     }
 }
 
@@ -87,7 +84,7 @@ fn run_one(sample_name: &str, method_name: &str) -> Option<(u64, u64)> {
     let entry = Catalog::builtin().lookup(MODEL).entry;
     let policy =
         Policy::new(Arc::new(MeterCounter::for_model(&entry))).with_keep_recent_tokens(4_000);
-    let method = method(method_name, &path);
+    let method = method(method_name);
     let result = futures::executor::block_on(abridge_compact::compact_session(
         &mut session,
         &method,
@@ -178,6 +175,12 @@ fn prune_reclaims_on_the_pi_session() {
         "prune saved under 10%: {before} -> {after}"
     );
     every_sample("prune");
+}
+
+/// Every sample has more than ten tool results, so mask lands on each.
+#[test]
+fn mask_lands_on_every_sample() {
+    assert_eq!(every_sample("mask"), SAMPLES.len());
 }
 
 #[test]

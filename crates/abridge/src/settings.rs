@@ -37,6 +37,7 @@ pub const KNOWN_METHODS: &[&str] = &[
     "soft",
     "digest",
     "trim",
+    "mask",
 ];
 
 /// The smallest default reserve, in tokens: room for the next reply and a
@@ -159,6 +160,9 @@ pub struct Settings {
     pub promotion_model: Option<String>,
     /// Settings of `prune`.
     pub prune: PruneConfig,
+    /// `mask` keeps this many newest tool results verbatim (default 10,
+    /// at least 1); it shares prune's protected tools.
+    pub mask_keep: usize,
     /// Settings of `shake`; `None` picks a preset from the trigger.
     pub shake: Option<ShakeConfig>,
     /// Settings of `trim`.
@@ -182,6 +186,7 @@ impl Default for Settings {
             branch_summaries: true,
             promotion_model: None,
             prune: PruneConfig::default(),
+            mask_keep: abridge_prune::DEFAULT_MASK_KEEP,
             shake: None,
             trim: TrimConfig::default(),
         }
@@ -364,6 +369,13 @@ impl Settings {
                 message: format!(
                     "{percent} must be 1 to 50 (percent of the threshold below it); leave it out to turn speculation off"
                 ),
+            });
+        }
+        if self.mask_keep == 0 {
+            return Err(Unlocated {
+                key: "mask_keep",
+                message: "must be at least 1: the newest tool result is what the model works from"
+                    .to_string(),
             });
         }
         if self.breaker_failures == 0 {

@@ -17,7 +17,6 @@ use abridge_meter::PriorThinking;
 use abridge_meter::Tiktoken;
 use abridge_meter::TokenCounter;
 use abridge_meter::TokenMeter;
-use abridge_prune::MemoryArtifactStore;
 use abridge_prune::PassContext;
 use abridge_prune::PruneConfig;
 use abridge_prune::Reclaim;
@@ -96,18 +95,13 @@ fn prune_pass(session: &Session, counter: &dyn TokenCounter) -> Reclaim {
     )
 }
 
-fn shake_pass(
-    session: &Session,
-    counter: &dyn TokenCounter,
-    store: &MemoryArtifactStore,
-) -> anyhow::Result<Reclaim> {
+fn shake_pass(session: &Session, counter: &dyn TokenCounter) -> anyhow::Result<Reclaim> {
     Ok(abridge_prune::shake(
         &Snapshot::of_session(session, counter),
         &ShakeConfig::preset(ShakePreset::Automatic),
         &PassContext::compaction(),
         counter,
-        store,
-    )?)
+    ))
 }
 
 /// A copy of a sample's session, to apply rewrites to.
@@ -194,16 +188,15 @@ fn speed(samples: &[Sample]) -> anyhow::Result<Section> {
     ]);
 
     // Shake, after prune as the method order runs them.
-    let store = MemoryArtifactStore::new();
-    let shake_cold_reclaim = shake_pass(&pruned, &EstimateCounter::new(), &store)?;
-    let shake_cold = median_time(min, || shake_pass(&pruned, &EstimateCounter::new(), &store));
+    let shake_cold_reclaim = shake_pass(&pruned, &EstimateCounter::new())?;
+    let shake_cold = median_time(min, || shake_pass(&pruned, &EstimateCounter::new()));
     let mut shaken = copy(largest)?;
     shaken.append_batch(first.drafts())?;
     let warm = EstimateCounter::new();
-    let first_shake = shake_pass(&shaken, &warm, &store)?;
+    let first_shake = shake_pass(&shaken, &warm)?;
     shaken.append_batch(first_shake.drafts())?;
-    let shake_again = shake_pass(&shaken, &warm, &store)?;
-    let shake_incremental = median_time(min, || shake_pass(&shaken, &warm, &store));
+    let shake_again = shake_pass(&shaken, &warm)?;
+    let shake_incremental = median_time(min, || shake_pass(&shaken, &warm));
     section.row(vec![
         "shake (automatic)".into(),
         "cold".into(),
@@ -263,8 +256,7 @@ fn reclaimed(samples: &[Sample]) -> anyhow::Result<Section> {
         let before = counter.measure(&session).estimate;
         let pruned = prune_pass(&session, &counter);
         session.append_batch(pruned.drafts())?;
-        let store = MemoryArtifactStore::new();
-        let shaken = shake_pass(&session, &counter, &store)?;
+        let shaken = shake_pass(&session, &counter)?;
         session.append_batch(shaken.drafts())?;
         let trimmed = abridge_prune::trim(
             &Snapshot::of_session(&session, &counter),
