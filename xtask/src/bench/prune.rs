@@ -2,7 +2,8 @@
 //! largest sample, cold (nothing counted yet) and incremental (counts
 //! cached by seq, the previous pass applied), against recounting the
 //! surface exactly with o200k, the work a pass without a cache would
-//! repeat; and the tokens each pass reclaims on every sample.
+//! repeat; the tokens each pass reclaims on every sample; and `mask`
+//! beside `prune` and `digest`, one manual compaction each, per sample.
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -36,7 +37,11 @@ use super::median_time;
 /// Runs this area's benchmarks; each returned section becomes a table.
 pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
     let samples = load_samples()?;
-    Ok(vec![speed(&samples)?, reclaimed(&samples)?])
+    Ok(vec![
+        speed(&samples)?,
+        reclaimed(&samples)?,
+        mask_beside(&samples)?,
+    ])
 }
 
 /// A sample session as imported.
@@ -282,5 +287,82 @@ fn reclaimed(samples: &[Sample]) -> anyhow::Result<Section> {
             ),
         ]);
     }
+    Ok(section)
+}
+
+/// What one manual compaction by `method` leaves of a copy of `sample`,
+/// or `None` when the method declines.
+fn after_method(
+    sample: &Sample,
+    method: &dyn abridge_compact::CompactionMethod,
+) -> anyhow::Result<Option<(u64, u64)>> {
+    let mut session = copy(sample)?;
+    let policy =
+        abridge_compact::Policy::new(Arc::new(o200k_counter())).with_keep_recent_tokens(20_000);
+    let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    let landed = runtime.block_on(abridge_compact::compact_session(
+        &mut session,
+        method,
+        &policy,
+        abridge_compact::Trigger::Manual,
+    ));
+    Ok(landed.ok().map(|o| (o.tokens_before, o.tokens_after)))
+}
+
+fn mask_beside(samples: &[Sample]) -> anyhow::Result<Section> {
+    let mut section = Section::new(
+        "mask beside prune and digest",
+        "Each imported sample, one manual compaction per method on its own copy (keep 20000 \
+         recent tokens, default settings: mask keeps the newest 10 tool results, prune \
+         protects the newest 40000 tool tokens and acts only on a 20000-token saving). Tokens \
+         are o200k as the meter counts them; `-` means the method declined. The ratios are \
+         mask's context after against the other method's, from the same run (below 1: mask \
+         left less).",
+        &[
+            "sample",
+            "before",
+            "prune after",
+            "mask after",
+            "digest after",
+            "mask / prune",
+            "mask / digest",
+        ],
+    );
+    let reclaim = abridge_prune::ReclaimConfig::default();
+    let built = |name: &str| {
+        reclaim
+            .method(name)
+            .with_context(|| format!("no method {name}"))?
+            .map_err(anyhow::Error::from)
+    };
+    let (prune, mask) = (built("prune")?, built("mask")?);
+    let digest = abridge_compact_basic::DigestMethod;
+    let cell = |figures: Option<(u64, u64)>| figures.map_or("-".to_string(), |f| f.1.to_string());
+    for sample in samples {
+        let before = o200k_counter().measure(&sample.session).estimate;
+        let pruned = after_method(sample, prune.as_ref())?;
+        let masked = after_method(sample, mask.as_ref())?;
+        let digested = after_method(sample, &digest)?;
+        let ratio = |other: Option<(u64, u64)>| {
+            let mask_after = masked.map_or(before, |m| m.1);
+            let other_after = other.map_or(before, |o| o.1);
+            format!("{:.2}", mask_after as f64 / other_after.max(1) as f64)
+        };
+        section.row(vec![
+            sample.name.clone(),
+            before.to_string(),
+            cell(pruned),
+            cell(masked),
+            cell(digested),
+            ratio(pruned),
+            ratio(digested),
+        ]);
+    }
+    section.note(
+        "A declined method counts as leaving the context unchanged in the ratios. mask keeps \
+         every message the model wrote and replaces only tool observations, so it sits between \
+         prune (which keeps the newest 40000 tool tokens) and digest (which replaces all but \
+         the newest 20000 tokens with a summary).",
+    );
     Ok(section)
 }
