@@ -156,3 +156,21 @@ pub fn build_methods(
     }
     (methods, skipped)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mask_is_built_from_the_settings_order() {
+        let settings = Settings {
+            method_order: vec!["mask".to_string(), "digest".to_string()],
+            mask_keep: 3,
+            ..Settings::default()
+        };
+        let (methods, skipped) = build_methods(&settings, &MethodSources::offline("gpt-4o"));
+        assert!(skipped.is_empty(), "{skipped:?}");
+        let names: Vec<&str> = methods.iter().map(|m| m.name()).collect();
+        assert_eq!(names, ["mask", "digest"]);
+    }
+}

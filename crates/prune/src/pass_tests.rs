@@ -586,34 +586,43 @@ fn shake_moves_fenced_and_xml_blocks_and_keeps_the_rest() {
     );
 }
 
-#[test]
-fn shake_offsets_count_characters_across_text_blocks() {
-    let mut b = Builder::new();
-    let first = "première ligne\n".repeat(3);
-    let fence = format!("```\n{}```", "ünïcode\n".repeat(200));
+/// A call of `name` answered by a result of `content`; the result's seq.
+fn call_with_blocks(b: &mut Builder, name: &str, content: Vec<Block>) -> Seq {
+    let id = format!("blocks{}", b.session.len());
     b.session
         .append_message(Message {
             role: Role::Assistant,
             content: vec![Block::ToolCall {
-                id: "two".into(),
-                name: "bash".into(),
+                id: id.clone(),
+                name: name.into(),
                 arguments: json!({}),
             }],
             meta: Meta::default(),
         })
         .unwrap();
-    let seq = b
-        .session
+    b.session
         .append_message(Message {
             role: Role::Tool,
             content: vec![Block::ToolResult {
-                call_id: "two".into(),
-                content: vec![Block::text(first.clone()), Block::text(fence.clone())],
+                call_id: id,
+                content,
                 is_error: false,
             }],
             meta: Meta::default(),
         })
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn shake_offsets_count_characters_across_text_blocks() {
+    let mut b = Builder::new();
+    let first = "première ligne\n".repeat(3);
+    let fence = format!("```\n{}```", "ünïcode\n".repeat(200));
+    let seq = call_with_blocks(
+        &mut b,
+        "bash",
+        vec![Block::text(first.clone()), Block::text(fence.clone())],
+    );
     b.say("next");
     let config = ShakeConfig {
         keep_recent_tokens: 1,
@@ -655,29 +664,11 @@ fn image_result(b: &mut Builder) -> (Seq, Block) {
         width: Some(2),
         height: Some(3),
     };
-    b.session
-        .append_message(Message {
-            role: Role::Assistant,
-            content: vec![Block::ToolCall {
-                id: "img".into(),
-                name: "screenshot".into(),
-                arguments: json!({}),
-            }],
-            meta: Meta::default(),
-        })
-        .unwrap();
-    let seq = b
-        .session
-        .append_message(Message {
-            role: Role::Tool,
-            content: vec![Block::ToolResult {
-                call_id: "img".into(),
-                content: vec![Block::text("pixels ".repeat(400)), image.clone()],
-                is_error: false,
-            }],
-            meta: Meta::default(),
-        })
-        .unwrap();
+    let seq = call_with_blocks(
+        &mut b,
+        "screenshot",
+        vec![Block::text("pixels ".repeat(400)), image.clone()],
+    );
     b.say(&"later ".repeat(100));
     (seq, image)
 }
