@@ -216,7 +216,9 @@ fn mask_beside_prune_and_digest_on_every_sample() {
         (PI, "pi.jsonl"),
         (SWE, "swe.jsonl"),
     ];
-    println!("| sample | baseline billed | prune billed | mask billed | digest billed | mask / prune | mask / digest | mask compactions |");
+    println!(
+        "| sample | baseline billed | prune billed | mask billed | digest billed | mask / prune | mask / digest | mask compactions |"
+    );
     println!("|---|---|---|---|---|---|---|---|");
     for (name, out) in samples {
         let session = imported(dir.path(), name, out);
@@ -227,7 +229,11 @@ fn mask_beside_prune_and_digest_on_every_sample() {
                     "simulate", session, "--window", "64000", "--method", method, "--json",
                 ],
             );
-            assert!(output.status.success(), "{name} {method}: {}", stderr(&output));
+            assert!(
+                output.status.success(),
+                "{name} {method}: {}",
+                stderr(&output)
+            );
             serde_json::from_slice(&output.stdout).unwrap()
         };
         let (prune, mask, digest) = (run("prune"), run("mask"), run("digest"));

@@ -621,7 +621,7 @@ fn shake_offsets_count_characters_across_text_blocks() {
     let seq = call_with_blocks(
         &mut b,
         "bash",
-        vec![Block::text(first.clone()), Block::text(fence.clone())],
+        vec![Block::text(first), Block::text(fence.clone())],
     );
     b.say("next");
     let config = ShakeConfig {
@@ -665,7 +665,7 @@ fn image_result(b: &mut Builder) -> (Seq, Block) {
         height: Some(3),
     };
     let seq = call_with_blocks(
-        &mut b,
+        b,
         "screenshot",
         vec![Block::text("pixels ".repeat(400)), image.clone()],
     );
