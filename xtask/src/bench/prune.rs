@@ -315,7 +315,8 @@ fn mask_beside(samples: &[Sample]) -> anyhow::Result<Section> {
         "Each imported sample, one manual compaction per method on its own copy (keep 20000 \
          recent tokens, default settings: mask keeps the newest 10 tool results, prune \
          protects the newest 40000 tool tokens and acts only on a 20000-token saving). Tokens \
-         are o200k as the meter counts them; `-` means the method declined. The ratios are \
+         are o200k, the figure compaction acts on (the larger of the estimate and \
+         the usage the sample reported, as the trigger measures it); `-` means the method declined. The ratios are \
          mask's context after against the other method's, from the same run (below 1: mask \
          left less).",
         &[
@@ -339,7 +340,10 @@ fn mask_beside(samples: &[Sample]) -> anyhow::Result<Section> {
     let digest = abridge_compact_basic::DigestMethod;
     let cell = |figures: Option<(u64, u64)>| figures.map_or("-".to_string(), |f| f.1.to_string());
     for sample in samples {
-        let before = o200k_counter().measure(&sample.session).estimate;
+        // The figure compaction acts on (anchored on reported usage where
+        // the sample has it), so before and after compare.
+        let before =
+            abridge_compact::TokenCounter::context_tokens(&o200k_counter(), &sample.session);
         let pruned = after_method(sample, prune.as_ref())?;
         let masked = after_method(sample, mask.as_ref())?;
         let digested = after_method(sample, &digest)?;
