@@ -42,20 +42,17 @@ fn open(path: &Path) -> Session {
     Session::open(Box::new(store)).unwrap().0
 }
 
-fn method(name: &str, session_path: &Path) -> Arc<dyn CompactionMethod> {
+fn method(name: &str) -> Arc<dyn CompactionMethod> {
     match name {
         "digest" => Arc::new(abridge_compact_basic::DigestMethod),
         "snapcompact" => Arc::new(abridge_snapcompact::Snapcompact::new(
             MODEL,
             &Catalog::builtin(),
         )),
-        reclaim => {
-            let store = abridge_prune::DirArtifactStore::beside(session_path).unwrap();
-            abridge_prune::ReclaimConfig::default()
-                .method(reclaim, Arc::new(store))
-                .unwrap()
-                .unwrap()
-        }
+        reclaim => abridge_prune::ReclaimConfig::default()
+            .method(reclaim)
+            .unwrap()
+            .unwrap(),
     }
 }
 
@@ -87,7 +84,7 @@ fn run_one(sample_name: &str, method_name: &str) -> Option<(u64, u64)> {
     let entry = Catalog::builtin().lookup(MODEL).entry;
     let policy =
         Policy::new(Arc::new(MeterCounter::for_model(&entry))).with_keep_recent_tokens(4_000);
-    let method = method(method_name, &path);
+    let method = method(method_name);
     let result = futures::executor::block_on(abridge_compact::compact_session(
         &mut session,
         &method,
@@ -178,6 +175,23 @@ fn prune_reclaims_on_the_pi_session() {
         "prune saved under 10%: {before} -> {after}"
     );
     every_sample("prune");
+}
+
+/// mask lands where old observations are worth a placeholder (the pi and
+/// Claude Code sessions) and keeps every sample valid; it declines on the
+/// Codex sample, whose results are redacted to under 50 tokens each.
+#[test]
+fn mask_lands_where_observations_are_large_and_keeps_every_sample_valid() {
+    assert!(run_one("pi-mono__large-session.jsonl", "mask").is_some());
+    assert!(run_one("claude-code__spotter__4d5611e5.jsonl", "mask").is_some());
+    assert!(
+        run_one(
+            "codex__localpush__rollout-2026-02-23T12-54-34-redacted.jsonl",
+            "mask"
+        )
+        .is_none()
+    );
+    every_sample("mask");
 }
 
 #[test]

@@ -24,7 +24,7 @@
 //! | [`meter`] | abridge-meter | tokenizers, message and image cost, the incremental meter |
 //! | [`compact`] | abridge-compact | the seam: plan, begin/commit, method and service traits, invariants |
 //! | [`basic`] | abridge-compact-basic | `digest`, `soft`, `remote`, `handoff`, branch summaries |
-//! | [`prune`] | abridge-prune | `prune`, `shake`, `trim` and the artifact store |
+//! | [`prune`] | abridge-prune | `prune`, `mask`, `shake`, `trim` and the artifact store (for older `artifact://` references) |
 //! | [`snapcompact`] | abridge-snapcompact | history printed onto PNG frames for vision models |
 //!
 //! # Example: an agent loop's side

@@ -13,6 +13,7 @@ use abridge_llm::Catalog;
 use abridge_llm::LlmClient;
 use abridge_llm::RetryPolicy;
 use abridge_prune::ArtifactStore;
+use abridge_prune::MaskConfig;
 use abridge_prune::MemoryArtifactStore;
 use abridge_prune::ReclaimConfig;
 
@@ -58,7 +59,8 @@ pub struct MethodSources {
     /// A ready `remote` method (a summary endpoint or provider-native
     /// compaction), built by the host that knows the endpoint.
     pub remote: Option<Arc<dyn CompactionMethod>>,
-    /// Where `shake` keeps what it moves out of the context.
+    /// Where older logs' `artifact://` references are read from (shake
+    /// wrote them before it named `recall://` parts of the log instead).
     pub artifacts: Arc<dyn ArtifactStore>,
 }
 
@@ -86,13 +88,18 @@ pub fn build_methods(
     let mut skipped = Vec::new();
     let reclaim = ReclaimConfig {
         prune: settings.prune.clone(),
+        mask: MaskConfig {
+            keep: settings.mask_keep,
+            protected_tools: settings.prune.protected_tools.clone(),
+            ..MaskConfig::default()
+        },
         shake: settings.shake.clone(),
         trim: settings.trim.clone(),
     };
     for name in &settings.method_order {
         let built: Result<Arc<dyn CompactionMethod>, String> = match name.as_str() {
             "digest" => Ok(Arc::new(DigestMethod)),
-            "prune" | "shake" | "trim" => match reclaim.method(name, sources.artifacts.clone()) {
+            "prune" | "mask" | "shake" | "trim" => match reclaim.method(name) {
                 Some(Ok(method)) => Ok(method),
                 Some(Err(error)) => Err(error.to_string()),
                 None => Err("not a reclaim method".to_string()),
@@ -148,4 +155,22 @@ pub fn build_methods(
         }
     }
     (methods, skipped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mask_is_built_from_the_settings_order() {
+        let settings = Settings {
+            method_order: vec!["mask".to_string(), "digest".to_string()],
+            mask_keep: 3,
+            ..Settings::default()
+        };
+        let (methods, skipped) = build_methods(&settings, &MethodSources::offline("gpt-4o"));
+        assert!(skipped.is_empty(), "{skipped:?}");
+        let names: Vec<&str> = methods.iter().map(|m| m.name()).collect();
+        assert_eq!(names, ["mask", "digest"]);
+    }
 }

@@ -37,6 +37,7 @@ pub const KNOWN_METHODS: &[&str] = &[
     "soft",
     "digest",
     "trim",
+    "mask",
 ];
 
 /// The smallest default reserve, in tokens: room for the next reply and a
@@ -163,6 +164,9 @@ pub struct Settings {
     pub count_with_endpoint: bool,
     /// Settings of `prune`.
     pub prune: PruneConfig,
+    /// `mask` keeps this many newest tool results verbatim (default 10,
+    /// at least 1); it shares prune's protected tools.
+    pub mask_keep: usize,
     /// Settings of `shake`; `None` picks a preset from the trigger.
     pub shake: Option<ShakeConfig>,
     /// Settings of `trim`.
@@ -187,6 +191,7 @@ impl Default for Settings {
             promotion_model: None,
             count_with_endpoint: true,
             prune: PruneConfig::default(),
+            mask_keep: abridge_prune::DEFAULT_MASK_KEEP,
             shake: None,
             trim: TrimConfig::default(),
         }
@@ -369,6 +374,13 @@ impl Settings {
                 message: format!(
                     "{percent} must be 1 to 50 (percent of the threshold below it); leave it out to turn speculation off"
                 ),
+            });
+        }
+        if self.mask_keep == 0 {
+            return Err(Unlocated {
+                key: "mask_keep",
+                message: "must be at least 1: the newest tool result is what the model works from"
+                    .to_string(),
             });
         }
         if self.breaker_failures == 0 {

@@ -11,7 +11,8 @@ use abridge::Settings;
 
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct BudgetArgs {
-    /// Methods to walk, in order (default: the settings' method order).
+    /// Methods to walk, in order (default: the settings' method order):
+    /// prune, mask, shake, trim, digest, snapcompact, soft, handoff, remote.
     #[arg(long, value_delimiter = ',')]
     pub(crate) method: Vec<String>,
     /// The model to price and compact for (default: the session's last).

@@ -1,7 +1,6 @@
 //! Building compaction methods from their names and the command line's
 //! model flags.
 
-use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,10 +16,7 @@ use abridge_llm::LlmClient;
 use abridge_llm::ProviderConfig;
 use abridge_llm::ProviderKind;
 use abridge_llm::RetryPolicy;
-use abridge_prune::ArtifactStore;
-use abridge_prune::DirArtifactStore;
 use abridge_prune::MemoryArtifactStore;
-use anyhow::Context;
 use anyhow::bail;
 
 /// How to reach a summarizing model.
@@ -131,38 +127,12 @@ impl LlmArgs {
     }
 }
 
-/// Where `shake` keeps the blocks it moves out of the history.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Artifacts<'a> {
-    /// In `<session>.artifacts/` beside the session file, so an agent can
-    /// read them back later.
-    Beside(&'a Path),
-    /// In memory, for runs that must write nothing (simulations).
-    Memory,
-}
-
-impl Artifacts<'_> {
-    fn store(self) -> anyhow::Result<Arc<dyn ArtifactStore>> {
-        Ok(match self {
-            Artifacts::Beside(session_path) => {
-                Arc::new(DirArtifactStore::beside(session_path).with_context(|| {
-                    format!(
-                        "cannot open the artifact store beside {}",
-                        session_path.display()
-                    )
-                })?)
-            }
-            Artifacts::Memory => Arc::new(MemoryArtifactStore::default()),
-        })
-    }
-}
-
-/// Builds the methods named in `names`, in order.
 /// What the settings' method order is built from: the summarizer and
-/// remote endpoint from the flags, and the artifact store.
+/// remote endpoint from the flags. No method writes beside the session
+/// (shake names `recall://` parts of the log), so the artifact store, for
+/// reading older logs' `artifact://` references, stays in memory.
 pub(crate) fn sources(
     llm: &LlmArgs,
-    artifacts: Artifacts<'_>,
     model: &str,
     order: &[String],
     explicit: bool,
@@ -214,6 +184,6 @@ pub(crate) fn sources(
         catalog: abridge_llm::Catalog::builtin(),
         summarizer,
         remote,
-        artifacts: artifacts.store()?,
+        artifacts: Arc::new(MemoryArtifactStore::default()),
     })
 }

@@ -201,3 +201,58 @@ fn every_sample_under_a_small_window_stays_under_it_without_looping() {
         assert_eq!(report["violations"], serde_json::json!([]), "{name}");
     }
 }
+
+/// Issue 13, point 6: `simulate` reports mask beside prune and digest on
+/// every bundled sample. Each run is the same replay under a 64k window
+/// with one method; mask must keep every replay inside the window wherever
+/// it lands, and bill no more than the replay without compaction. Prints
+/// the table docs/pruning.md quotes (`-- --nocapture`).
+#[test]
+fn mask_beside_prune_and_digest_on_every_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = [
+        (abridge_test_support::samples::CLAUDE, "claude.jsonl"),
+        (abridge_test_support::samples::CODEX, "codex.jsonl"),
+        (PI, "pi.jsonl"),
+        (SWE, "swe.jsonl"),
+    ];
+    println!(
+        "| sample | baseline billed | prune billed | mask billed | digest billed | mask / prune | mask / digest | mask compactions |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for (name, out) in samples {
+        let session = imported(dir.path(), name, out);
+        let run = |method: &str| -> serde_json::Value {
+            let output = abridge_in(
+                dir.path(),
+                &[
+                    "simulate", session, "--window", "64000", "--method", method, "--json",
+                ],
+            );
+            assert!(
+                output.status.success(),
+                "{name} {method}: {}",
+                stderr(&output)
+            );
+            serde_json::from_slice(&output.stdout).unwrap()
+        };
+        let (prune, mask, digest) = (run("prune"), run("mask"), run("digest"));
+        let billed = |r: &serde_json::Value| u(&r["simulated"]["input_tokens_billed"]);
+        let baseline = u(&mask["baseline"]["input_tokens_billed"]);
+        assert!(billed(&mask) <= baseline, "{name}: mask billed more");
+        for c in mask["compactions"].as_array().unwrap() {
+            assert_eq!(c["method"], "mask", "{name}: {c}");
+            assert!(u(&c["tokens_after"]) < u(&c["tokens_before"]), "{c}");
+        }
+        assert!(mask["violations"].as_array().unwrap().is_empty(), "{name}");
+        println!(
+            "| {name} | {baseline} | {} | {} | {} | {:.2} | {:.2} | {} |",
+            billed(&prune),
+            billed(&mask),
+            billed(&digest),
+            billed(&mask) as f64 / billed(&prune).max(1) as f64,
+            billed(&mask) as f64 / billed(&digest).max(1) as f64,
+            u(&mask["compaction_count"]),
+        );
+    }
+}

@@ -114,6 +114,7 @@ pub use events::unmatched_starts;
 pub use frame::CHECKPOINT_CLOSING;
 pub use frame::CHECKPOINT_OPENING;
 pub use frame::checkpoint_body;
+pub use frame::checkpoint_reference;
 pub use frame::frame_checkpoint;
 pub use frame::is_checkpoint;
 pub use hooks::Before;

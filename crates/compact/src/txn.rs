@@ -24,6 +24,7 @@ use std::collections::HashSet;
 use abridge_llm::Role;
 use abridge_session::Draft;
 use abridge_session::Lease;
+use abridge_session::Reference;
 use abridge_session::Seq;
 use abridge_session::Session;
 
@@ -315,9 +316,14 @@ fn prepare_checkpoint(
             reason: format!("method {} returned an empty checkpoint", ticket.method),
         });
     }
+    // A plan always hides at least one message (the planner refuses an
+    // empty span), so the reference has both ends.
+    let first = plan.seqs.first().copied().unwrap_or_default();
+    let last = plan.seqs.last().copied().unwrap_or(first);
     let framed = frame_checkpoint(
         &ticket.compaction_id,
         &ticket.method,
+        Reference::range(first, last),
         checkpoint.content,
         &plan.preserve,
     );

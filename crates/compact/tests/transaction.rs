@@ -181,6 +181,53 @@ fn a_landed_compaction_writes_start_summary_checkpoint_end() {
     assert_eq!(reopened.surface_messages(), session.surface_messages());
 }
 
+#[test]
+fn a_checkpoint_names_the_seqs_it_hides_and_they_read_back_from_the_log() {
+    let store = MemoryStore::new();
+    let mut session = session_in(&store, 6);
+    let surface_before = session.surface().seqs().to_vec();
+    let outcome = run(compact_session(
+        &mut session,
+        &method("ok", Behaviour::Land),
+        &policy(),
+        Trigger::Manual,
+    ))
+    .unwrap();
+    let checkpoint = session.message(outcome.checkpoint_seq.unwrap()).unwrap();
+    // The reference is in the text the model sees, and parses.
+    let note = checkpoint
+        .content
+        .iter()
+        .filter_map(Block::as_text)
+        .find(|t| t.contains(abridge_session::RECALL_SCHEME))
+        .unwrap();
+    let text = note
+        .split(|c: char| c.is_whitespace() || c == ']')
+        .find(|w| w.starts_with(abridge_session::RECALL_SCHEME))
+        .unwrap();
+    let reference: abridge_session::Reference = text.parse().unwrap();
+    assert_eq!(checkpoint_reference(checkpoint), Some(reference));
+    // It spans exactly the seqs the checkpoint hid, and those seqs still
+    // hold the original messages.
+    let hidden: Vec<_> = surface_before
+        .iter()
+        .copied()
+        .filter(|s| !session.surface().contains(*s))
+        .collect();
+    assert_eq!(
+        reference.seqs(),
+        (hidden[0], *hidden.last().unwrap()),
+        "{reference}"
+    );
+    let (first, _) = reference.seqs();
+    assert_eq!(
+        session.message(first).unwrap().content,
+        Message::user("request 0").content
+    );
+    assert_eq!(checkpoint_body(checkpoint), "## Goal\nread files");
+    assert!(!checkpoint_body(checkpoint).contains(abridge_session::RECALL_SCHEME));
+}
+
 /// Runs one failing behaviour and checks the surface is untouched and one
 /// error end of `kind` was recorded.
 fn assert_fails_cleanly(behaviour: Behaviour, kind: &str) {
@@ -608,6 +655,7 @@ fn checkpoint_costing(ticket: &Ticket, tokens: u64) -> MethodOutput {
         let framed = frame_checkpoint(
             ticket.compaction_id(),
             "m",
+            abridge_session::Reference::range(plan.seqs()[0], *plan.seqs().last().unwrap()),
             vec![Block::text(text.clone())],
             plan.preserve(),
         );

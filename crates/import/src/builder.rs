@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use abridge_llm::Block;
 use abridge_llm::Message;
 use abridge_llm::Meta;
 use abridge_llm::Origin;
@@ -17,6 +18,7 @@ use abridge_llm::Role;
 use abridge_llm::Usage;
 use abridge_session::Draft;
 use abridge_session::EventBody;
+use abridge_session::Reference;
 use abridge_session::Seq;
 use abridge_session::SurfaceOp;
 
@@ -530,6 +532,10 @@ impl Builder {
             });
             return Ok(self.message(message, parent, time, Some(line)));
         }
+        // Name what the checkpoint hides, as the seam's framing does, so the
+        // `recall` tool reads an imported checkpoint's past back too.
+        let hides = Reference::range(surface[0], surface[cut - 1]);
+        message.content.push(Block::text(hides.hidden_note()));
         let mut sources: Vec<Seq> = surface[..cut].to_vec();
         sources.extend_from_slice(bookkeeping);
         let Draft { body, .. } = Draft::replace(message, 0, cut - 1, sources);

@@ -218,6 +218,22 @@ fn claude_code_sample_merges_split_replies_and_compacts() {
     );
     let summary_seq = session.surface().seqs()[0];
     let summary_event = session.event(summary_seq).unwrap().message_event().unwrap();
+    // The imported checkpoint names what it hides by a recall reference
+    // spanning exactly the hidden messages, and those seqs hold them.
+    let reference = surface[0]
+        .content
+        .iter()
+        .filter_map(abridge_llm::Block::as_text)
+        .find_map(abridge_session::Reference::in_hidden_note)
+        .unwrap();
+    let hidden: Vec<_> = summary_event
+        .sources
+        .iter()
+        .copied()
+        .filter(|s| session.message(*s).is_some())
+        .collect();
+    assert_eq!(reference.seqs(), (hidden[0], *hidden.last().unwrap()));
+    assert!(session.message(hidden[0]).is_some());
     let hidden_messages = summary_event
         .sources
         .iter()
@@ -412,7 +428,10 @@ fn pi_v3_tree_maps_branches_compaction_and_extensions() {
     assert_eq!(
         texts,
         vec![
-            "user: The user asked why the build failed on main. `cfg` had been renamed to `config`; the build error showed it.",
+            &format!(
+                "user: The user asked why the build failed on main. `cfg` had been renamed to `config`; the build error showed it.\n{}",
+                abridge_session::Reference::range(0, 3).hidden_note()
+            ),
             "user: Back to the first approach: fix it.",
             "assistant: ",
             "tool: Edited src/main.rs",
@@ -645,7 +664,11 @@ fn a_pi_v1_compaction_replaces_everything_before_the_kept_index() {
         .iter()
         .map(|m| m.plain_text())
         .collect();
-    assert_eq!(texts, ["summary of the old exchange", "kept", "after"]);
+    let summary = format!(
+        "summary of the old exchange\n{}",
+        abridge_session::Reference::range(0, 1).hidden_note()
+    );
+    assert_eq!(texts, [summary.as_str(), "kept", "after"]);
     assert_eq!(report.compactions, 1);
     assert_eq!(session.surface().generation(), 1);
 }
@@ -931,7 +954,13 @@ fn a_pi_compaction_whose_kept_entry_is_elsewhere_replaces_everything() {
         .iter()
         .map(|m| m.plain_text())
         .collect();
-    assert_eq!(texts, ["all of it"]);
+    assert_eq!(
+        texts,
+        [format!(
+            "all of it\n{}",
+            abridge_session::Reference::range(0, 1).hidden_note()
+        )]
+    );
 }
 
 /// Issue 16, point 7: SWE-agent reuses a call id across turns (the sample

@@ -12,11 +12,19 @@
 //! - [`prune`]: superseded reads ([`SUPERSEDED`]), results a tool flagged
 //!   useless ([`USELESS`]) and old outputs beyond the newest protected
 //!   tokens ([`PRUNED`]).
+//! - [`mask`]: every tool result but the newest N replaced by a one-line
+//!   placeholder ([`MASKED`]).
 //! - [`shake`]: large results and fenced or XML blocks of older results
-//!   moved into one artifact per pass ([`SHAKEN`]), readable back through
-//!   an [`ArtifactStore`] and [`read_reference`].
+//!   moved out of the context ([`SHAKEN`]).
 //! - [`trim`]: a result over a size limit keeps head and tail
 //!   ([`TRIM_MARKER`]).
+//!
+//! Every placeholder that hides something names it by a recall reference
+//! (`recall://SEQ` of the result it replaces, or `recall://SEQ#START-END`
+//! for characters of its text) and the [`RECALL_TOOL`] that reads it back
+//! from the log, where the original stays. Logs written before that carry
+//! `artifact://` references, still readable through an [`ArtifactStore`]
+//! and [`read_reference`].
 //!
 //! Each pass is a pure function from a session and its configuration to a
 //! [`Reclaim`]: rewrites for the compaction transaction (or drafts for
@@ -28,7 +36,7 @@
 //!
 //! # Methods
 //!
-//! [`PruneMethod`], [`ShakeMethod`] and [`TrimMethod`] implement the
+//! [`PruneMethod`], [`MaskMethod`], [`ShakeMethod`] and [`TrimMethod`] implement the
 //! seam's `CompactionMethod` on a plan's snapshot; [`ReclaimConfig::method`]
 //! builds them by name ([`METHOD_NAMES`]) for `abridge compact --method`.
 //! Harnesses call the pass functions directly between turns, with
@@ -74,6 +82,7 @@
 mod artifact;
 mod context;
 mod error;
+mod mask;
 mod method;
 pub mod placeholder;
 mod prune;
@@ -103,15 +112,21 @@ pub use artifact::resolve;
 pub use context::PassContext;
 pub use context::PassKind;
 pub use error::PruneError;
+pub use mask::DEFAULT_MASK_KEEP;
+pub use mask::MaskConfig;
+pub use mask::mask;
 pub use method::METHOD_NAMES;
+pub use method::MaskMethod;
 pub use method::PruneMethod;
 pub use method::ReclaimConfig;
 pub use method::ShakeMethod;
 pub use method::TrimMethod;
 pub use placeholder::ARTIFACT_TOOL;
 pub use placeholder::ARTIFACT_TOOL_DESCRIPTION;
+pub use placeholder::MASKED;
 pub use placeholder::PLACEHOLDER_PREFIX;
 pub use placeholder::PRUNED;
+pub use placeholder::RECALL_TOOL;
 pub use placeholder::SHAKEN;
 pub use placeholder::SHAKEN_IMAGE;
 pub use placeholder::SUPERSEDED;
@@ -119,6 +134,7 @@ pub use placeholder::TRIM_MARKER;
 pub use placeholder::USELESS;
 pub use placeholder::artifact_tool_spec;
 pub use placeholder::is_placeholder;
+pub use placeholder::placeholder_reference;
 pub use prune::DEFAULT_PROTECTED_TOOLS;
 pub use prune::PruneConfig;
 pub use prune::prune;
@@ -139,6 +155,7 @@ pub use scan::Snapshot;
 pub use shake::ImagePolicy;
 pub use shake::ShakeConfig;
 pub use shake::ShakePreset;
+pub use shake::result_text;
 pub use shake::shake;
 pub use trim::TrimConfig;
 pub use trim::trim;

@@ -1,4 +1,4 @@
-//! The `prune`, `shake` and `trim` compaction methods.
+//! The `prune`, `mask`, `shake` and `trim` compaction methods.
 
 use std::sync::Arc;
 
@@ -13,8 +13,9 @@ use serde::Deserialize;
 use serde::Serialize;
 
 use crate::PruneError;
-use crate::artifact::ArtifactStore;
 use crate::context::PassContext;
+use crate::mask::MaskConfig;
+use crate::mask::mask;
 use crate::prune::PruneConfig;
 use crate::prune::prune;
 use crate::report::Reclaim;
@@ -26,14 +27,16 @@ use crate::trim::TrimConfig;
 use crate::trim::trim;
 
 /// The names of this crate's methods, as `--method` accepts them.
-pub const METHOD_NAMES: [&str; 3] = ["prune", "shake", "trim"];
+pub const METHOD_NAMES: [&str; 4] = ["prune", "mask", "shake", "trim"];
 
-/// Settings of all three methods, for a settings file or the command line.
+/// Settings of all four methods, for a settings file or the command line.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReclaimConfig {
     /// The `prune` method.
     pub prune: PruneConfig,
+    /// The `mask` method.
+    pub mask: MaskConfig,
     /// The `shake` method; `None` (the default) picks a preset from the
     /// trigger: rescue on overflow or incomplete output, manual when asked
     /// by hand, automatic otherwise.
@@ -44,20 +47,16 @@ pub struct ReclaimConfig {
 
 impl ReclaimConfig {
     /// The method called `name` (one of [`METHOD_NAMES`]), or `None`.
-    /// `shake` writes its artifacts to `store`; the others ignore it.
     ///
     /// # Errors
     /// [`PruneError::Config`] when the method's settings cannot work.
-    pub fn method(
-        &self,
-        name: &str,
-        store: Arc<dyn ArtifactStore>,
-    ) -> Option<Result<Arc<dyn CompactionMethod>, PruneError>> {
+    pub fn method(&self, name: &str) -> Option<Result<Arc<dyn CompactionMethod>, PruneError>> {
         let method: Result<Arc<dyn CompactionMethod>, PruneError> = match name {
             "prune" => Ok(Arc::new(PruneMethod::new(self.prune.clone()))),
+            "mask" => MaskMethod::new(self.mask.clone()).map(|m| Arc::new(m) as _),
             "shake" => Ok(Arc::new(match &self.shake {
-                Some(config) => ShakeMethod::with_config(config.clone(), store),
-                None => ShakeMethod::new(store),
+                Some(config) => ShakeMethod::with_config(config.clone()),
+                None => ShakeMethod::new(),
             })),
             "trim" => TrimMethod::new(self.trim.clone()).map(|m| Arc::new(m) as _),
             _ => return None,
@@ -118,28 +117,59 @@ impl CompactionMethod for PruneMethod {
     }
 }
 
+/// `mask`: every tool result but the newest N replaced by a one-line
+/// placeholder naming it (see [`mask`](crate::mask())).
+#[derive(Debug, Clone, Default)]
+pub struct MaskMethod {
+    config: MaskConfig,
+}
+
+impl MaskMethod {
+    /// The method with `config`.
+    ///
+    /// # Errors
+    /// [`PruneError::Config`] from [`MaskConfig::validate`].
+    pub fn new(config: MaskConfig) -> Result<Self, PruneError> {
+        config.validate()?;
+        Ok(MaskMethod { config })
+    }
+}
+
+#[async_trait]
+impl CompactionMethod for MaskMethod {
+    fn name(&self) -> &str {
+        "mask"
+    }
+
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        let snapshot = Snapshot::of_plan(plan);
+        let reclaim = mask(
+            &snapshot,
+            &self.config,
+            &PassContext::compaction(),
+            plan.counter().as_ref(),
+        );
+        output(self.name(), reclaim)
+    }
+}
+
 /// `shake`: large results and fenced or XML blocks of older results moved
-/// into one artifact per run (see [`shake`](crate::shake())).
-#[derive(Debug, Clone)]
+/// out of the context (see [`shake`](crate::shake())).
+#[derive(Debug, Clone, Default)]
 pub struct ShakeMethod {
     config: Option<ShakeConfig>,
-    store: Arc<dyn ArtifactStore>,
 }
 
 impl ShakeMethod {
     /// The method with the preset chosen by the trigger of each run.
-    pub fn new(store: Arc<dyn ArtifactStore>) -> Self {
-        ShakeMethod {
-            config: None,
-            store,
-        }
+    pub fn new() -> Self {
+        ShakeMethod { config: None }
     }
 
     /// The method with fixed settings.
-    pub fn with_config(config: ShakeConfig, store: Arc<dyn ArtifactStore>) -> Self {
+    pub fn with_config(config: ShakeConfig) -> Self {
         ShakeMethod {
             config: Some(config),
-            store,
         }
     }
 
@@ -170,12 +200,7 @@ impl CompactionMethod for ShakeMethod {
             &config,
             &PassContext::compaction(),
             plan.counter().as_ref(),
-            self.store.as_ref(),
-        )
-        .map_err(|error| CompactError::Unavailable {
-            method: self.name().to_string(),
-            reason: error.to_string(),
-        })?;
+        );
         output(self.name(), reclaim)
     }
 }
@@ -229,15 +254,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::MemoryArtifactStore;
     use crate::is_placeholder;
     use crate::testkit::Builder;
     use crate::testkit::check_pairing;
     use crate::testkit::result_text;
-
-    fn store() -> Arc<dyn ArtifactStore> {
-        Arc::new(MemoryArtifactStore::new())
-    }
 
     fn compact(
         b: &mut Builder,
@@ -262,10 +282,10 @@ mod tests {
     #[test]
     fn every_name_builds_its_method() {
         for name in METHOD_NAMES {
-            let method = loose().method(name, store()).unwrap().unwrap();
+            let method = loose().method(name).unwrap().unwrap();
             assert_eq!(method.name(), name);
         }
-        assert!(loose().method("soft", store()).is_none());
+        assert!(loose().method("soft").is_none());
         let bad = ReclaimConfig {
             trim: TrimConfig {
                 max_chars: 10,
@@ -274,7 +294,7 @@ mod tests {
             ..ReclaimConfig::default()
         };
         assert!(matches!(
-            bad.method("trim", store()),
+            bad.method("trim"),
             Some(Err(PruneError::Config { .. }))
         ));
     }
@@ -284,7 +304,7 @@ mod tests {
         let mut b = Builder::new();
         let old: Vec<_> = (0..4).map(|_| b.output(300)).collect();
         b.say("next");
-        let method = loose().method("prune", store()).unwrap().unwrap();
+        let method = loose().method("prune").unwrap().unwrap();
         let outcome = compact(&mut b, &*method, Trigger::Manual).unwrap();
         assert!(outcome.tokens_after < outcome.tokens_before);
         assert!(check_invariants(&b.session).is_ok());
@@ -349,11 +369,9 @@ mod tests {
         for _ in 0..3 {
             b.output(1_000);
         }
-        let store = Arc::new(MemoryArtifactStore::new());
-        let method = Arc::new(ShakeMethod::new(store.clone()));
+        let method = Arc::new(ShakeMethod::new());
         let outcome = compact(&mut b, &*method, Trigger::Overflow).unwrap();
         assert!(outcome.tokens_after < outcome.tokens_before);
-        assert_eq!(store.len(), 1);
         assert!(check_invariants(&b.session).is_ok());
     }
 

@@ -14,6 +14,7 @@ use abridge_llm::Origin;
 use abridge_llm::Role;
 use abridge_meter::estimate_tokens;
 use abridge_session::Draft;
+use abridge_session::Reference;
 use abridge_session::Seq;
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -139,7 +140,10 @@ fn pruned_placeholder_is_exact_and_keeps_the_call_id() {
     b.session.append_batch(reclaim.drafts()).unwrap();
     let visible = b.session.surface().seqs()[2];
     assert_ne!(visible, r[0]);
-    assert_eq!(result_text(&b.session, visible), placeholder::pruned(100));
+    assert_eq!(
+        result_text(&b.session, visible),
+        placeholder::pruned(r[0], 100)
+    );
     let message = b.session.message(visible).unwrap();
     assert_eq!(message.tool_result_block().unwrap().0, "c0");
     assert_eq!(check_pairing(&b.session), ["c0", "c1", "c2", "c3", "c4"]);
@@ -213,7 +217,7 @@ fn later_full_read_supersedes_earlier_full_read() {
     let visible = b.session.surface().seqs()[2];
     assert_eq!(
         result_text(&b.session, visible),
-        placeholder::superseded("a.rs", tokens)
+        placeholder::superseded(first, "a.rs", tokens)
     );
     let _ = second;
 }
@@ -267,7 +271,7 @@ fn a_read_already_replaced_by_a_placeholder_supersedes_nothing() {
         .unwrap();
     b.session
         .append(Draft::rewrite(
-            Message::tool_result(call_id, placeholder::pruned(200), false),
+            Message::tool_result(call_id, placeholder::pruned(second, 200), false),
             second,
         ))
         .unwrap();
@@ -340,7 +344,10 @@ fn useless_results_are_blanked_but_errors_never() {
     assert_eq!(targets(&reclaim, Rule::Useless), BTreeSet::from([useless]));
     b.session.append_batch(reclaim.drafts()).unwrap();
     let visible = b.session.surface().seqs()[2];
-    assert_eq!(result_text(&b.session, visible), USELESS);
+    assert_eq!(
+        result_text(&b.session, visible),
+        placeholder::useless(useless)
+    );
     assert!(b.session.surface().contains(error));
 }
 
@@ -464,19 +471,47 @@ fn restore_brings_back_the_original_bytes() {
     );
 }
 
-fn shake_rescue(b: &Builder, store: &dyn ArtifactStore) -> Reclaim {
-    let config = ShakeConfig {
-        keep_recent_tokens: 50,
-        ..ShakeConfig::preset(ShakePreset::Rescue)
-    };
+fn shake_with(b: &Builder, config: &ShakeConfig) -> Reclaim {
     shake(
         &Snapshot::of_session(&b.session, &EstimateCounter::new()),
-        &config,
+        config,
         &PassContext::compaction(),
         &EstimateCounter::new(),
-        store,
     )
-    .unwrap()
+}
+
+fn shake_rescue(b: &Builder) -> Reclaim {
+    shake_with(
+        b,
+        &ShakeConfig {
+            keep_recent_tokens: 50,
+            ..ShakeConfig::preset(ShakePreset::Rescue)
+        },
+    )
+}
+
+/// Every recall reference in `text`.
+fn references_in(text: &str) -> Vec<Reference> {
+    text.split(|c: char| c.is_whitespace() || c == ')' || c == ']')
+        .filter(|w| w.starts_with(abridge_session::RECALL_SCHEME))
+        .map(|w| w.parse().unwrap())
+        .collect()
+}
+
+/// What a reference names, read from the log as the recall tool reads it:
+/// the event's tool result text, or characters of it.
+fn read_back(session: &abridge_session::Session, reference: Reference) -> String {
+    let (seq, range) = match reference {
+        Reference::Event(seq) => (seq, None),
+        Reference::Part { seq, start, end } => (seq, Some((start, end))),
+        Reference::Range { .. } => panic!("a placeholder names one result"),
+    };
+    let message = session.message(seq).unwrap();
+    let text = crate::result_text(message.tool_result_block().unwrap().1);
+    match range {
+        None => text,
+        Some((start, end)) => text.chars().skip(start).take(end - start).collect(),
+    }
 }
 
 #[test]
@@ -485,35 +520,32 @@ fn shake_moves_a_large_result_whole_and_reads_it_back() {
     let big_text = "αβγ log line\n".repeat(200);
     let big = b.call("bash", json!({"command": "make"}), &big_text);
     b.say("recent ".repeat(100).as_str());
-    let store = MemoryArtifactStore::new();
-    let reclaim = shake_rescue(&b, &store);
+    let reclaim = shake_rescue(&b);
     assert_eq!(targets(&reclaim, Rule::Shaken), BTreeSet::from([big]));
-    assert_eq!(store.len(), 1);
     b.session.append_batch(reclaim.drafts()).unwrap();
     let visible = b.session.surface().seqs()[2];
     let text = result_text(&b.session, visible);
-    let reference = text
-        .split_whitespace()
-        .find(|w| w.starts_with(ARTIFACT_SCHEME))
-        .unwrap()
-        .trim_end_matches(';');
-    assert_eq!(read_reference(&store, reference).unwrap(), big_text);
-    let parsed = ArtifactRef::parse(reference).unwrap();
-    let region = parsed.region.unwrap();
+    let references = references_in(&text);
+    let reference = references[0];
+    assert_eq!(
+        reference,
+        Reference::Part {
+            seq: big,
+            start: 0,
+            end: big_text.chars().count()
+        }
+    );
+    assert_eq!(read_back(&b.session, reference), big_text);
     assert_eq!(
         text,
-        placeholder::shaken(
-            "tool output",
-            reference,
-            estimate_tokens(usize::try_from(region.end - region.start).unwrap())
-        )
+        placeholder::shaken("tool output", reference, estimate_tokens(big_text.len()))
     );
 }
 
 #[test]
 fn shake_moves_fenced_and_xml_blocks_and_keeps_the_rest() {
     let mut b = Builder::new();
-    let fence = format!("```rust\n{}```", "let x = 1;\n".repeat(80));
+    let fence = format!("```rust\n{}```", "let x = 1; // é\n".repeat(80));
     let xml = format!("<file path=\"a\">\n{}</file>", "data\n".repeat(150));
     let text = format!("before\n{fence}\nmiddle\n{xml}\nafter");
     // Under the whole-result size, so blocks move one by one.
@@ -525,15 +557,7 @@ fn shake_moves_fenced_and_xml_blocks_and_keeps_the_rest() {
     };
     let seq = b.call("bash", json!({"command": "cat a"}), &text);
     b.say("and now the next step");
-    let store = MemoryArtifactStore::new();
-    let reclaim = shake(
-        &Snapshot::of_session(&b.session, &EstimateCounter::new()),
-        &config,
-        &PassContext::compaction(),
-        &EstimateCounter::new(),
-        &store,
-    )
-    .unwrap();
+    let reclaim = shake_with(&b, &config);
     assert_eq!(targets(&reclaim, Rule::Shaken), BTreeSet::from([seq]));
     b.session.append_batch(reclaim.drafts()).unwrap();
     let visible = b.session.surface().seqs()[2];
@@ -546,15 +570,14 @@ fn shake_moves_fenced_and_xml_blocks_and_keeps_the_rest() {
         shaken.contains("\nmiddle\n[abridge: <file> block ("),
         "{shaken}"
     );
-    assert!(shaken.ends_with("read_artifact tool]\nafter"), "{shaken}");
-    let refs: Vec<&str> = shaken
-        .split_whitespace()
-        .filter(|w| w.starts_with(ARTIFACT_SCHEME))
-        .map(|w| w.trim_end_matches(';'))
-        .collect();
+    assert!(
+        shaken.ends_with("(the recall tool reads it)]\nafter"),
+        "{shaken}"
+    );
+    let refs = references_in(&shaken);
     assert_eq!(refs.len(), 2);
-    assert_eq!(read_reference(&store, refs[0]).unwrap(), fence);
-    assert_eq!(read_reference(&store, refs[1]).unwrap(), xml);
+    assert_eq!(read_back(&b.session, refs[0]), fence);
+    assert_eq!(read_back(&b.session, refs[1]), xml);
     // The call's arguments are untouched.
     let call = b.session.message(b.session.surface().seqs()[1]).unwrap();
     assert_eq!(
@@ -563,27 +586,72 @@ fn shake_moves_fenced_and_xml_blocks_and_keeps_the_rest() {
     );
 }
 
+/// A call of `name` answered by a result of `content`; the result's seq.
+fn call_with_blocks(b: &mut Builder, name: &str, content: Vec<Block>) -> Seq {
+    let id = format!("blocks{}", b.session.len());
+    b.session
+        .append_message(Message {
+            role: Role::Assistant,
+            content: vec![Block::ToolCall {
+                id: id.clone(),
+                name: name.into(),
+                arguments: json!({}),
+            }],
+            meta: Meta::default(),
+        })
+        .unwrap();
+    b.session
+        .append_message(Message {
+            role: Role::Tool,
+            content: vec![Block::ToolResult {
+                call_id: id,
+                content,
+                is_error: false,
+            }],
+            meta: Meta::default(),
+        })
+        .unwrap()
+}
+
+#[test]
+fn shake_offsets_count_characters_across_text_blocks() {
+    let mut b = Builder::new();
+    let first = "première ligne\n".repeat(3);
+    let fence = format!("```\n{}```", "ünïcode\n".repeat(200));
+    let seq = call_with_blocks(
+        &mut b,
+        "bash",
+        vec![Block::text(first), Block::text(fence.clone())],
+    );
+    b.say("next");
+    let config = ShakeConfig {
+        keep_recent_tokens: 1,
+        min_result_tokens: 100_000,
+        min_block_tokens: 50,
+        ..ShakeConfig::preset(ShakePreset::Manual)
+    };
+    let reclaim = shake_with(&b, &config);
+    assert_eq!(reclaim.rewrites.len(), 1);
+    b.session.append_batch(reclaim.drafts()).unwrap();
+    let shaken = result_text(&b.session, b.session.surface().seqs()[2]);
+    let refs = references_in(&shaken);
+    assert_eq!(refs.len(), 1, "{shaken}");
+    assert_eq!(refs[0].seqs(), (seq, seq));
+    assert_eq!(read_back(&b.session, refs[0]), fence);
+}
+
 #[test]
 fn shake_leaves_recent_protected_and_small_results() {
     let mut b = Builder::new();
     let skill = b.call("skill", json!({}), &"s".repeat(4000));
     let small = b.call("bash", json!({}), "ok");
     let recent = b.call("bash", json!({}), &"r".repeat(4000));
-    let store = MemoryArtifactStore::new();
     let config = ShakeConfig {
         keep_recent_tokens: 500,
         ..ShakeConfig::preset(ShakePreset::Rescue)
     };
-    let reclaim = shake(
-        &Snapshot::of_session(&b.session, &EstimateCounter::new()),
-        &config,
-        &PassContext::compaction(),
-        &EstimateCounter::new(),
-        &store,
-    )
-    .unwrap();
+    let reclaim = shake_with(&b, &config);
     assert!(reclaim.is_empty(), "{:?}", reclaim.report);
-    assert!(store.is_empty(), "no artifact without rewrites");
     let _ = (skill, small, recent);
 }
 
@@ -596,29 +664,11 @@ fn image_result(b: &mut Builder) -> (Seq, Block) {
         width: Some(2),
         height: Some(3),
     };
-    b.session
-        .append_message(Message {
-            role: Role::Assistant,
-            content: vec![Block::ToolCall {
-                id: "img".into(),
-                name: "screenshot".into(),
-                arguments: json!({}),
-            }],
-            meta: Meta::default(),
-        })
-        .unwrap();
-    let seq = b
-        .session
-        .append_message(Message {
-            role: Role::Tool,
-            content: vec![Block::ToolResult {
-                call_id: "img".into(),
-                content: vec![Block::text("pixels ".repeat(400)), image.clone()],
-                is_error: false,
-            }],
-            meta: Meta::default(),
-        })
-        .unwrap();
+    let seq = call_with_blocks(
+        b,
+        "screenshot",
+        vec![Block::text("pixels ".repeat(400)), image.clone()],
+    );
     b.say(&"later ".repeat(100));
     (seq, image)
 }
@@ -627,21 +677,13 @@ fn image_result(b: &mut Builder) -> (Seq, Block) {
 fn shake_keeps_images_or_records_them_never_drops_them() {
     for policy in [ImagePolicy::Keep, ImagePolicy::Record] {
         let mut b = Builder::new();
-        let (_, image) = image_result(&mut b);
-        let store = MemoryArtifactStore::new();
+        let (seq, image) = image_result(&mut b);
         let config = ShakeConfig {
             keep_recent_tokens: 50,
             images: policy,
             ..ShakeConfig::preset(ShakePreset::Rescue)
         };
-        let reclaim = shake(
-            &Snapshot::of_session(&b.session, &EstimateCounter::new()),
-            &config,
-            &PassContext::compaction(),
-            &EstimateCounter::new(),
-            &store,
-        )
-        .unwrap();
+        let reclaim = shake_with(&b, &config);
         assert_eq!(reclaim.rewrites.len(), 1, "{policy:?}");
         b.session.append_batch(reclaim.drafts()).unwrap();
         let message = b.session.message(b.session.surface().seqs()[2]).unwrap();
@@ -654,18 +696,14 @@ fn shake_keeps_images_or_records_them_never_drops_them() {
             ImagePolicy::Record => {
                 assert!(!content.iter().any(|b| matches!(b, Block::Image { .. })));
                 let text = content[1].as_text().unwrap();
-                assert!(
-                    text.starts_with("[abridge: image (image/png, 2x3) moved to artifact://"),
-                    "{text}"
+                assert_eq!(
+                    text,
+                    placeholder::shaken_image("image (image/png, 2x3)", Reference::Event(seq))
                 );
-                let reference = text
-                    .split_whitespace()
-                    .find(|w| w.starts_with(ARTIFACT_SCHEME))
-                    .unwrap()
-                    .trim_end_matches(';');
-                let back: Block =
-                    serde_json::from_str(&read_reference(&store, reference).unwrap()).unwrap();
-                assert_eq!(back, image);
+                // The original result, which the reference names, still
+                // holds the image.
+                let original = b.session.message(seq).unwrap();
+                assert_eq!(original.tool_result_block().unwrap().1.last(), Some(&image));
                 assert_eq!(reclaim.report.images_recorded, 1);
             }
         }
@@ -673,22 +711,25 @@ fn shake_keeps_images_or_records_them_never_drops_them() {
 }
 
 #[test]
-fn shake_writes_one_artifact_per_pass_into_a_directory_beside_the_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = DirArtifactStore::beside(&dir.path().join("s.jsonl")).unwrap();
+fn shake_writes_nothing_beside_the_session_and_the_log_keeps_every_original() {
     let mut b = Builder::new();
     let first = "first\n".repeat(300);
     let second = "second\n".repeat(300);
-    b.call("bash", json!({}), &first);
-    b.call("bash", json!({}), &second);
+    let a = b.call("bash", json!({}), &first);
+    let c = b.call("bash", json!({}), &second);
     b.say(&"later ".repeat(100));
-    let reclaim = shake_rescue(&b, &store);
+    let reclaim = shake_rescue(&b);
     assert_eq!(reclaim.rewrites.len(), 2);
-    let files: Vec<_> = std::fs::read_dir(store.root()).unwrap().collect();
-    assert_eq!(files.len(), 1);
-    let artifact = reclaim.report.artifact.unwrap();
-    let whole = read_reference(&store, &artifact).unwrap();
-    assert_eq!(whole, format!("{first}\n\n{second}"));
+    assert_eq!(reclaim.report.artifact, None);
+    b.session.append_batch(reclaim.drafts()).unwrap();
+    let texts: Vec<String> = [2, 4]
+        .iter()
+        .map(|i| result_text(&b.session, b.session.surface().seqs()[*i]))
+        .collect();
+    assert_eq!(read_back(&b.session, references_in(&texts[0])[0]), first);
+    assert_eq!(read_back(&b.session, references_in(&texts[1])[0]), second);
+    assert_eq!(references_in(&texts[0])[0].seqs().0, a);
+    assert_eq!(references_in(&texts[1])[0].seqs().0, c);
 }
 
 #[test]
@@ -801,7 +842,6 @@ fn what_the_model_sees_after_prune_then_shake() {
         &counter,
     );
     b.session.append_batch(pruned.drafts()).unwrap();
-    let store = MemoryArtifactStore::new();
     let shake_config = ShakeConfig {
         keep_recent_tokens: 200,
         min_result_tokens: 5_000,
@@ -813,9 +853,7 @@ fn what_the_model_sees_after_prune_then_shake() {
         &shake_config,
         &PassContext::compaction(),
         &counter,
-        &store,
-    )
-    .unwrap();
+    );
     b.session.append_batch(shaken.drafts()).unwrap();
     insta::assert_snapshot!(render_surface(&b.session));
 }
@@ -835,17 +873,9 @@ fn shake_thresholds_at_below_and_above() {
             min_block_tokens: 1,
             ..ShakeConfig::preset(ShakePreset::Manual)
         };
-        let store = MemoryArtifactStore::new();
         let snapshot = Snapshot::of_session(&b.session, &counter);
         targets(
-            &shake(
-                &snapshot,
-                &config,
-                &PassContext::compaction(),
-                &counter,
-                &store,
-            )
-            .unwrap(),
+            &shake(&snapshot, &config, &PassContext::compaction(), &counter),
             Rule::Shaken,
         )
     };
@@ -875,17 +905,9 @@ fn shake_thresholds_at_below_and_above() {
             min_block_tokens: min_block,
             ..ShakeConfig::preset(ShakePreset::Manual)
         };
-        let store = MemoryArtifactStore::new();
         let snapshot = Snapshot::of_session(&b.session, &counter);
         targets(
-            &shake(
-                &snapshot,
-                &config,
-                &PassContext::compaction(),
-                &counter,
-                &store,
-            )
-            .unwrap(),
+            &shake(&snapshot, &config, &PassContext::compaction(), &counter),
             Rule::Shaken,
         )
     };
@@ -904,7 +926,6 @@ fn per_turn_shake_respects_the_cache_guard() {
         cache_tail_tokens: 100,
         ..ShakeConfig::preset(ShakePreset::Rescue)
     };
-    let store = MemoryArtifactStore::new();
     let counter = EstimateCounter::new();
     let snapshot = Snapshot::of_session(&b.session, &counter);
     let warm = shake(
@@ -912,21 +933,168 @@ fn per_turn_shake_respects_the_cache_guard() {
         &config,
         &PassContext::per_turn(None, None),
         &counter,
-        &store,
-    )
-    .unwrap();
+    );
     assert!(warm.is_empty());
     assert_eq!(warm.report.held_for_cache, 1);
-    assert!(store.is_empty());
     let cold = PassContext::per_turn(
         Some(Duration::from_secs(3600)),
         Some(Duration::from_secs(300)),
     );
+    assert_eq!(shake(&snapshot, &config, &cold, &counter).rewrites.len(), 1);
+}
+
+fn run_mask(b: &Builder, config: &MaskConfig, context: &PassContext) -> Reclaim {
+    let counter = EstimateCounter::new();
+    mask(
+        &Snapshot::of_session(&b.session, &counter),
+        config,
+        context,
+        &counter,
+    )
+}
+
+fn keep(n: usize) -> MaskConfig {
+    MaskConfig {
+        keep: n,
+        ..MaskConfig::default()
+    }
+}
+
+#[test]
+fn mask_keeps_the_newest_n_results_and_masks_the_rest() {
+    let mut b = Builder::new();
+    let results: Vec<Seq> = (0..6).map(|_| b.output(100)).collect();
+    b.say("next");
+    let reclaim = run_mask(&b, &keep(4), &PassContext::compaction());
     assert_eq!(
-        shake(&snapshot, &config, &cold, &counter, &store)
-            .unwrap()
-            .rewrites
-            .len(),
-        1
+        targets(&reclaim, Rule::Masked),
+        BTreeSet::from([results[0], results[1]])
     );
+    // At the boundary: keeping all six, or more, masks nothing.
+    assert!(run_mask(&b, &keep(6), &PassContext::compaction()).is_empty());
+    assert!(run_mask(&b, &keep(7), &PassContext::compaction()).is_empty());
+    assert_eq!(
+        targets(
+            &run_mask(&b, &keep(5), &PassContext::compaction()),
+            Rule::Masked
+        ),
+        BTreeSet::from([results[0]])
+    );
+}
+
+#[test]
+fn mask_leaves_tiny_and_protected_results_but_counts_them_as_newer() {
+    let mut b = Builder::new();
+    let tiny = b.call("bash", json!({}), "ok");
+    let skill = b.call("skill", json!({"name": "x"}), &text_for("c1", 300));
+    let big = b.output(300);
+    let _newest = b.output(100);
+    let reclaim = run_mask(&b, &keep(1), &PassContext::compaction());
+    assert_eq!(targets(&reclaim, Rule::Masked), BTreeSet::from([big]));
+    let _ = (tiny, skill);
+    // The minimum is inclusive: a result of exactly 50 tokens is masked,
+    // one of 49 is not.
+    let mut b = Builder::new();
+    let at = b.output(50);
+    let below = b.output(49);
+    b.output(100);
+    let reclaim = run_mask(&b, &keep(1), &PassContext::compaction());
+    assert_eq!(targets(&reclaim, Rule::Masked), BTreeSet::from([at]));
+    let _ = below;
+}
+
+#[test]
+fn mask_writes_rewrites_whose_references_read_the_original_back() {
+    let mut b = Builder::new();
+    let old = b.output(200);
+    let original = result_text(&b.session, old);
+    b.output(100);
+    let reclaim = run_mask(&b, &keep(1), &PassContext::compaction());
+    let seqs = b.session.append_batch(reclaim.drafts()).unwrap();
+    assert_eq!(seqs.len(), 1);
+    let event = b.session.event(seqs[0]).unwrap().message_event().unwrap();
+    assert_eq!(
+        event.op,
+        abridge_session::SurfaceOp::Rewrite { target: old }
+    );
+    let visible = b.session.surface().seqs()[2];
+    let text = result_text(&b.session, visible);
+    assert_eq!(text, placeholder::masked(old, 200));
+    assert!(is_placeholder(&text));
+    let reference = placeholder_reference(&text).unwrap();
+    assert_eq!(reference, Reference::Event(old));
+    assert_eq!(read_back(&b.session, reference), original);
+    assert_eq!(check_pairing(&b.session), ["c0", "c1"]);
+}
+
+#[test]
+fn a_second_mask_pass_rewrites_nothing_new() {
+    let mut b = Builder::new();
+    for _ in 0..5 {
+        b.output(120);
+    }
+    let first = run_mask(&b, &keep(2), &PassContext::compaction());
+    assert_eq!(first.rewrites.len(), 3);
+    b.session.append_batch(first.drafts()).unwrap();
+    let second = run_mask(&b, &keep(2), &PassContext::compaction());
+    assert!(second.is_empty(), "{:?}", second.report);
+    // A new result moves the window by one: exactly one more is masked.
+    b.output(120);
+    let third = run_mask(&b, &keep(2), &PassContext::compaction());
+    assert_eq!(third.rewrites.len(), 1);
+}
+
+#[test]
+fn mask_holds_rewrites_inside_a_warm_prefix_unless_the_cache_is_cold() {
+    let mut b = Builder::new();
+    let old = b.output(100);
+    for _ in 0..3 {
+        b.output(4_000);
+    }
+    let ttl = Some(Duration::from_secs(300));
+    let warm = run_mask(
+        &b,
+        &keep(3),
+        &PassContext::per_turn(Some(Duration::from_secs(10)), ttl),
+    );
+    assert!(warm.is_empty());
+    assert_eq!(warm.report.held_for_cache, 1);
+    let cold = run_mask(
+        &b,
+        &keep(3),
+        &PassContext::per_turn(Some(Duration::from_secs(301)), ttl),
+    );
+    assert_eq!(targets(&cold, Rule::Masked), BTreeSet::from([old]));
+    // A compaction (the window forces it) rewrites anywhere.
+    let forced = run_mask(&b, &keep(3), &PassContext::compaction());
+    assert_eq!(targets(&forced, Rule::Masked), BTreeSet::from([old]));
+}
+
+#[test]
+fn mask_keep_zero_is_refused() {
+    let error = MaskMethod::new(keep(0)).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "invalid mask.keep: must be at least 1: the newest tool result is what the model works from"
+    );
+    assert!(MaskMethod::new(keep(1)).is_ok());
+}
+
+#[test]
+fn what_the_model_sees_after_mask() {
+    let mut b = Builder::new();
+    b.call("read", json!({"path": "src/lib.rs"}), &text_for("c0", 400));
+    b.call("bash", json!({"command": "ls"}), "a.rs b.rs");
+    b.call("skill", json!({"name": "review"}), &text_for("c2", 300));
+    b.call(
+        "bash",
+        json!({"command": "cargo test"}),
+        &text_for("c3", 250),
+    );
+    b.say("and the newest two stay");
+    b.output(120);
+    b.output(80);
+    let reclaim = run_mask(&b, &keep(2), &PassContext::compaction());
+    b.session.append_batch(reclaim.drafts()).unwrap();
+    insta::assert_snapshot!(render_surface(&b.session));
 }

@@ -179,14 +179,13 @@ proptest! {
         let answered = check_pairing(&session);
         let before: Vec<Message> = session.surface_messages().iter().map(|m| (**m).clone()).collect();
         let counter = EstimateCounter::new();
-        let store = MemoryArtifactStore::new();
         let trim_config = TrimConfig { max_chars: 600, head_chars: 300, tail_chars: 100, ..TrimConfig::default() };
 
         for pass in 0..3 {
             let snapshot = Snapshot::of_session(&session, &counter);
             let reclaim = match pass {
                 0 => prune(&snapshot, &prune_config, &context, &counter),
-                1 => shake(&snapshot, &shake_config, &context, &counter, &store).unwrap(),
+                1 => shake(&snapshot, &shake_config, &context, &counter),
                 _ => trim(&snapshot, &trim_config, &context, &counter).unwrap(),
             };
             for note in &reclaim.report.rewrites {

@@ -143,7 +143,7 @@ pub fn prune(
                 report.held_for_cache += 1;
                 continue;
             }
-            let text = placeholder::superseded(&path, item.tokens);
+            let text = placeholder::superseded(item.seq, &path, item.tokens);
             let message = with_content(item, vec![Block::text(text)]);
             if let Some((draft, note)) = rewrite(item, message, Rule::Superseded, counter) {
                 taken.insert(index);
@@ -171,7 +171,7 @@ pub fn prune(
                 report.held_for_cache += 1;
                 continue;
             }
-            let message = with_content(item, vec![Block::text(placeholder::USELESS)]);
+            let message = with_content(item, vec![Block::text(placeholder::useless(item.seq))]);
             if let Some((draft, note)) = rewrite(item, message, Rule::Useless, counter) {
                 taken.insert(index);
                 chosen.push((index, draft, note));
@@ -202,7 +202,7 @@ pub fn prune(
                 held += 1;
                 continue;
             }
-            let text = placeholder::pruned(item.tokens);
+            let text = placeholder::pruned(item.seq, item.tokens);
             let message = with_content(item, vec![Block::text(text)]);
             if let Some((draft, note)) = rewrite(item, message, Rule::Pruned, counter) {
                 candidates.push((index, draft, note));

@@ -17,7 +17,10 @@ pub enum Rule {
     Superseded,
     /// A result its tool flagged useless, replaced by [`crate::USELESS`].
     Useless,
-    /// A result with regions moved to an artifact ([`crate::SHAKEN`]).
+    /// A tool result older than the newest N, replaced by
+    /// [`crate::MASKED`].
+    Masked,
+    /// A result with regions moved out ([`crate::SHAKEN`]).
     Shaken,
     /// A result cut to head and tail ([`crate::TRIM_MARKER`]).
     Trimmed,
@@ -61,14 +64,15 @@ pub struct Report {
     pub below_minimum_saving: u64,
     /// Rewrites withheld by the cache guard.
     pub held_for_cache: usize,
-    /// The artifact written by a shake pass, as `artifact://ID`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The artifact an older shake pass wrote, as `artifact://ID`; shake
+    /// no longer writes one (kept so older reports still read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact: Option<String>,
-    /// Image blocks moved into the artifact (image policy `record`).
+    /// Image blocks moved out of results (image policy `record`).
     pub images_recorded: usize,
 }
 
-/// A pass's report is what the `prune`, `shake` and `trim` methods record
+/// A pass's report is what the `prune`, `mask`, `shake` and `trim` methods record
 /// about their rewrites.
 impl DetailSection for Report {
     const KEY: &'static str = "reclaim";

@@ -1,6 +1,16 @@
 //! Shake: large tool results, fenced code blocks and top-level XML blocks
-//! in older tool results moved into one artifact per pass, each replaced
-//! by a placeholder naming the artifact and the byte region.
+//! in older tool results moved out of the context, each replaced by a
+//! placeholder naming the characters it moved as `recall://SEQ#START-END`.
+//!
+//! # Why no artifact store
+//!
+//! A rewrite keeps the original result in the log, so the moved text is
+//! already stored: the reference names characters of the text of the
+//! result at the rewrite's target seq (its text blocks joined by a
+//! newline, see [`result_text`]), and the `recall` tool reads them from the
+//! log. Nothing is written beside the session; older logs whose
+//! placeholders say `artifact://` are still read through
+//! [`crate::ArtifactStore`].
 //!
 //! # Why only tool results
 //!
@@ -19,10 +29,9 @@ use abridge_meter::MESSAGE_OVERHEAD;
 use serde::Deserialize;
 use serde::Serialize;
 
-use crate::PruneError;
-use crate::artifact::ArtifactId;
-use crate::artifact::ArtifactRef;
-use crate::artifact::ArtifactStore;
+use abridge_session::Reference;
+use abridge_session::Seq;
+
 use crate::context::PassContext;
 use crate::placeholder;
 use crate::prune::DEFAULT_PROTECTED_TOOLS;
@@ -41,8 +50,8 @@ use crate::scan::Snapshot;
 pub enum ImagePolicy {
     /// Images stay in the result, after the placeholder.
     Keep,
-    /// Each image block is written to the artifact as its JSON and
-    /// replaced by a placeholder naming it.
+    /// Each image block is replaced by a placeholder naming the original
+    /// result (`recall://SEQ`), which still holds it.
     Record,
 }
 
@@ -119,7 +128,7 @@ impl ShakeConfig {
     }
 }
 
-/// A piece of new result content, before the artifact id is known.
+/// A piece of new result content.
 #[derive(Debug)]
 enum Part {
     Block(Block),
@@ -129,27 +138,29 @@ enum Part {
 #[derive(Debug)]
 enum Piece {
     Literal(String),
+    /// Characters `start..end` of the result's text.
     Moved {
         what: String,
-        start: u64,
-        end: u64,
+        start: usize,
+        end: usize,
         tokens: u64,
     },
     Image {
         what: String,
-        start: u64,
-        end: u64,
     },
 }
 
-fn render(parts: &[Part], id: &ArtifactId) -> Vec<Block> {
-    let reference = |start: u64, end: u64| {
-        ArtifactRef {
-            id: id.clone(),
-            region: Some(start..end),
-        }
-        .to_string()
-    };
+/// The text of a tool result as `recall://SEQ#START-END` counts its
+/// characters: its text blocks joined by a newline.
+pub fn result_text(content: &[Block]) -> String {
+    content
+        .iter()
+        .filter_map(Block::as_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn render(parts: &[Part], seq: Seq) -> Vec<Block> {
     parts
         .iter()
         .map(|part| match part {
@@ -166,28 +177,22 @@ fn render(parts: &[Part], id: &ArtifactId) -> Vec<Block> {
                             tokens,
                         } => text.push_str(&placeholder::shaken(
                             what,
-                            &reference(*start, *end),
+                            Reference::Part {
+                                seq,
+                                start: *start,
+                                end: *end,
+                            },
                             *tokens,
                         )),
-                        Piece::Image { what, start, end } => text
-                            .push_str(&placeholder::shaken_image(what, &reference(*start, *end))),
+                        Piece::Image { what } => {
+                            text.push_str(&placeholder::shaken_image(what, Reference::Event(seq)))
+                        }
                     }
                 }
                 Block::text(text)
             }
         })
         .collect()
-}
-
-/// Appends `bytes` to the artifact, separated from the previous piece by a
-/// blank line, and returns its region.
-fn push_piece(artifact: &mut Vec<u8>, bytes: &[u8]) -> (u64, u64) {
-    if !artifact.is_empty() {
-        artifact.extend_from_slice(b"\n\n");
-    }
-    let start = artifact.len() as u64;
-    artifact.extend_from_slice(bytes);
-    (start, artifact.len() as u64)
 }
 
 fn describe_image(block: &Block) -> String {
@@ -220,21 +225,14 @@ fn text_tokens(text: &str, counter: &dyn TokenCounter) -> u64 {
 }
 
 /// The whole result moved: its text as one region, images per policy.
-fn move_whole(
-    content: &[Block],
-    config: &ShakeConfig,
-    artifact: &mut Vec<u8>,
-    counter: &dyn TokenCounter,
-) -> Vec<Part> {
-    let text: Vec<&str> = content.iter().filter_map(Block::as_text).collect();
+fn move_whole(content: &[Block], config: &ShakeConfig, counter: &dyn TokenCounter) -> Vec<Part> {
     let mut parts = Vec::new();
-    if !text.is_empty() {
-        let joined = text.join("\n");
-        let (start, end) = push_piece(artifact, joined.as_bytes());
+    if content.iter().any(|b| b.as_text().is_some()) {
+        let joined = result_text(content);
         parts.push(Part::Text(vec![Piece::Moved {
             what: "tool output".to_string(),
-            start,
-            end,
+            start: 0,
+            end: joined.chars().count(),
             tokens: text_tokens(&joined, counter),
         }]));
     }
@@ -242,19 +240,9 @@ fn move_whole(
         match block {
             Block::Text { .. } => {}
             Block::Image { .. } if config.images == ImagePolicy::Record => {
-                // Serializing a block of plain data cannot fail; were it to,
-                // the image is kept rather than lost.
-                match serde_json::to_vec(block) {
-                    Ok(json) => {
-                        let (start, end) = push_piece(artifact, &json);
-                        parts.push(Part::Text(vec![Piece::Image {
-                            what: describe_image(block),
-                            start,
-                            end,
-                        }]));
-                    }
-                    Err(_) => parts.push(Part::Block(block.clone())),
-                }
+                parts.push(Part::Text(vec![Piece::Image {
+                    what: describe_image(block),
+                }]));
             }
             other => parts.push(Part::Block(other.clone())),
         }
@@ -263,19 +251,24 @@ fn move_whole(
 }
 
 /// Blocks inside the text moved, the rest kept; `None` when nothing moved.
+/// Offsets count characters of [`result_text`]: each text block starts one
+/// newline after the previous one ends.
 fn move_regions(
     content: &[Block],
     config: &ShakeConfig,
-    artifact: &mut Vec<u8>,
     counter: &dyn TokenCounter,
 ) -> Option<Vec<Part>> {
     let mut moved_any = false;
     let mut parts = Vec::new();
+    // Characters of the result's text before the current text block.
+    let mut offset: Option<usize> = None;
     for block in content {
         let Block::Text { text } = block else {
             parts.push(Part::Block(block.clone()));
             continue;
         };
+        let base = offset.map_or(0, |o| o + 1);
+        offset = Some(base + text.chars().count());
         let mut pieces = Vec::new();
         let mut at = 0;
         for region in find_regions(text) {
@@ -284,7 +277,8 @@ fn move_regions(
                 continue;
             }
             pieces.push(Piece::Literal(text[at..region.range.start].to_string()));
-            let (start, end) = push_piece(artifact, text[region.range.clone()].as_bytes());
+            let start = base + text[..region.range.start].chars().count();
+            let end = start + text[region.range.clone()].chars().count();
             pieces.push(Piece::Moved {
                 what: region.kind.describe(),
                 start,
@@ -304,8 +298,9 @@ fn move_regions(
     moved_any.then_some(parts)
 }
 
-/// Computes and performs a shake pass: writes at most one artifact to
-/// `store` and returns the rewrites that point into it.
+/// Computes a shake pass: the rewrites that move large results and large
+/// blocks out, each placeholder naming what it moved by a recall
+/// reference into the original result (which stays in the log).
 ///
 /// Candidates are visible tool results, not placeholders, not of
 /// protected tools, with at least `keep_recent_tokens` after them. A
@@ -315,29 +310,20 @@ fn move_regions(
 ///
 /// Current costs are the snapshot's; `counter` prices the rewrites, so
 /// pass the counter the snapshot was counted with.
-///
-/// # Errors
-/// The store's, when writing the artifact fails; nothing is rewritten
-/// then.
 pub fn shake(
     snapshot: &Snapshot,
     config: &ShakeConfig,
     context: &PassContext,
     counter: &dyn TokenCounter,
-    store: &dyn ArtifactStore,
-) -> Result<Reclaim, PruneError> {
+) -> Reclaim {
     let scan = Scan::new(snapshot);
     let _span = tracing::debug_span!("shake", surface = scan.items.len()).entered();
     let mut report = Report {
         surface_tokens: scan.total(),
         ..Report::default()
     };
-    let mut artifact: Vec<u8> = Vec::new();
-    let mut planned: Vec<(usize, Vec<Part>)> = Vec::new();
-    // A stand-in of the real id's length, to check each rewrite pays off
-    // before the artifact exists.
-    let probe_id = ArtifactId::for_content(b"");
-    for (index, item) in scan.items.iter().enumerate() {
+    let mut rewrites = Vec::new();
+    for item in &scan.items {
         let Some(tool) = &item.tool else { continue };
         if tool.elided
             || config.is_protected(&tool.name)
@@ -348,51 +334,23 @@ pub fn shake(
         let Some((_, content, _)) = item.message.tool_result_block() else {
             continue;
         };
-        let mark = artifact.len();
         let parts = if item.tokens >= config.min_result_tokens {
-            Some(move_whole(content, config, &mut artifact, counter))
+            Some(move_whole(content, config, counter))
         } else {
-            move_regions(content, config, &mut artifact, counter)
+            move_regions(content, config, counter)
         };
-        let Some(parts) = parts else {
-            artifact.truncate(mark);
-            continue;
-        };
+        let Some(parts) = parts else { continue };
         if !context.allows(item.tokens_after, config.cache_tail_tokens) {
             report.held_for_cache += 1;
-            artifact.truncate(mark);
             continue;
         }
-        let probe = with_content(item, render(&parts, &probe_id));
-        if rewrite(item, probe, Rule::Shaken, counter).is_none() {
-            artifact.truncate(mark);
-            continue;
-        }
-        planned.push((index, parts));
-    }
-    if planned.is_empty() {
-        return Ok(Reclaim {
-            rewrites: Vec::new(),
-            report,
-        });
-    }
-    let id = store.put(&artifact)?;
-    report.artifact = Some(
-        ArtifactRef {
-            id: id.clone(),
-            region: None,
-        }
-        .to_string(),
-    );
-    let mut rewrites = Vec::with_capacity(planned.len());
-    for (index, parts) in planned {
-        let item = &scan.items[index];
-        report.images_recorded += parts
+        let images = parts
             .iter()
             .filter(|p| matches!(p, Part::Text(pieces) if pieces.iter().any(|x| matches!(x, Piece::Image { .. }))))
             .count();
-        let message = with_content(item, render(&parts, &id));
+        let message = with_content(item, render(&parts, item.seq));
         if let Some((rewritten, note)) = rewrite(item, message, Rule::Shaken, counter) {
+            report.images_recorded += images;
             rewrites.push(rewritten);
             report.rewrites.push(note);
         }
@@ -400,9 +358,7 @@ pub fn shake(
     tracing::debug!(
         rewrites = rewrites.len(),
         saved = report.saved(),
-        artifact = %id,
-        bytes = artifact.len(),
-        "shake pass done"
+        "shake pass computed"
     );
-    Ok(Reclaim { rewrites, report })
+    Reclaim { rewrites, report }
 }

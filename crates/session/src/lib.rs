@@ -64,6 +64,7 @@ pub use event::TYPE_LEAF;
 pub use event::TYPE_MESSAGE;
 pub use lease::Lease;
 pub use lease::Leases;
+pub use reference::HIDDEN_NOTE;
 pub use reference::Reference;
 pub use reference::ReferenceError;
 pub use reference::SCHEME as RECALL_SCHEME;

@@ -24,6 +24,12 @@ use crate::event::Seq;
 /// The prefix every recall reference starts with.
 pub const SCHEME: &str = "recall://";
 
+/// The line a checkpoint carries to name what it hides
+/// (prompts/checkpoint_reference.md). Slot: `{reference}`. It lives here,
+/// beside [`Reference`], because checkpoints are written both by the
+/// compaction seam and by importers, and both must read the same.
+pub const HIDDEN_NOTE: &str = include_str!("../../../prompts/checkpoint_reference.md");
+
 /// What a reference names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Reference {
@@ -71,6 +77,22 @@ impl Reference {
                 last: first.max(last),
             }
         }
+    }
+
+    /// The [`HIDDEN_NOTE`] line naming this reference, as a checkpoint
+    /// shows it to the model.
+    pub fn hidden_note(&self) -> String {
+        HIDDEN_NOTE
+            .trim_end()
+            .replace("{reference}", &self.to_string())
+    }
+
+    /// The reference a [`HIDDEN_NOTE`] line names, or `None` when `text`
+    /// is not such a line.
+    pub fn in_hidden_note(text: &str) -> Option<Self> {
+        let (before, after) = HIDDEN_NOTE.trim_end().split_once("{reference}")?;
+        let inner = text.strip_prefix(before)?.strip_suffix(after)?;
+        inner.parse().ok()
     }
 
     /// The seqs it spans, first and last inclusive.
@@ -155,6 +177,17 @@ mod tests {
         }
         assert_eq!(Reference::range(5, 5), Reference::Event(5));
         assert_eq!("recall://9-9".parse(), Ok(Reference::Event(9)));
+    }
+
+    #[test]
+    fn the_hidden_note_names_its_reference_and_parses_back() {
+        let reference = Reference::range(4, 19);
+        let note = reference.hidden_note();
+        assert!(note.starts_with("[hidden: recall://4-19]"), "{note}");
+        assert!(note.contains("`recall` tool"), "{note}");
+        assert!(!note.contains('\n'));
+        assert_eq!(Reference::in_hidden_note(&note), Some(reference));
+        assert_eq!(Reference::in_hidden_note("## Goal"), None);
     }
 
     #[test]

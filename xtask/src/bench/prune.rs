@@ -2,7 +2,8 @@
 //! largest sample, cold (nothing counted yet) and incremental (counts
 //! cached by seq, the previous pass applied), against recounting the
 //! surface exactly with o200k, the work a pass without a cache would
-//! repeat; and the tokens each pass reclaims on every sample.
+//! repeat; the tokens each pass reclaims on every sample; and `mask`
+//! beside `prune` and `digest`, one manual compaction each, per sample.
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -17,7 +18,6 @@ use abridge_meter::PriorThinking;
 use abridge_meter::Tiktoken;
 use abridge_meter::TokenCounter;
 use abridge_meter::TokenMeter;
-use abridge_prune::MemoryArtifactStore;
 use abridge_prune::PassContext;
 use abridge_prune::PruneConfig;
 use abridge_prune::Reclaim;
@@ -37,7 +37,11 @@ use super::median_time;
 /// Runs this area's benchmarks; each returned section becomes a table.
 pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
     let samples = load_samples()?;
-    Ok(vec![speed(&samples)?, reclaimed(&samples)?])
+    Ok(vec![
+        speed(&samples)?,
+        reclaimed(&samples)?,
+        mask_beside(&samples)?,
+    ])
 }
 
 /// A sample session as imported.
@@ -96,18 +100,13 @@ fn prune_pass(session: &Session, counter: &dyn TokenCounter) -> Reclaim {
     )
 }
 
-fn shake_pass(
-    session: &Session,
-    counter: &dyn TokenCounter,
-    store: &MemoryArtifactStore,
-) -> anyhow::Result<Reclaim> {
+fn shake_pass(session: &Session, counter: &dyn TokenCounter) -> anyhow::Result<Reclaim> {
     Ok(abridge_prune::shake(
         &Snapshot::of_session(session, counter),
         &ShakeConfig::preset(ShakePreset::Automatic),
         &PassContext::compaction(),
         counter,
-        store,
-    )?)
+    ))
 }
 
 /// A copy of a sample's session, to apply rewrites to.
@@ -194,16 +193,15 @@ fn speed(samples: &[Sample]) -> anyhow::Result<Section> {
     ]);
 
     // Shake, after prune as the method order runs them.
-    let store = MemoryArtifactStore::new();
-    let shake_cold_reclaim = shake_pass(&pruned, &EstimateCounter::new(), &store)?;
-    let shake_cold = median_time(min, || shake_pass(&pruned, &EstimateCounter::new(), &store));
+    let shake_cold_reclaim = shake_pass(&pruned, &EstimateCounter::new())?;
+    let shake_cold = median_time(min, || shake_pass(&pruned, &EstimateCounter::new()));
     let mut shaken = copy(largest)?;
     shaken.append_batch(first.drafts())?;
     let warm = EstimateCounter::new();
-    let first_shake = shake_pass(&shaken, &warm, &store)?;
+    let first_shake = shake_pass(&shaken, &warm)?;
     shaken.append_batch(first_shake.drafts())?;
-    let shake_again = shake_pass(&shaken, &warm, &store)?;
-    let shake_incremental = median_time(min, || shake_pass(&shaken, &warm, &store));
+    let shake_again = shake_pass(&shaken, &warm)?;
+    let shake_incremental = median_time(min, || shake_pass(&shaken, &warm));
     section.row(vec![
         "shake (automatic)".into(),
         "cold".into(),
@@ -263,8 +261,7 @@ fn reclaimed(samples: &[Sample]) -> anyhow::Result<Section> {
         let before = counter.measure(&session).estimate;
         let pruned = prune_pass(&session, &counter);
         session.append_batch(pruned.drafts())?;
-        let store = MemoryArtifactStore::new();
-        let shaken = shake_pass(&session, &counter, &store)?;
+        let shaken = shake_pass(&session, &counter)?;
         session.append_batch(shaken.drafts())?;
         let trimmed = abridge_prune::trim(
             &Snapshot::of_session(&session, &counter),
@@ -290,5 +287,86 @@ fn reclaimed(samples: &[Sample]) -> anyhow::Result<Section> {
             ),
         ]);
     }
+    Ok(section)
+}
+
+/// What one manual compaction by `method` leaves of a copy of `sample`,
+/// or `None` when the method declines.
+fn after_method(
+    sample: &Sample,
+    method: &dyn abridge_compact::CompactionMethod,
+) -> anyhow::Result<Option<(u64, u64)>> {
+    let mut session = copy(sample)?;
+    let policy =
+        abridge_compact::Policy::new(Arc::new(o200k_counter())).with_keep_recent_tokens(20_000);
+    let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    let landed = runtime.block_on(abridge_compact::compact_session(
+        &mut session,
+        method,
+        &policy,
+        abridge_compact::Trigger::Manual,
+    ));
+    Ok(landed.ok().map(|o| (o.tokens_before, o.tokens_after)))
+}
+
+fn mask_beside(samples: &[Sample]) -> anyhow::Result<Section> {
+    let mut section = Section::new(
+        "mask beside prune and digest",
+        "Each imported sample, one manual compaction per method on its own copy (keep 20000 \
+         recent tokens, default settings: mask keeps the newest 10 tool results, prune \
+         protects the newest 40000 tool tokens and acts only on a 20000-token saving). Tokens \
+         are o200k, the figure compaction acts on (the larger of the estimate and \
+         the usage the sample reported, as the trigger measures it); `-` means the method declined. The ratios are \
+         mask's context after against the other method's, from the same run (below 1: mask \
+         left less).",
+        &[
+            "sample",
+            "before",
+            "prune after",
+            "mask after",
+            "digest after",
+            "mask / prune",
+            "mask / digest",
+        ],
+    );
+    let reclaim = abridge_prune::ReclaimConfig::default();
+    let built = |name: &str| {
+        reclaim
+            .method(name)
+            .with_context(|| format!("no method {name}"))?
+            .map_err(anyhow::Error::from)
+    };
+    let (prune, mask) = (built("prune")?, built("mask")?);
+    let digest = abridge_compact_basic::DigestMethod;
+    let cell = |figures: Option<(u64, u64)>| figures.map_or("-".to_string(), |f| f.1.to_string());
+    for sample in samples {
+        // The figure compaction acts on (anchored on reported usage where
+        // the sample has it), so before and after compare.
+        let before =
+            abridge_compact::TokenCounter::context_tokens(&o200k_counter(), &sample.session);
+        let pruned = after_method(sample, prune.as_ref())?;
+        let masked = after_method(sample, mask.as_ref())?;
+        let digested = after_method(sample, &digest)?;
+        let ratio = |other: Option<(u64, u64)>| {
+            let mask_after = masked.map_or(before, |m| m.1);
+            let other_after = other.map_or(before, |o| o.1);
+            format!("{:.2}", mask_after as f64 / other_after.max(1) as f64)
+        };
+        section.row(vec![
+            sample.name.clone(),
+            before.to_string(),
+            cell(pruned),
+            cell(masked),
+            cell(digested),
+            ratio(pruned),
+            ratio(digested),
+        ]);
+    }
+    section.note(
+        "A declined method counts as leaving the context unchanged in the ratios. mask keeps \
+         every message the model wrote and replaces only tool observations, so it sits between \
+         prune (which keeps the newest 40000 tool tokens) and digest (which replaces all but \
+         the newest 20000 tokens with a summary).",
+    );
     Ok(section)
 }

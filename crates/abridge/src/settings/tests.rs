@@ -56,6 +56,7 @@ fn bad_files_name_the_key() {
             "idle_minutes = 0\n",
             "t:1: idle_minutes: must be at least 1",
         ),
+        ("mask_keep = 0\n", "t:1: mask_keep: must be at least 1"),
         (
             "[prune]\nprotect_tokns = 5\n",
             "t:2: unknown field `protect_tokns`",

@@ -65,7 +65,6 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         .resolve(&args.session, lookup.entry.context_window)?;
     let sources = methods::sources(
         &args.llm,
-        methods::Artifacts::Beside(&args.session),
         &model_id,
         &settings.method_order,
         !args.budget.method.is_empty(),

@@ -140,10 +140,8 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         .resolve(&args.session, lookup.entry.context_window)?;
     let (window, threshold, keep) = (limits.window, limits.threshold, limits.keep);
     let method_names = settings.method_order.clone();
-    // Artifacts (shake) stay in memory: a simulation writes nothing to disk.
     let sources = methods::sources(
         &args.llm,
-        methods::Artifacts::Memory,
         &model_id,
         &settings.method_order,
         !args.budget.method.is_empty(),
