@@ -62,6 +62,7 @@ mod harness;
 mod maintenance;
 mod methods;
 mod pass;
+pub mod recall;
 mod request;
 mod settings;
 mod speculation;
