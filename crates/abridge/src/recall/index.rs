@@ -1,4 +1,5 @@
-//! The inverted index over hidden history, ranked with BM25.
+//! The inverted index over hidden history, ranked with BM25 (the BM25+
+//! variant).
 //!
 //! What is indexed: every message a checkpoint's `replace` lists in its
 //! `sources`, every original a `rewrite` replaced, and every shake artifact
@@ -31,6 +32,10 @@ use super::tokenize::terms;
 const K1: f32 = 1.2;
 /// BM25 length normalisation.
 const B: f32 = 0.75;
+/// BM25+'s floor (Lv and Zhai, 2011): a term present in a long document
+/// still counts, so a rare identifier inside a long tool result outranks
+/// short messages that only share its common pieces.
+const DELTA: f32 = 1.0;
 
 /// Where an indexed document's text lives.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -140,7 +145,7 @@ impl RecallIndex {
                     if let Some(store) = artifacts {
                         let text = m.message.plain_text();
                         for id in artifact_ids(&text) {
-                            self.add_artifact(store, id);
+                            self.add_artifact(store, &id);
                         }
                     }
                 }
@@ -164,12 +169,12 @@ impl RecallIndex {
         self.add(Source::Event(seq), &text);
     }
 
-    fn add_artifact(&mut self, store: &dyn ArtifactStore, id: ArtifactId) {
+    fn add_artifact(&mut self, store: &dyn ArtifactStore, id: &ArtifactId) {
         let source = Source::Artifact(id.clone());
         if self.seen.contains(&source) {
             return;
         }
-        match store.get(&id) {
+        match store.get(id) {
             Ok(bytes) => self.add(source, &String::from_utf8_lossy(&bytes)),
             Err(error) => tracing::debug!(%id, %error, "artifact not indexed"),
         }
@@ -179,7 +184,7 @@ impl RecallIndex {
         let doc = u32::try_from(self.docs.len()).unwrap_or(u32::MAX);
         let mut counts: FnvMap<u32, u32> = FnvMap::default();
         let mut len = 0u32;
-        terms(text, |term| {
+        terms(text, |term, _| {
             len += 1;
             let id = match self.terms.get(term) {
                 Some(&id) => id,
@@ -233,10 +238,10 @@ impl RecallIndex {
         terms + postings + docs + seen
     }
 
-    /// The `limit` best documents for `terms` (lower-case, as
-    /// [`super::tokenize::query_terms`] gives them), best first; ties go to
-    /// the earlier document.
-    pub fn search(&self, query: &[String], limit: usize) -> Vec<Hit> {
+    /// The `limit` best documents for weighted `query` terms (lower-case,
+    /// as [`super::tokenize::query_terms`] gives them), best first; ties go
+    /// to the earlier document.
+    pub fn search(&self, query: &[(String, f32)], limit: usize) -> Vec<Hit> {
         if self.docs.is_empty() || limit == 0 {
             return Vec::new();
         }
@@ -244,17 +249,18 @@ impl RecallIndex {
         let average = (self.total_len as f32 / n).max(1.0);
         let mut scores = vec![0f32; self.docs.len()];
         let mut touched: Vec<u32> = Vec::new();
-        for term in query {
+        for (term, weight) in query {
             let Some(&id) = self.terms.get(term.as_str()) else {
                 continue;
             };
             let postings = &self.postings[id as usize];
             let df = postings.len() as f32;
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            let idf = weight * (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
             for posting in postings {
                 let len = self.docs[posting.doc as usize].len as f32;
                 let tf = posting.tf as f32;
-                let score = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / average));
+                let score =
+                    idf * (tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / average)) + DELTA);
                 let slot = &mut scores[posting.doc as usize];
                 if *slot == 0.0 {
                     touched.push(posting.doc);

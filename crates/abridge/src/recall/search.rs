@@ -36,13 +36,13 @@ pub(super) fn search(
     index: &RecallIndex,
     session: &Session,
     artifacts: Option<&dyn ArtifactStore>,
-    terms: &[String],
+    terms: &[(String, f32)],
     skip: usize,
     limit: usize,
 ) -> Vec<Found> {
     let hits = index.search(terms, skip + limit);
     // The rarest terms first: the snippet centres on the most telling one.
-    let mut by_rarity: Vec<&String> = terms.iter().collect();
+    let mut by_rarity: Vec<&String> = terms.iter().map(|(t, _)| t).collect();
     by_rarity.sort_by(|a, b| index.idf(b).total_cmp(&index.idf(a)));
     hits.into_iter()
         .skip(skip)

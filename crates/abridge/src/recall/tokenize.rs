@@ -10,8 +10,14 @@
 /// would fill the index with terms nobody searches for.
 pub(super) const MAX_TERM_BYTES: usize = 64;
 
-/// Calls `emit` with every term of `text`, in order; a term may repeat.
-pub(super) fn terms(text: &str, mut emit: impl FnMut(&str)) {
+/// How much a piece of a compound query word counts against the whole
+/// word: `color_index` should rank the message holding that identifier
+/// above one that merely says "color" and "index" many times.
+pub(super) const PIECE_WEIGHT: f32 = 0.25;
+
+/// Calls `emit` with every term of `text`, in order, and whether it is a
+/// whole word (`true`) or a piece of one; a term may repeat.
+pub(super) fn terms(text: &str, mut emit: impl FnMut(&str, bool)) {
     let mut whole = String::new();
     let mut piece = String::new();
     for word in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
@@ -21,7 +27,7 @@ pub(super) fn terms(text: &str, mut emit: impl FnMut(&str)) {
         }
         whole.clear();
         whole.extend(word.chars().flat_map(char::to_lowercase));
-        emit(&whole);
+        emit(&whole, true);
         if !has_parts(word) {
             continue;
         }
@@ -54,12 +60,12 @@ fn boundary(p: char, c: char, next: Option<char>) -> bool {
         || (p.is_uppercase() && c.is_uppercase() && next.is_some_and(char::is_lowercase))
 }
 
-fn pieces(word: &str, buffer: &mut String, emit: &mut impl FnMut(&str)) {
+fn pieces(word: &str, buffer: &mut String, emit: &mut impl FnMut(&str, bool)) {
     let chars: Vec<char> = word.chars().collect();
     buffer.clear();
     for (i, &c) in chars.iter().enumerate() {
         if i > 0 && boundary(chars[i - 1], c, chars.get(i + 1).copied()) && !buffer.is_empty() {
-            emit(buffer);
+            emit(buffer, false);
             buffer.clear();
         }
         if c != '_' {
@@ -67,16 +73,20 @@ fn pieces(word: &str, buffer: &mut String, emit: &mut impl FnMut(&str)) {
         }
     }
     if !buffer.is_empty() {
-        emit(buffer);
+        emit(buffer, false);
     }
 }
 
-/// The distinct terms of a query, in first-seen order.
-pub fn query_terms(query: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    terms(query, |term| {
-        if !out.iter().any(|t| t == term) {
-            out.push(term.to_string());
+/// The distinct terms of a query with their weights (1 for a whole word,
+/// [`PIECE_WEIGHT`] for a piece; a term that is both keeps the larger), in
+/// first-seen order.
+pub fn query_terms(query: &str) -> Vec<(String, f32)> {
+    let mut out: Vec<(String, f32)> = Vec::new();
+    terms(query, |term, whole| {
+        let weight = if whole { 1.0 } else { PIECE_WEIGHT };
+        match out.iter_mut().find(|(t, _)| t == term) {
+            Some((_, w)) => *w = w.max(weight),
+            None => out.push((term.to_string(), weight)),
         }
     });
     out
@@ -88,7 +98,7 @@ mod tests {
 
     fn all(text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        terms(text, |t| out.push(t.to_string()));
+        terms(text, |t, _| out.push(t.to_string()));
         out
     }
 
@@ -107,6 +117,14 @@ mod tests {
     #[test]
     fn long_words_are_skipped_and_queries_deduplicated() {
         assert!(all(&"x".repeat(MAX_TERM_BYTES + 1)).is_empty());
-        assert_eq!(query_terms("Foo foo FOO_bar"), ["foo", "foo_bar", "bar"]);
+        assert_eq!(
+            query_terms("Foo foo_bar bar"),
+            [
+                ("foo".into(), 1.0),
+                ("foo_bar".into(), 1.0),
+                ("bar".into(), 1.0)
+            ]
+        );
+        assert_eq!(query_terms("x_y")[1], ("x".into(), PIECE_WEIGHT));
     }
 }
