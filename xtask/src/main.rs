@@ -106,13 +106,14 @@ fn ci() -> anyhow::Result<()> {
 
 fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
     type Area = (&'static str, fn() -> anyhow::Result<Vec<bench::Section>>);
-    let all: [Area; 8] = [
+    let all: [Area; 9] = [
         ("session", bench::session::run),
         ("meter", bench::meter::run),
         ("compact", bench::compact::run),
         ("maintenance", bench::maintenance::run),
         ("simulate", bench::simulate::run),
         ("prune", bench::prune::run),
+        ("recall", bench::recall::run),
         ("llm", bench::llm::run),
         ("snapcompact", bench::snapcompact::run),
     ];

@@ -70,7 +70,7 @@ struct Posting {
     tf: u32,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Doc {
     source: Source,
     len: u32,
@@ -103,7 +103,7 @@ impl Hasher for Fnv {
 type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
 
 /// An inverted index over what compaction hid in one session.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct RecallIndex {
     terms: FnvMap<Box<str>, u32>,
     postings: Vec<Vec<Posting>>,
