@@ -254,8 +254,7 @@ impl RecallIndex {
                 continue;
             };
             let postings = &self.postings[id as usize];
-            let df = postings.len() as f32;
-            let idf = weight * (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            let idf = weight * inverse_frequency(n, postings.len() as f32);
             for posting in postings {
                 let len = self.docs[posting.doc as usize].len as f32;
                 let tf = posting.tf as f32;
@@ -292,10 +291,17 @@ impl RecallIndex {
         let Some(&id) = self.terms.get(term) else {
             return 0.0;
         };
-        let n = self.docs.len() as f32;
-        let df = self.postings[id as usize].len() as f32;
-        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+        inverse_frequency(
+            self.docs.len() as f32,
+            self.postings[id as usize].len() as f32,
+        )
     }
+}
+
+/// BM25's inverse document frequency of a term in `df` of `n` documents
+/// (never negative).
+fn inverse_frequency(n: f32, df: f32) -> f32 {
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
 }
 
 /// The artifact ids named in `text` (`artifact://` then 32 hex digits).
