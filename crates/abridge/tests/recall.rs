@@ -419,3 +419,43 @@ fn reading_back_and_compacting_again_stays_bounded() {
         );
     }
 }
+
+#[test]
+fn shaken_artifacts_are_searched_and_read_through_the_store() {
+    use abridge::prune::ArtifactStore;
+    let store = std::sync::Arc::new(abridge::prune::MemoryArtifactStore::default());
+    let id = store
+        .put(b"line one\nfn frobnicate_widget() -> u32 { 7 }\nline three")
+        .unwrap();
+    let mut session = Session::in_memory("art");
+    session
+        .append_message(Message::tool_call(
+            "c1",
+            "read_file",
+            json!({"path": "w.rs"}),
+        ))
+        .unwrap();
+    let result = session
+        .append_message(Message::tool_result("c1", "the original file", false))
+        .unwrap();
+    session
+        .append(abridge::session::Draft::rewrite(
+            Message::tool_result("c1", format!("[moved to artifact://{id}#0-56]"), false),
+            result,
+        ))
+        .unwrap();
+    let recall = Recall::open(&session, Some(store.clone()));
+    let found = recall.search(&session, "frobnicate_widget", 1).unwrap();
+    assert_eq!(found[0].source, format!("artifact://{id}"));
+    let (_, page) = recall.read(&session, &found[0].reference, 1).unwrap();
+    assert!(page.text.contains("frobnicate_widget"), "{}", page.text);
+    let (_, original) = recall
+        .read(&session, &format!("recall://{result}"), 1)
+        .unwrap();
+    assert_eq!(original.text, "the original file");
+    let without = Recall::open(&session, None);
+    let miss = without
+        .read(&session, &format!("artifact://{id}"), 1)
+        .unwrap_err();
+    assert!(miss.to_string().contains("no artifact store"), "{miss}");
+}
