@@ -444,7 +444,7 @@ fn shaken_artifacts_are_searched_and_read_through_the_store() {
             result,
         ))
         .unwrap();
-    let recall = Recall::open(&session, Some(store.clone()));
+    let recall = Recall::open(&session, Some(store));
     let found = recall.search(&session, "frobnicate_widget", 1).unwrap();
     assert_eq!(found[0].source, format!("artifact://{id}"));
     let (_, page) = recall.read(&session, &found[0].reference, 1).unwrap();
