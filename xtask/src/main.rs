@@ -112,7 +112,7 @@ fn ci(root: &Path) -> anyhow::Result<()> {
 
 fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
     type Area = (&'static str, fn() -> anyhow::Result<Vec<bench::Section>>);
-    let all: [Area; 9] = [
+    let all: [Area; 10] = [
         ("session", bench::session::run),
         ("meter", bench::meter::run),
         ("claude", bench::claude_counts::run),
@@ -120,6 +120,7 @@ fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
         ("maintenance", bench::maintenance::run),
         ("simulate", bench::simulate::run),
         ("prune", bench::prune::run),
+        ("recall", bench::recall::run),
         ("llm", bench::llm::run),
         ("snapcompact", bench::snapcompact::run),
     ];

@@ -31,6 +31,7 @@ use abridge_llm::Request;
 use abridge_llm::Response;
 use abridge_meter::CostModel;
 use abridge_meter::TokenMeter;
+use abridge_prune::ArtifactStore;
 use abridge_session::Seq;
 use abridge_session::Session;
 
@@ -45,6 +46,7 @@ use crate::methods::build_methods;
 use crate::pass::Observer;
 use crate::pass::Pass;
 use crate::pass::PassStatus;
+use crate::recall::Recall;
 use crate::request::RequestTarget;
 use crate::request::build_request;
 use crate::settings::Limits;
@@ -181,6 +183,8 @@ impl HarnessBuilder {
             None => cost,
         };
         let counter = Arc::new(MeterCounter::new(TokenMeter::new(cost)));
+        let artifacts = self.sources.as_ref().map(|s| s.artifacts.clone());
+        let mut built_artifacts = None;
         let (methods, skipped) = match self.methods {
             Some(methods) => (methods, Vec::new()),
             None => {
@@ -188,10 +192,12 @@ impl HarnessBuilder {
                     catalog: self.catalog.clone(),
                     ..MethodSources::offline(self.model.clone())
                 });
+                built_artifacts = Some(sources.artifacts.clone());
                 build_methods(&self.settings, &sources)
             }
         };
         let policy = Policy::new(counter.clone());
+        let artifacts = artifacts.or_else(|| built_artifacts.clone());
         let mut maintenance = Maintenance::new(methods, policy, limits)
             .with_not_configured(skipped)
             .with_enabled(self.settings.enabled)
@@ -218,6 +224,8 @@ impl HarnessBuilder {
             maintenance,
             settings: self.settings,
             primer,
+            recall: Mutex::new(None),
+            artifacts,
         })
     }
 }
@@ -250,6 +258,10 @@ pub struct Harness {
     maintenance: Maintenance,
     settings: Settings,
     primer: Option<CountPrimer>,
+    /// Built on the first recall call, refreshed on every later one.
+    recall: Mutex<Option<Recall>>,
+    /// Where shake put what it moved out, for `artifact://` references.
+    artifacts: Option<Arc<dyn ArtifactStore>>,
 }
 
 impl Harness {
@@ -495,6 +507,36 @@ impl Harness {
             .maintenance
             .run_with(&self.session, Trigger::Manual, methods, instructions)
             .await?)
+    }
+
+    /// The tools this harness answers, to offer the model beside the host's
+    /// own: `recall` when the `recall` setting is on (the default).
+    pub fn tools(&self) -> Vec<abridge_llm::ToolSpec> {
+        if self.settings.recall {
+            vec![crate::recall::tool_spec()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Runs a call to one of [`tools`](Self::tools) and returns its result
+    /// text, to append as the call's tool result; `None` when `name` is not
+    /// one of them (the host's own tool). A bad call answers with text
+    /// saying what was wrong, never an error, so the turn goes on.
+    pub fn call_tool(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {
+        if !self.settings.recall || name != crate::recall::TOOL_NAME {
+            return None;
+        }
+        let session = lock_session(&self.session);
+        let mut slot = self
+            .recall
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let recall = slot.get_or_insert_with(|| {
+            Recall::open(&session, self.artifacts.clone())
+                .with_page_tokens(self.settings.recall_page_tokens)
+        });
+        Some(recall.call(&session, arguments))
     }
 
     /// Writes buffered events to the store.

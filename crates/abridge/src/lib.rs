@@ -12,6 +12,9 @@
 //! - [`Maintenance`]: the one state machine for every trigger: it walks the
 //!   method order, plans afresh per attempt, requires real progress and
 //!   stops after repeated failures.
+//! - [`recall`]: the model's way back to what compaction hid: the `recall`
+//!   tool ([`Harness::tools`], [`Harness::call_tool`]), its index and reads
+//!   by reference.
 //!
 //! The parts are re-exported under short names; depend on them directly
 //! to keep your build small (the vocabulary alone costs only serde).
@@ -63,6 +66,7 @@ mod harness;
 mod maintenance;
 mod methods;
 mod pass;
+pub mod recall;
 mod request;
 mod settings;
 mod speculation;

@@ -171,6 +171,13 @@ pub struct Settings {
     pub shake: Option<ShakeConfig>,
     /// Settings of `trim`.
     pub trim: TrimConfig,
+    /// Offer the `recall` tool ([`crate::Harness::tools`]) so the model can
+    /// read back and search what compaction hid. Default on: it costs the
+    /// model nothing until it calls it, and it makes every checkpoint an
+    /// index instead of a loss.
+    pub recall: bool,
+    /// Tokens one recall answer holds at most before it is paged.
+    pub recall_page_tokens: usize,
 }
 
 impl Default for Settings {
@@ -194,6 +201,8 @@ impl Default for Settings {
             mask_keep: abridge_prune::DEFAULT_MASK_KEEP,
             shake: None,
             trim: TrimConfig::default(),
+            recall: true,
+            recall_page_tokens: crate::recall::DEFAULT_PAGE_TOKENS,
         }
     }
 }

@@ -38,6 +38,9 @@ enum Command {
     Compact(Box<commands::compact::Args>),
     /// Print exactly the messages the model would receive next.
     Context(commands::context::Args),
+    /// Read back, search or list what compaction hid from the model
+    /// (`--ref`, `--query`, `--toc`).
+    Recall(commands::recall::Args),
     /// Check a session's invariants (tool pairing, checkpoints, sources).
     Check(commands::check::Args),
     /// Print text or a session's visible history onto PNG frames, as
@@ -91,6 +94,7 @@ fn main() -> std::process::ExitCode {
         Command::Compact(args) => commands::compact::run(&args),
         Command::Context(args) => commands::context::run(&args),
         Command::Check(args) => commands::check::run(&args),
+        Command::Recall(args) => commands::recall::run(&args),
         Command::Render(args) => commands::render::run(&args),
         Command::Report(args) => commands::report::run(&args),
         Command::Simulate(args) => commands::simulate::run(&args),

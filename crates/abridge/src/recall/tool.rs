@@ -1,0 +1,283 @@
+//! The `recall` tool: its schema, and the handler that keeps the index up
+//! to date and answers each call with plain text for the model.
+
+use std::sync::Arc;
+
+use abridge_llm::ToolSpec;
+use abridge_prune::ArtifactStore;
+use abridge_session::Session;
+use serde::Deserialize;
+
+use super::index::RecallIndex;
+use super::miss::RecallMiss;
+use super::page::CHARS_PER_TOKEN;
+use super::page::Page;
+use super::page::page_of;
+use super::read::resolve_text;
+use super::search::Found;
+use super::search::search;
+use super::toc::table_of_contents;
+use super::tokenize::query_terms;
+
+/// The tool's name: the one the placeholders name (`abridge_prune::RECALL_TOOL`).
+pub const TOOL_NAME: &str = abridge_prune::RECALL_TOOL;
+
+/// Tokens one call returns at most (estimated at [`CHARS_PER_TOKEN`]).
+pub const DEFAULT_PAGE_TOKENS: usize = 2_000;
+
+/// Search results per page.
+pub const RESULTS_PER_PAGE: usize = 8;
+
+/// What the model is told the tool does.
+pub const TOOL_DESCRIPTION: &str = "Read back or search conversation history that was compacted \
+out of your context. Checkpoints and placeholders name what they hid as recall://SEQ, \
+recall://FIRST-LAST or recall://SEQ#START-END (shaken output as artifact://ID#START-END). \
+Give exactly one of: \"ref\" to read one of those references; \"query\" to search the hidden \
+history by words or identifiers (ranked, with snippets and references); \"toc\" (true) to list \
+what each checkpoint hides, one line per turn. Long answers are paged: pass \"page\" for the next.";
+
+/// The tool as offered to a model.
+pub fn tool_spec() -> ToolSpec {
+    ToolSpec {
+        name: TOOL_NAME.to_string(),
+        description: TOOL_DESCRIPTION.to_string(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "ref": {
+                    "type": "string",
+                    "description": "A reference to read: recall://SEQ, recall://FIRST-LAST, recall://SEQ#START-END or artifact://ID#START-END."
+                },
+                "query": {
+                    "type": "string",
+                    "description": "Words or identifiers to search the hidden history for."
+                },
+                "toc": {
+                    "type": "boolean",
+                    "description": "true: list what each checkpoint hides, one line per turn."
+                },
+                "page": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Which page of a long answer (default 1)."
+                }
+            },
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// The arguments of one call, as the schema describes them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecallArgs {
+    /// A reference to read.
+    #[serde(default, rename = "ref")]
+    pub reference: Option<String>,
+    /// Words to search for.
+    #[serde(default)]
+    pub query: Option<String>,
+    /// List what the checkpoints hide.
+    #[serde(default)]
+    pub toc: Option<bool>,
+    /// Page, from 1.
+    #[serde(default)]
+    pub page: Option<usize>,
+}
+
+/// What a call asks for, once its arguments are checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecallCall {
+    /// Read a reference.
+    Read(String),
+    /// Search.
+    Query(String),
+    /// The table of contents.
+    Toc,
+}
+
+impl RecallArgs {
+    /// Parses a call's JSON arguments.
+    ///
+    /// # Errors
+    /// [`RecallMiss::BadArguments`] naming what does not fit the schema.
+    pub fn parse(arguments: &serde_json::Value) -> Result<Self, RecallMiss> {
+        let arguments = match arguments {
+            // Some models send the arguments as a JSON string.
+            serde_json::Value::String(text) => serde_json::from_str(text).map_err(|e| {
+                RecallMiss::BadArguments(format!("the arguments are not JSON ({e})"))
+            })?,
+            other => other.clone(),
+        };
+        serde_json::from_value(arguments).map_err(|e| RecallMiss::BadArguments(e.to_string()))
+    }
+
+    /// The one thing asked for.
+    ///
+    /// # Errors
+    /// [`RecallMiss::BadArguments`] for none or several of ref/query/toc.
+    pub fn call(&self) -> Result<RecallCall, RecallMiss> {
+        let toc = self.toc == Some(true);
+        match (&self.reference, &self.query, toc) {
+            (Some(r), None, false) => Ok(RecallCall::Read(r.clone())),
+            (None, Some(q), false) => Ok(RecallCall::Query(q.clone())),
+            (None, None, true) => Ok(RecallCall::Toc),
+            (None, None, false) => Err(RecallMiss::BadArguments("none was given".into())),
+            _ => Err(RecallMiss::BadArguments("more than one was given".into())),
+        }
+    }
+}
+
+/// One session's recall: the index over its hidden history, the artifact
+/// store shake wrote to, and the page size.
+///
+/// # Contract
+/// Call [`refresh`](Self::refresh) (or [`call`](Self::call), which does)
+/// after compactions so new hidden history is searchable; reads always see
+/// the current log whether refreshed or not.
+#[derive(Debug)]
+pub struct Recall {
+    index: RecallIndex,
+    artifacts: Option<Arc<dyn ArtifactStore>>,
+    page_chars: usize,
+}
+
+impl Recall {
+    /// Builds the index from the log.
+    pub fn open(session: &Session, artifacts: Option<Arc<dyn ArtifactStore>>) -> Self {
+        let index = RecallIndex::build(session, artifacts.as_deref());
+        Recall {
+            index,
+            artifacts,
+            page_chars: DEFAULT_PAGE_TOKENS * CHARS_PER_TOKEN,
+        }
+    }
+
+    /// Sets the per-call cap in tokens.
+    pub fn with_page_tokens(mut self, tokens: usize) -> Self {
+        self.page_chars = tokens.max(1) * CHARS_PER_TOKEN;
+        self
+    }
+
+    /// The index.
+    pub fn index(&self) -> &RecallIndex {
+        &self.index
+    }
+
+    /// Indexes what was hidden since the last refresh; returns how many
+    /// documents were added.
+    pub fn refresh(&mut self, session: &Session) -> usize {
+        self.index.update(session, self.artifacts.as_deref())
+    }
+
+    /// Page `page` of what `reference` names.
+    ///
+    /// # Errors
+    /// A [`RecallMiss`] naming what was wrong.
+    pub fn read(
+        &self,
+        session: &Session,
+        reference: &str,
+        page: usize,
+    ) -> Result<(String, Page), RecallMiss> {
+        let resolved = resolve_text(session, self.artifacts.as_deref(), reference)?;
+        let page = page_of(&resolved.text, page, self.page_chars, reference.trim())?;
+        Ok((resolved.title, page))
+    }
+
+    /// Page `page` of the search results for `query`.
+    ///
+    /// # Errors
+    /// [`RecallMiss::EmptyQuery`] when the query has no searchable word.
+    pub fn search(
+        &self,
+        session: &Session,
+        query: &str,
+        page: usize,
+    ) -> Result<Vec<Found>, RecallMiss> {
+        let terms = query_terms(query);
+        if terms.is_empty() {
+            return Err(RecallMiss::EmptyQuery);
+        }
+        let skip = page.saturating_sub(1) * RESULTS_PER_PAGE;
+        Ok(search(
+            &self.index,
+            session,
+            self.artifacts.as_deref(),
+            &terms,
+            skip,
+            RESULTS_PER_PAGE,
+        ))
+    }
+
+    /// Page `page` of the table of contents as text.
+    ///
+    /// # Errors
+    /// [`RecallMiss::NoPage`] past its last page.
+    pub fn toc(&self, session: &Session, page: usize) -> Result<Page, RecallMiss> {
+        let text = super::toc::render(&table_of_contents(session));
+        page_of(&text, page, self.page_chars, "the table of contents")
+    }
+
+    /// Answers one tool call with text for the model: the result, or what
+    /// was wrong with the call (never an error that ends the turn).
+    pub fn call(&mut self, session: &Session, arguments: &serde_json::Value) -> String {
+        self.refresh(session);
+        self.answer(session, arguments)
+            .unwrap_or_else(|miss| format!("{}{miss}", super::MISS_PREFIX))
+    }
+
+    fn answer(
+        &self,
+        session: &Session,
+        arguments: &serde_json::Value,
+    ) -> Result<String, RecallMiss> {
+        let args = RecallArgs::parse(arguments)?;
+        let page = args.page.unwrap_or(1);
+        match args.call()? {
+            RecallCall::Read(reference) => {
+                let (title, body) = self.read(session, &reference, page)?;
+                Ok(paged(
+                    &title,
+                    &body,
+                    &format!(
+                        "{{\"ref\": \"{}\", \"page\": {}}}",
+                        reference.trim(),
+                        page + 1
+                    ),
+                ))
+            }
+            RecallCall::Query(query) => {
+                let found = self.search(session, &query, page)?;
+                let skip = page.saturating_sub(1) * RESULTS_PER_PAGE;
+                Ok(super::search::render(query.trim(), &found, skip))
+            }
+            RecallCall::Toc => {
+                let body = self.toc(session, page)?;
+                Ok(paged(
+                    "Table of contents",
+                    &body,
+                    &format!("{{\"toc\": true, \"page\": {}}}", page + 1),
+                ))
+            }
+        }
+    }
+}
+
+/// A page with its header and, when more follow, how to ask for the next.
+fn paged(title: &str, page: &Page, next: &str) -> String {
+    let mut out = format!(
+        "{title} · page {} of {}\n{}",
+        page.page, page.pages, page.text
+    );
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    if page.page < page.pages {
+        out.push_str(&format!(
+            "[page {} of {}; next: {next}]\n",
+            page.page, page.pages
+        ));
+    }
+    out
+}
