@@ -13,6 +13,12 @@
 //! little room, `on_length_stop()`. It prints one JSON line per turn (the
 //! request's token figure, the window, what maintenance did) and exits
 //! non-zero if any request was sent over the window.
+//!
+//! With `--tools on` it also offers the model the harness's own tools,
+//! `recall` (read back what compaction hid) and `compact_context` (ask for
+//! a compaction at the end of the turn), and runs the calls it makes
+//! through `call_tool`, at most four rounds a turn. Off by default: a tiny
+//! model in a 1k window has no room for the schemas.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -47,6 +53,7 @@ struct Args {
     model: String,
     window: u64,
     turns: usize,
+    tools: bool,
 }
 
 fn args() -> Result<Args, String> {
@@ -55,6 +62,7 @@ fn args() -> Result<Args, String> {
         model: String::new(),
         window: 4096,
         turns: 6,
+        tools: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -64,11 +72,14 @@ fn args() -> Result<Args, String> {
             "--model" => out.model = value,
             "--window" => out.window = value.parse().map_err(|e| format!("--window: {e}"))?,
             "--turns" => out.turns = value.parse().map_err(|e| format!("--turns: {e}"))?,
+            "--tools" => out.tools = value == "on",
             other => return Err(format!("unknown flag {other}")),
         }
     }
     if out.url.is_empty() {
-        return Err("usage: agent --url URL [--model NAME] [--window N] [--turns N]".into());
+        return Err(
+            "usage: agent --url URL [--model NAME] [--window N] [--turns N] [--tools on]".into(),
+        );
     }
     Ok(out)
 }
@@ -76,10 +87,15 @@ fn args() -> Result<Args, String> {
 /// The output cap of each turn: short answers keep a CPU run quick.
 const REPLY_CAP: u32 = 160;
 
-/// One turn's request, exactly as the harness builds it, with a cap.
+/// Tool rounds a turn may take before the agent stops answering calls.
+const TOOL_ROUNDS: usize = 4;
+
+/// One turn's request, exactly as the harness builds it, with a cap (and
+/// the harness's tools when `tools`).
 async fn send(
     client: &Arc<dyn LlmClient>,
     harness: &Harness,
+    tools: bool,
 ) -> Result<abridge::llm::Response, abridge::llm::LlmError> {
     let mut request = harness
         .turn_request()
@@ -89,7 +105,34 @@ async fn send(
             message: e.to_string(),
         })?;
     request.max_output_tokens = Some(REPLY_CAP);
+    if tools {
+        request.tools = harness.tools();
+    }
     client.complete(&request).await
+}
+
+/// Answers the reply's tool calls through the harness (records the reply
+/// and each result); true when there were any.
+fn answer_calls(
+    harness: &Harness,
+    reply: &abridge::llm::Response,
+) -> Result<bool, Box<dyn std::error::Error>> {
+    let calls: Vec<(String, String, serde_json::Value)> = reply
+        .message
+        .tool_calls()
+        .map(|(id, name, arguments)| (id.to_string(), name.to_string(), arguments.clone()))
+        .collect();
+    if calls.is_empty() {
+        return Ok(false);
+    }
+    harness.record(reply)?;
+    for (id, name, arguments) in calls {
+        let answer = harness
+            .call_tool(&name, &arguments)
+            .unwrap_or_else(|| format!("There is no tool named {name:?}."));
+        harness.append(Message::tool_result(id, answer, false))?;
+    }
+    Ok(true)
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -106,6 +149,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         method_order: ["prune", "soft", "digest"].map(String::from).to_vec(),
         reserve: Some(args.window / 4),
         keep_recent_tokens: Some(args.window / 8),
+        model_compaction: args.tools,
         ..Settings::default()
     };
     let soft = abridge::basic::SoftConfig {
@@ -142,13 +186,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         if sent > args.window {
             over_window += 1;
         }
-        let reply = match send(&client, &harness).await {
+        let mut reply = match send(&client, &harness, args.tools).await {
             Ok(reply) => reply,
             Err(error) => match harness.on_error(&error).await? {
                 Recovery::NotHandled => return Err(error.into()),
-                _ => send(&client, &harness).await?,
+                _ => send(&client, &harness, args.tools).await?,
             },
         };
+        for _ in 0..TOOL_ROUNDS {
+            if !args.tools || !answer_calls(&harness, &reply)? {
+                break;
+            }
+            harness.mid_turn().await?;
+            reply = send(&client, &harness, args.tools).await?;
+        }
         if reply.stop_reason == StopReason::MaxTokens && sent + u64::from(REPLY_CAP) > args.window {
             // The cut reply is not recorded; maintenance makes room and
             // the next turn goes on.

@@ -43,6 +43,7 @@ use crate::error::HarnessError;
 use crate::maintenance::Maintenance;
 use crate::methods::MethodSources;
 use crate::methods::build_methods;
+use crate::model_compaction::Pending;
 use crate::pass::Observer;
 use crate::pass::Pass;
 use crate::pass::PassStatus;
@@ -226,6 +227,7 @@ impl HarnessBuilder {
             primer,
             recall: Mutex::new(None),
             artifacts,
+            requested: Pending::default(),
         })
     }
 }
@@ -262,6 +264,8 @@ pub struct Harness {
     recall: Mutex<Option<Recall>>,
     /// Where shake put what it moved out, for `artifact://` references.
     artifacts: Option<Arc<dyn ArtifactStore>>,
+    /// A compaction the model asked for, run by the next `after_turn`.
+    requested: Pending,
 }
 
 impl Harness {
@@ -387,10 +391,20 @@ impl Harness {
     /// Only when the session cannot be written.
     pub async fn after_turn(&self) -> Result<Pass, HarnessError> {
         self.prime_counts().await;
-        let pass = self
-            .maintenance
-            .run(&self.session, Trigger::Threshold)
-            .await?;
+        let pass = match self.requested.take() {
+            // The model asked with `compact_context`: a manual pass, with
+            // its focus as the checkpoint's instructions.
+            Some(requested) => {
+                self.maintenance
+                    .run_with(&self.session, Trigger::Manual, &[], requested.focus)
+                    .await?
+            }
+            None => {
+                self.maintenance
+                    .run(&self.session, Trigger::Threshold)
+                    .await?
+            }
+        };
         if pass.status == PassStatus::Succeeded
             && let Some(text) = &self.settings.auto_continue
         {
@@ -510,13 +524,17 @@ impl Harness {
     }
 
     /// The tools this harness answers, to offer the model beside the host's
-    /// own: `recall` when the `recall` setting is on (the default).
+    /// own: `recall` when the `recall` setting is on (the default), and
+    /// `compact_context` when `model_compaction` is.
     pub fn tools(&self) -> Vec<abridge_llm::ToolSpec> {
+        let mut tools = Vec::new();
         if self.settings.recall {
-            vec![crate::recall::tool_spec()]
-        } else {
-            Vec::new()
+            tools.push(crate::recall::tool_spec());
         }
+        if self.settings.model_compaction {
+            tools.push(crate::model_compaction::tool_spec());
+        }
+        tools
     }
 
     /// Runs a call to one of [`tools`](Self::tools) and returns its result
@@ -524,6 +542,9 @@ impl Harness {
     /// one of them (the host's own tool). A bad call answers with text
     /// saying what was wrong, never an error, so the turn goes on.
     pub fn call_tool(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {
+        if self.settings.model_compaction && name == crate::model_compaction::TOOL_NAME {
+            return Some(self.requested.call(arguments));
+        }
         if !self.settings.recall || name != crate::recall::TOOL_NAME {
             return None;
         }

@@ -65,6 +65,7 @@ mod error;
 mod harness;
 mod maintenance;
 mod methods;
+pub mod model_compaction;
 mod pass;
 pub mod recall;
 mod request;

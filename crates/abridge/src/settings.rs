@@ -178,6 +178,11 @@ pub struct Settings {
     pub recall: bool,
     /// Tokens one recall answer holds at most before it is paged.
     pub recall_page_tokens: usize,
+    /// Offer the model the `compact_context` tool, so it can ask for a
+    /// compaction at the end of its turn. Default off: a tool's schema is
+    /// sent with every request, and most hosts leave the timing to
+    /// Maintenance.
+    pub model_compaction: bool,
 }
 
 impl Default for Settings {
@@ -203,6 +208,7 @@ impl Default for Settings {
             trim: TrimConfig::default(),
             recall: true,
             recall_page_tokens: crate::recall::DEFAULT_PAGE_TOKENS,
+            model_compaction: false,
         }
     }
 }
