@@ -183,17 +183,6 @@ pub fn resolve(store: &dyn ArtifactStore, reference: &ArtifactRef) -> Result<Vec
     }
 }
 
-/// What the read-back tool answers for `reference` (text as the model
-/// sees it; a range cut inside a character shows a replacement mark).
-///
-/// # Errors
-/// Parse errors of the reference, and those of [`resolve`].
-pub fn read_reference(store: &dyn ArtifactStore, reference: &str) -> Result<String, PruneError> {
-    let reference = ArtifactRef::parse(reference)?;
-    let bytes = resolve(store, &reference)?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
 /// Artifacts in memory, for tests and hosts with their own persistence.
 #[derive(Debug, Default)]
 pub struct MemoryArtifactStore {

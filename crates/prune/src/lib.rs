@@ -24,7 +24,7 @@
 //! for characters of its text) and the [`RECALL_TOOL`] that reads it back
 //! from the log, where the original stays. Logs written before that carry
 //! `artifact://` references, still readable through an [`ArtifactStore`]
-//! and [`read_reference`].
+//! ([`resolve`]); the recall tool does that for the model.
 //!
 //! Each pass is a pure function from a session and its configuration to a
 //! [`Reclaim`]: rewrites for the compaction transaction (or drafts for
@@ -38,7 +38,7 @@
 //!
 //! [`PruneMethod`], [`MaskMethod`], [`ShakeMethod`] and [`TrimMethod`] implement the
 //! seam's `CompactionMethod` on a plan's snapshot; [`ReclaimConfig::method`]
-//! builds them by name ([`METHOD_NAMES`]) for `abridge compact --method`.
+//! builds them by name (`prune`, `mask`, `shake`, `trim`) for `abridge compact --method`.
 //! Harnesses call the pass functions directly between turns, with
 //! [`PassContext::per_turn`].
 //!
@@ -107,7 +107,6 @@ pub use artifact::ArtifactRef;
 pub use artifact::ArtifactStore;
 pub use artifact::DirArtifactStore;
 pub use artifact::MemoryArtifactStore;
-pub use artifact::read_reference;
 pub use artifact::resolve;
 pub use context::PassContext;
 pub use context::PassKind;
@@ -115,14 +114,11 @@ pub use error::PruneError;
 pub use mask::DEFAULT_MASK_KEEP;
 pub use mask::MaskConfig;
 pub use mask::mask;
-pub use method::METHOD_NAMES;
 pub use method::MaskMethod;
 pub use method::PruneMethod;
 pub use method::ReclaimConfig;
 pub use method::ShakeMethod;
 pub use method::TrimMethod;
-pub use placeholder::ARTIFACT_TOOL;
-pub use placeholder::ARTIFACT_TOOL_DESCRIPTION;
 pub use placeholder::MASKED;
 pub use placeholder::PLACEHOLDER_PREFIX;
 pub use placeholder::PRUNED;
@@ -132,7 +128,6 @@ pub use placeholder::SHAKEN_IMAGE;
 pub use placeholder::SUPERSEDED;
 pub use placeholder::TRIM_MARKER;
 pub use placeholder::USELESS;
-pub use placeholder::artifact_tool_spec;
 pub use placeholder::is_placeholder;
 pub use placeholder::placeholder_reference;
 pub use prune::DEFAULT_PROTECTED_TOOLS;
@@ -143,7 +138,6 @@ pub use reads::FileRead;
 pub use reads::ReadSyntax;
 pub use reads::ReadTool;
 pub use reads::Selector;
-pub use reads::classify as classify_read;
 pub use reads::default_read_tools;
 pub use report::Reclaim;
 pub use report::Report;
@@ -159,4 +153,3 @@ pub use shake::result_text;
 pub use shake::shake;
 pub use trim::TrimConfig;
 pub use trim::trim;
-pub use trim::trim_text;

@@ -27,7 +27,8 @@ use crate::trim::TrimConfig;
 use crate::trim::trim;
 
 /// The names of this crate's methods, as `--method` accepts them.
-pub const METHOD_NAMES: [&str; 4] = ["prune", "mask", "shake", "trim"];
+#[cfg(test)]
+pub(crate) const METHOD_NAMES: [&str; 4] = ["prune", "mask", "shake", "trim"];
 
 /// Settings of all four methods, for a settings file or the command line.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,7 +47,7 @@ pub struct ReclaimConfig {
 }
 
 impl ReclaimConfig {
-    /// The method called `name` (one of [`METHOD_NAMES`]), or `None`.
+    /// The method called `name` (`prune`, `mask`, `shake` or `trim`), or `None`.
     ///
     /// # Errors
     /// [`PruneError::Config`] when the method's settings cannot work.

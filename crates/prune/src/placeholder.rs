@@ -50,15 +50,6 @@ pub const SHAKEN: &str =
 /// original result), `{tool}`.
 pub const SHAKEN_IMAGE: &str = "[abridge: {what} moved to {reference} (the {tool} tool reads it)]";
 
-/// The name of the tool that read `artifact://` references back. Shake
-/// no longer writes artifacts (it names `recall://` parts of the original
-/// result); hosts that still hold logs with `artifact://` placeholders
-/// may keep offering this tool, or let `recall` read them.
-pub const ARTIFACT_TOOL: &str = "read_artifact";
-
-/// The description of that tool, for its [`abridge_llm::ToolSpec`].
-pub const ARTIFACT_TOOL_DESCRIPTION: &str = "Read back content that was moved out of the conversation to save context. Pass the artifact:// reference exactly as it appears in the placeholder.";
-
 /// Fills `{name}` slots of a template.
 fn fill(template: &str, slots: &[(&str, &str)]) -> String {
     let mut out = template.to_string();
@@ -145,25 +136,6 @@ pub fn placeholder_reference(text: &str) -> Option<Reference> {
 /// line, bracketed), so a later pass leaves it alone.
 pub fn is_placeholder(text: &str) -> bool {
     text.starts_with(PLACEHOLDER_PREFIX) && text.ends_with(']') && !text.contains('\n')
-}
-
-/// The tool a host registers so the model can follow `artifact://`
-/// references (see [`crate::read_reference`]).
-pub fn artifact_tool_spec() -> abridge_llm::ToolSpec {
-    abridge_llm::ToolSpec {
-        name: ARTIFACT_TOOL.to_string(),
-        description: ARTIFACT_TOOL_DESCRIPTION.to_string(),
-        parameters: serde_json::json!({
-            "type": "object",
-            "properties": {
-                "reference": {
-                    "type": "string",
-                    "description": "An artifact:// reference, for example artifact://0123abcd#0-100"
-                }
-            },
-            "required": ["reference"]
-        }),
-    }
 }
 
 fn one_line(text: &str, max_chars: usize) -> String {

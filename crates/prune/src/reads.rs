@@ -177,7 +177,7 @@ fn strings(items: &[&str]) -> Vec<String> {
 }
 
 /// What file, if any, a call of `name` with `arguments` read.
-pub fn classify(tools: &[ReadTool], name: &str, arguments: &Value) -> Option<FileRead> {
+pub(crate) fn classify(tools: &[ReadTool], name: &str, arguments: &Value) -> Option<FileRead> {
     let tool = tools.iter().find(|t| t.name == name)?;
     match &tool.syntax {
         ReadSyntax::Args {

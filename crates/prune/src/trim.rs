@@ -67,7 +67,7 @@ impl TrimConfig {
 /// `text` cut to its first `head` and last `tail` characters with the
 /// [`crate::TRIM_MARKER`] between, when it has more than `max` characters;
 /// otherwise `None`. Cuts fall on character boundaries.
-pub fn trim_text(text: &str, max: usize, head: usize, tail: usize) -> Option<String> {
+pub(crate) fn trim_text(text: &str, max: usize, head: usize, tail: usize) -> Option<String> {
     let chars = text.chars().count();
     if chars <= max || head + tail >= chars {
         return None;
