@@ -191,19 +191,14 @@ pub(crate) fn build_cache_aligned_request(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use abridge_llm::Block;
     use abridge_llm::Role;
 
     fn call(id: &str) -> SharedMessage {
-        Arc::new(Message {
-            role: Role::Assistant,
-            content: vec![Block::ToolCall {
-                id: id.into(),
-                name: "read".into(),
-                arguments: serde_json::json!({"path": "a.rs"}),
-            }],
-            meta: Default::default(),
-        })
+        Arc::new(Message::tool_call(
+            id,
+            "read",
+            serde_json::json!({"path": "a.rs"}),
+        ))
     }
 
     fn result(id: &str) -> SharedMessage {

@@ -309,22 +309,12 @@ pub(crate) fn with_files_tree(body: &str, files: &FileOps) -> String {
 mod tests {
     use std::sync::Arc;
 
-    use abridge_llm::Block;
     use abridge_llm::Message;
-    use abridge_llm::Role;
 
     use super::*;
 
     fn call(id: &str, name: &str, arguments: Value) -> SharedMessage {
-        Arc::new(Message {
-            role: Role::Assistant,
-            content: vec![Block::ToolCall {
-                id: id.into(),
-                name: name.into(),
-                arguments,
-            }],
-            meta: Default::default(),
-        })
+        Arc::new(Message::tool_call(id, name, arguments))
     }
 
     #[test]

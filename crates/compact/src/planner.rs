@@ -300,19 +300,10 @@ fn split_turn(
 mod tests {
     use super::*;
     use crate::policy::scale_keep;
-    use abridge_llm::Block;
     use abridge_llm::Message;
 
     fn call(id: &str) -> Message {
-        Message {
-            role: Role::Assistant,
-            content: vec![Block::ToolCall {
-                id: id.into(),
-                name: "read".into(),
-                arguments: serde_json::json!({"path": "a.rs"}),
-            }],
-            meta: Default::default(),
-        }
+        Message::tool_call(id, "read", serde_json::json!({"path": "a.rs"}))
     }
 
     fn policy(keep: u64) -> Policy {
