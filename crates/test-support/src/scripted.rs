@@ -55,26 +55,9 @@ impl ScriptedClient {
         }
     }
 
-    /// A client whose every call is answered by the text replies given,
-    /// in order.
-    pub fn replying(texts: &[&str]) -> Self {
-        ScriptedClient::new(
-            texts
-                .iter()
-                .map(|t| Step::Reply(Box::new(text_reply(t))))
-                .collect(),
-        )
-    }
-
     /// Answers `text` once the script is spent, instead of panicking.
     pub fn fallback(mut self, text: &str) -> Self {
         self.fallback = Some(text.to_string());
-        self
-    }
-
-    /// Names the provider (what `LlmClient::provider` returns).
-    pub fn named(mut self, provider: &str) -> Self {
-        self.provider = provider.to_string();
         self
     }
 

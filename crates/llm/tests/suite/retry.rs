@@ -16,6 +16,7 @@ use abridge_llm::RetryingClient;
 use abridge_llm::StreamEvent;
 use abridge_test_support::scripted::ScriptedClient;
 use abridge_test_support::scripted::Step;
+use abridge_test_support::scripted::server_error;
 use abridge_test_support::scripted::text_reply;
 use futures::StreamExt;
 use pretty_assertions::assert_eq;
@@ -28,14 +29,6 @@ fn scripted(steps: Vec<Step>) -> Arc<ScriptedClient> {
 /// A scripted answer of `text`, from whatever model was asked for.
 fn answer(text: &str) -> Step {
     Step::Reply(Box::new(text_reply(text)))
-}
-
-fn server_error() -> LlmError {
-    LlmError::Server {
-        provider: "scripted".into(),
-        status: 503,
-        message: "busy".into(),
-    }
 }
 
 fn rate_limited(secs: u64) -> LlmError {
