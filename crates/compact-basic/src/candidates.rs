@@ -236,7 +236,7 @@ pub struct SoftSetup {
     /// Summary length, input window and halvings.
     pub soft: SoftConfig,
     /// `Some`: cache-aligned requests replaying this system prompt and
-    /// these tools ([`RequestMode::CacheAligned`]); `None`: the flattened
+    /// these tools; `None`: the flattened
     /// transcript, for endpoints without a prompt cache.
     pub prefix: Option<ConversationPrefix>,
     /// Retry policy of every candidate.

@@ -47,7 +47,7 @@ pub struct InlineConfig {
     /// 8000, for the same reason as `min_chars`.
     pub instructions_min_chars: usize,
     /// How sections are found, tried in order at each line; the first that
-    /// matches wins. Default [`default_markers`](crate::default_markers).
+    /// matches wins. Default `default_markers` (section headings, fenced blocks, XML tags).
     pub instruction_markers: Vec<SectionMarker>,
 }
 

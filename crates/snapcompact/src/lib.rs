@@ -11,7 +11,7 @@
 //!   `[result]` right after it), results and arguments capped head and tail.
 //! - [`normalize()`]: ANSI stripped, line breaks as one filled cell,
 //!   punctuation and box drawing folded to ASCII, emoji to short tags.
-//! - [`FaceId`]: X.org misc-fixed BDF faces (with a dotted `0`) parsed by our
+//! - `FaceId`: X.org misc-fixed BDF faces (with a dotted `0`) parsed by our
 //!   own parser; CJK and other missing glyphs come from Droid Sans Fallback,
 //!   two cells wide.
 //! - [`Shape`], [`FrameSpec`]: glyph and cell sizes, frame sizes per model

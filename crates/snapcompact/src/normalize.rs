@@ -20,7 +20,7 @@ pub(crate) const UNPRINTABLE: char = '?';
 ///
 /// - ANSI escape sequences (CSI, OSC, two-byte escapes) are removed.
 /// - A run of whitespace holding at least one line break becomes one
-///   [`NEWLINE`]; other whitespace runs (tabs included) become one space.
+///   a newline; other whitespace runs (tabs included) become one space.
 /// - Typographic punctuation and box drawing fold to ASCII.
 /// - Common emoji become short tags like `[ok]`; other pictographs `[emoji]`.
 /// - Control characters, private-use and unassigned-looking code points,

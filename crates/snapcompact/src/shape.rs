@@ -199,7 +199,7 @@ pub(crate) const DEFAULT_LINE: ModelLine = ModelLine {
 
 impl FrameSpec {
     /// The frame spec for a model id such as `claude-sonnet-4-5` or
-    /// `openai/gpt-5`. Unknown models get [`DEFAULT_LINE`].
+    /// `openai/gpt-5`. Unknown models get the default line.
     pub fn for_model(model: &str) -> FrameSpec {
         let id = model
             .rsplit('/')

@@ -39,7 +39,7 @@ pub(crate) fn thinking_allowed_for(provider: &str) -> bool {
         .is_some_and(|(_, allowed)| *allowed)
 }
 
-/// [`thinking_allowed_for`] the entry's provider family.
+/// `thinking_allowed_for` the entry's provider family.
 pub fn thinking_allowed(entry: &ModelEntry) -> bool {
     thinking_allowed_for(&entry.provider)
 }

@@ -78,7 +78,7 @@ fn pieces(word: &str, buffer: &mut String, emit: &mut impl FnMut(&str, bool)) {
 }
 
 /// The distinct terms of a query with their weights (1 for a whole word,
-/// [`PIECE_WEIGHT`] for a piece; a term that is both keeps the larger), in
+/// a quarter for a piece; a term that is both keeps the larger), in
 /// first-seen order.
 pub fn query_terms(query: &str) -> Vec<(String, f32)> {
     let mut out: Vec<(String, f32)> = Vec::new();
