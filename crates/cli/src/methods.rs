@@ -101,12 +101,16 @@ impl LlmArgs {
     /// provider's own count instead of the corrected estimate. `None`
     /// otherwise (no other provider has such an endpoint).
     pub(crate) fn count_endpoint(&self) -> anyhow::Result<Option<Arc<dyn CountEndpoint>>> {
-        let (Some(url), Some(key)) = (&self.llm, self.key()?) else {
+        let Some(url) = &self.llm else {
             return Ok(None);
         };
-        if self.provider != "anthropic" {
+        // The provider names `--provider` accepts have one owner.
+        if !matches!(self.provider.parse(), Ok(ProviderKind::Anthropic)) {
             return Ok(None);
         }
+        let Some(key) = self.key()? else {
+            return Ok(None);
+        };
         let config = ProviderConfig::new(url.clone()).with_api_key(key);
         let client =
             CountTokensClient::new(config).map_err(|e| anyhow::anyhow!("--llm {url}: {e}"))?;
