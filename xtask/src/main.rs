@@ -1,7 +1,8 @@
 //! Project automation for abridge.
 //!
 //! - `cargo xtask ci`: format check, the architecture lint, clippy with
-//!   warnings denied, every test, and the docs build: what CI runs.
+//!   warnings denied, every test, the docs build, and mutation testing of
+//!   the lines a change touched when cheap: what CI runs.
 //! - `cargo xtask lint-arch`: crate layers, import circles inside crates
 //!   and file sizes against DESIGN.md (see `arch`).
 //! - `cargo xtask e2e`: compaction against a real llama.cpp
@@ -11,8 +12,8 @@
 //! - `cargo xtask eval`: frame legibility (OCR) and density, written to
 //!   BENCHMARKS.md beside the bench figures.
 //! - `cargo xtask mutants`: mutation testing of the compaction core under
-//!   a time budget, into docs/mutants.md and BENCHMARKS.md (not in `ci`:
-//!   hours on two cores).
+//!   a time budget, into docs/mutants.md and BENCHMARKS.md. `ci` runs it
+//!   only on the lines a change touched, when that is a few mutants.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -106,6 +107,7 @@ fn ci(root: &Path) -> anyhow::Result<()> {
     if !status.success() {
         bail!("`cargo doc` failed");
     }
+    mutants::ci::run(root)?;
     println!("xtask ci: all checks passed");
     Ok(())
 }

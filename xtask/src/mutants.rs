@@ -5,11 +5,17 @@
 //! A test suite that passes proves little unless it fails when the code is
 //! wrong; cargo-mutants breaks the code one small change at a time and
 //! reruns the tests. A full run over the four crates takes hours on two
-//! cores, so the run stops at a budget and reports what it reached: the
-//! counts come from the outcome lists cargo-mutants appends to as it goes,
-//! which a stopped run leaves in place. Not part of `cargo xtask ci`.
+//! cores, so a run can take a systematic sample (`--shard K/N`: every N-th
+//! mutant of each crate's list, starting at the K-th) and stops at a
+//! budget, reporting what it reached: the counts come from the outcome
+//! lists cargo-mutants appends to as it goes, which a stopped run leaves in
+//! place. Each crate is its own cargo-mutants run, so the report has one
+//! row per crate. cargo-mutants runs under `nice -n 19` with one job, so it
+//! takes only the CPU other builds leave. `cargo xtask ci` runs the cheap
+//! variant in [`ci`]: the mutants of the lines a change touched.
 
 use std::path::Path;
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 use std::time::Instant;
@@ -18,6 +24,11 @@ use anyhow::Context;
 use anyhow::bail;
 
 use crate::bench::Section;
+
+pub(crate) mod ci;
+mod report;
+
+use report::Report;
 
 /// The crates mutated by default: the seam, the basic backend, prune and
 /// the composition crate.
@@ -28,49 +39,46 @@ const DEFAULT_CRATES: [&str; 4] = [
     "crates/abridge",
 ];
 
-/// Columns of the report table.
-const COLUMNS: [&str; 7] = [
-    "planned",
-    "tested",
-    "caught",
-    "missed",
-    "timeout",
-    "unviable",
-    "missed of viable",
-];
-
 /// What to run, from the command line.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 struct Options {
     /// Crate directories, relative to the workspace root.
     crates: Vec<String>,
     /// Seconds one mutant's tests may take (`--timeout`).
     timeout: u64,
-    /// Minutes the whole run may take (`--budget`).
+    /// Minutes the whole run may take (`--budget`), shared by the crates.
     budget: u64,
+    /// `(k, n)`: test every n-th mutant starting at the k-th (`--shard`).
+    shard: Option<(u32, u32)>,
+    /// Globs of the files to mutate (`--file`, repeatable); all when empty.
+    files: Vec<String>,
+    /// Parallel cargo-mutants jobs (`--jobs`).
+    jobs: u32,
 }
 
-const USAGE: &str = "usage: cargo xtask mutants [--timeout SECS] [--budget MINUTES] [CRATE_DIR...]\n\n  --timeout  seconds one mutant's tests may take (default 120)\n  --budget   minutes the whole run may take; then it stops and reports (default 240)\n  CRATE_DIR  e.g. crates/prune (default: crates/compact, crates/compact-basic, crates/prune, crates/abridge)";
+const USAGE: &str = "usage: cargo xtask mutants [--timeout SECS] [--budget MINUTES] [--shard K/N] [--jobs J] [--file GLOB]... [CRATE_DIR...]\n\n  --timeout  seconds one mutant's tests may take (default 120)\n  --budget   minutes the whole run may take, shared by the crates; then it stops and reports (default 240)\n  --shard    test only every N-th mutant of each crate, starting at the K-th (0-based): a systematic sample\n  --jobs     parallel cargo-mutants jobs (default 1: the machine is shared)\n  --file     mutate only files matching this glob (repeatable)\n  CRATE_DIR  e.g. crates/prune (default: crates/compact, crates/compact-basic, crates/prune, crates/abridge)";
 
 fn parse(args: &[String]) -> anyhow::Result<Options> {
     let mut options = Options {
         crates: Vec::new(),
         timeout: 120,
         budget: 240,
+        shard: None,
+        files: Vec::new(),
+        jobs: 1,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
-        let mut number = |flag: &str| -> anyhow::Result<u64> {
-            let value = args
-                .next()
-                .with_context(|| format!("{flag} needs a number\n\n{USAGE}"))?;
-            value
-                .parse()
-                .with_context(|| format!("{flag} {value:?} is not a whole number\n\n{USAGE}"))
+        let mut value = |flag: &str| -> anyhow::Result<&String> {
+            args.next()
+                .with_context(|| format!("{flag} needs a value\n\n{USAGE}"))
         };
         match arg.as_str() {
-            "--timeout" => options.timeout = number("--timeout")?,
-            "--budget" => options.budget = number("--budget")?,
+            "--timeout" => options.timeout = number("--timeout", value("--timeout")?)?,
+            "--budget" => options.budget = number("--budget", value("--budget")?)?,
+            "--jobs" => options.jobs = number("--jobs", value("--jobs")?)?,
+            "--shard" => options.shard = Some(shard(value("--shard")?)?),
+            "--file" => options.files.push(value("--file")?.clone()),
             flag if flag.starts_with('-') => bail!("unknown flag {flag:?}\n\n{USAGE}"),
             dir => options.crates.push(dir.trim_end_matches('/').to_string()),
         }
@@ -78,7 +86,29 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
     if options.crates.is_empty() {
         options.crates = DEFAULT_CRATES.map(String::from).to_vec();
     }
+    if options.jobs == 0 {
+        bail!("--jobs 0 would test nothing\n\n{USAGE}");
+    }
     Ok(options)
+}
+
+fn number<T: std::str::FromStr>(flag: &str, value: &str) -> anyhow::Result<T> {
+    value
+        .parse()
+        .ok()
+        .with_context(|| format!("{flag} {value:?} is not a whole number\n\n{USAGE}"))
+}
+
+/// Reads `K/N` with `K < N`.
+fn shard(value: &str) -> anyhow::Result<(u32, u32)> {
+    let (k, n) = value
+        .split_once('/')
+        .with_context(|| format!("--shard {value:?} is not K/N\n\n{USAGE}"))?;
+    let (k, n): (u32, u32) = (number("--shard", k)?, number("--shard", n)?);
+    if k >= n {
+        bail!("--shard {value:?}: K counts from 0 and must be below N\n\n{USAGE}");
+    }
+    Ok((k, n))
 }
 
 /// The package name in `dir/Cargo.toml`.
@@ -95,133 +125,101 @@ fn package_name(root: &Path, dir: &str) -> anyhow::Result<String> {
         .with_context(|| format!("no package name in {}", path.display()))
 }
 
-/// Installs cargo-mutants when `cargo mutants` is not there.
-fn ensure_installed() -> anyhow::Result<()> {
-    let present = Command::new("cargo")
+/// Whether `cargo mutants` runs here.
+fn installed() -> bool {
+    Command::new("cargo")
         .args(["mutants", "--version"])
         .output()
-        .is_ok_and(|out| out.status.success());
-    if !present {
+        .is_ok_and(|out| out.status.success())
+}
+
+/// Installs cargo-mutants when `cargo mutants` is not there.
+fn ensure_installed() -> anyhow::Result<()> {
+    if !installed() {
         println!("cargo-mutants is missing; installing it");
         crate::cargo(&["install", "--locked", "cargo-mutants"])?;
     }
     Ok(())
 }
 
-/// Outcome counts and the missed mutants, read from a mutants.out
-/// directory.
-#[derive(Debug, Default)]
-struct Report {
-    planned: usize,
-    caught: usize,
-    missed: Vec<String>,
-    timeout: usize,
-    unviable: usize,
+/// `cargo mutants` at the lowest CPU priority (when `nice` exists), with
+/// one job by default, building into `target/mutants-build` so the copy
+/// it tests in reuses the registry dependencies built there instead of
+/// building them again in every temporary tree.
+fn mutants_command(root: &Path, jobs: u32, timeout: u64, out: &Path) -> Command {
+    let nice = Command::new("nice")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let mut command = if nice {
+        let mut nice = Command::new("nice");
+        nice.args(["-n", "19", "cargo"]);
+        nice
+    } else {
+        Command::new("cargo")
+    };
+    command.args(["mutants", "--no-shuffle", "--jobs", &jobs.to_string()]);
+    command.args(["--timeout", &timeout.to_string()]);
+    command.arg("--output").arg(out);
+    command.env(
+        "CARGO_TARGET_DIR",
+        root.join("target").join("mutants-build"),
+    );
+    command
 }
 
-impl Report {
-    fn read(out: &Path) -> Report {
-        let lines = |name: &str| -> Vec<String> {
-            std::fs::read_to_string(out.join(name))
-                .unwrap_or_default()
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(String::from)
-                .collect()
-        };
-        let planned = std::fs::read_to_string(out.join("mutants.json"))
-            .ok()
-            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-            .and_then(|json| json.as_array().map(Vec::len))
-            .unwrap_or(0);
-        Report {
-            planned,
-            caught: lines("caught.txt").len(),
-            missed: lines("missed.txt"),
-            timeout: lines("timeout.txt").len(),
-            unviable: lines("unviable.txt").len(),
-        }
+/// Seeds `target/mutants-build` with hard links to the debug build (no
+/// disk cost) the first time, so cargo-mutants' first build reuses every
+/// registry dependency; when `cp -al` fails it builds them itself.
+fn seed_build_dir(root: &Path) {
+    let build = root.join("target").join("mutants-build");
+    let debug = root.join("target").join("debug");
+    if build.join("debug").exists() || !debug.exists() {
+        return;
     }
-
-    fn tested(&self) -> usize {
-        self.caught + self.missed.len() + self.timeout + self.unviable
-    }
-
-    /// One table row, in the order of [`COLUMNS`].
-    fn cells(&self) -> Vec<String> {
-        vec![
-            self.planned.to_string(),
-            self.tested().to_string(),
-            self.caught.to_string(),
-            self.missed.len().to_string(),
-            self.timeout.to_string(),
-            self.unviable.to_string(),
-            self.missed_share(),
-        ]
-    }
-
-    /// Missed as a share of the viable mutants tested.
-    fn missed_share(&self) -> String {
-        let viable = self.caught + self.missed.len() + self.timeout;
-        if viable == 0 {
-            return "n/a".to_string();
-        }
-        format!("{:.1}%", 100.0 * self.missed.len() as f64 / viable as f64)
+    let seeded = std::fs::create_dir_all(&build).is_ok()
+        && Command::new("cp")
+            .arg("-al")
+            .arg(&debug)
+            .arg(build.join("debug"))
+            .status()
+            .is_ok_and(|s| s.success());
+    if !seeded {
+        println!(
+            "xtask mutants: could not seed {}; cargo-mutants builds from scratch",
+            build.display()
+        );
     }
 }
 
-pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
-    let options = parse(args)?;
-    ensure_installed()?;
-    let out_dir = root.join("target").join("mutants");
-    let mut command = Command::new("cargo");
-    command.args(["mutants", "--timeout"]);
-    command.arg(options.timeout.to_string());
-    command.arg("--output").arg(&out_dir);
-    for dir in &options.crates {
-        command.args(["--package", &package_name(root, dir)?]);
-    }
+/// Runs `command`, stopping it once `budget` has passed; says whether it
+/// was stopped.
+fn run_within(mut command: Command, budget: Duration) -> anyhow::Result<bool> {
     println!("$ {command:?}");
     let started = Instant::now();
     let mut child = command.spawn().context("cannot run cargo mutants")?;
-    let budget = Duration::from_secs(options.budget * 60);
-    let mut stopped = false;
     loop {
         if child
             .try_wait()
             .context("cannot wait for cargo mutants")?
             .is_some()
         {
-            break;
+            return Ok(false);
         }
         if started.elapsed() >= budget {
             println!(
-                "xtask mutants: the budget of {} min is spent; stopping",
-                options.budget
+                "xtask mutants: the budget of {:.0} min is spent; stopping",
+                budget.as_secs_f64() / 60.0
             );
             interrupt(&mut child);
-            stopped = true;
-            break;
+            return Ok(true);
         }
         std::thread::sleep(Duration::from_secs(2));
     }
-    let report = Report::read(&out_dir.join("mutants.out"));
-    let elapsed = started.elapsed();
-    write_report(root, &options, &report, elapsed, stopped)?;
-    println!(
-        "xtask mutants: {} of {} mutants tested: {} caught, {} missed, {} timeout, {} unviable",
-        report.tested(),
-        report.planned,
-        report.caught,
-        report.missed.len(),
-        report.timeout,
-        report.unviable
-    );
-    Ok(())
 }
 
 /// Stops cargo-mutants the way Ctrl-C would, so it stops its own cargo
-/// children and leaves the source tree unmutated; kills it if it has not
+/// children and removes its temporary tree; kills it if it has not
 /// stopped within a minute.
 fn interrupt(child: &mut std::process::Child) {
     let _ = Command::new("kill")
@@ -238,65 +236,171 @@ fn interrupt(child: &mut std::process::Child) {
     let _ = child.wait();
 }
 
-fn scope(options: &Options, elapsed: Duration, stopped: bool) -> String {
+/// One crate's outcome.
+struct CrateRun {
+    dir: String,
+    report: Report,
+    minutes: f64,
+    stopped: bool,
+}
+
+pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
+    let options = parse(args)?;
+    ensure_installed()?;
+    seed_build_dir(root);
+    let started = Instant::now();
+    let budget = Duration::from_secs(options.budget * 60);
+    let mut runs = Vec::new();
+    for (i, dir) in options.crates.iter().enumerate() {
+        // Each crate gets an even share of what is left, so time a crate
+        // does not use passes on to the next.
+        let left = budget.saturating_sub(started.elapsed());
+        let share = left / (options.crates.len() - i) as u32;
+        let package = package_name(root, dir)?;
+        let out = out_dir(root, &package);
+        let mut command = mutants_command(root, options.jobs, options.timeout, &out);
+        command.args(["--package", &package]);
+        if let Some((k, n)) = options.shard {
+            command.args(["--shard", &format!("{k}/{n}"), "--sharding", "round-robin"]);
+        }
+        for glob in &options.files {
+            command.args(["--file", glob]);
+        }
+        let crate_started = Instant::now();
+        let stopped = run_within(command, share)?;
+        let report = Report::read(&out.join("mutants.out"));
+        println!(
+            "xtask mutants: {dir}: {} of {} tested: {} caught, {} missed, {} timeout, {} unviable",
+            report.tested(),
+            report.planned,
+            report.caught,
+            report.missed.len(),
+            report.timeout,
+            report.unviable
+        );
+        runs.push(CrateRun {
+            dir: dir.clone(),
+            report,
+            minutes: crate_started.elapsed().as_secs_f64() / 60.0,
+            stopped,
+        });
+    }
+    write_report(root, &options, &runs)
+}
+
+/// Where one package's run writes its `mutants.out`.
+fn out_dir(root: &Path, package: &str) -> PathBuf {
+    root.join("target").join("mutants").join(package)
+}
+
+/// The command line that reproduces this run.
+fn rerun(options: &Options) -> String {
+    let mut command = format!(
+        "cargo xtask mutants --timeout {} --budget {}",
+        options.timeout, options.budget
+    );
+    if let Some((k, n)) = options.shard {
+        command.push_str(&format!(" --shard {k}/{n}"));
+    }
+    for glob in &options.files {
+        command.push_str(&format!(" --file '{glob}'"));
+    }
+    if options.jobs != 1 {
+        command.push_str(&format!(" --jobs {}", options.jobs));
+    }
+    if options.crates != DEFAULT_CRATES.map(String::from) {
+        command.push(' ');
+        command.push_str(&options.crates.join(" "));
+    }
+    command
+}
+
+fn scope(options: &Options, runs: &[CrateRun]) -> String {
+    let sample = match options.shard {
+        Some((k, n)) => format!(
+            "A systematic sample: shard {k}/{n} round-robin, i.e. every {n}th mutant of each crate's list starting at index {k} (about 1 in {n})."
+        ),
+        None => "Every mutant of each crate (no sampling).".to_string(),
+    };
+    let files = if options.files.is_empty() {
+        String::new()
+    } else {
+        format!(" Files: {}.", options.files.join(", "))
+    };
+    let timing: Vec<String> = runs
+        .iter()
+        .map(|run| {
+            format!(
+                "{} {:.0} min{}",
+                run.dir,
+                run.minutes,
+                if run.stopped {
+                    " (stopped at its budget share; counts cover the mutants reached)"
+                } else {
+                    " (to the end)"
+                }
+            )
+        })
+        .collect();
     format!(
-        "Crates: {}. Per-mutant timeout {} s, budget {} min; ran {:.0} min{}.",
-        options.crates.join(", "),
+        "Command: `{}`.{files} {sample} One job under `nice -n 19`; per-mutant timeout {} s, budget {} min. Ran: {}.",
+        rerun(options),
         options.timeout,
         options.budget,
-        elapsed.as_secs_f64() / 60.0,
-        if stopped {
-            ", stopped at the budget (the counts cover the mutants reached)"
-        } else {
-            ", to the end"
-        }
+        timing.join("; ")
     )
 }
 
-/// Writes the report to docs/mutants.md and its summary into
+/// Writes the report to docs/mutants.md (keeping its hand-written part,
+/// from the `## Equivalent` heading on) and its summary into
 /// BENCHMARKS.md.
-fn write_report(
-    root: &Path,
-    options: &Options,
-    report: &Report,
-    elapsed: Duration,
-    stopped: bool,
-) -> anyhow::Result<()> {
+fn write_report(root: &Path, options: &Options, runs: &[CrateRun]) -> anyhow::Result<()> {
+    let mut total = Report::default();
+    let mut rows: Vec<(String, Report)> = runs
+        .iter()
+        .map(|run| {
+            total.add(&run.report);
+            (run.dir.clone(), run.report.clone())
+        })
+        .collect();
+    rows.push(("total".to_string(), total));
+    let now = abridge_session::time::now_rfc3339();
     let mut text = format!(
-        "# Mutation testing\n\nProduced by `cargo xtask mutants` on {}.\n\n{}\n\n",
-        abridge_session::time::now_rfc3339(),
-        scope(options, elapsed, stopped)
+        "# Mutation testing\n\nProduced by `cargo xtask mutants` on {now}.\n\n{}\n\n{}\n",
+        scope(options, runs),
+        report::table("crate", &rows)
     );
-    text.push_str(&format!(
-        "| {} |\n|{}\n| {} |\n\n",
-        COLUMNS.join(" | "),
-        "---|".repeat(COLUMNS.len()),
-        report.cells().join(" | ")
-    ));
-    text.push_str("## Missed\n\nEach line is a change no test noticed: a test that fails on it is wanted (a test of the behaviour, not of the mutant).\n\n");
-    if report.missed.is_empty() {
+    text.push_str("## Missed\n\nEach line is a change no test noticed: a test that fails on it is wanted (a test of the behaviour, not of the mutant), or, when the change cannot alter behaviour, an entry under Equivalent below and in .cargo/mutants.toml.\n\n");
+    if runs.iter().all(|run| run.report.missed.is_empty()) {
         text.push_str("None.\n");
     }
-    for line in &report.missed {
+    for line in runs.iter().flat_map(|run| &run.report.missed) {
         text.push_str(&format!("- `{line}`\n"));
     }
     let path = root.join("docs").join("mutants.md");
+    let existing = std::fs::read_to_string(&path).unwrap_or_default();
+    if let Some(kept) = existing.find("\n## Equivalent") {
+        text.push_str(&existing[kept..]);
+    }
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     println!("wrote {}", path.display());
 
+    let mut columns = vec!["crate"];
+    columns.extend(report::COLUMNS);
     let mut section = Section::new(
         "Mutation testing",
         &format!(
             "cargo-mutants over the compaction core; the missed list is in docs/mutants.md. {}",
-            scope(options, elapsed, stopped)
+            scope(options, runs)
         ),
-        &COLUMNS,
+        &columns,
     );
-    section.row(report.cells());
-    section.note(format!(
-        "Run by `cargo xtask mutants` on {}.",
-        abridge_session::time::now_rfc3339()
-    ));
+    for (name, report) in &rows {
+        let mut cells = vec![name.clone()];
+        cells.extend(report.cells());
+        section.row(cells);
+    }
+    section.note(format!("Run by `cargo xtask mutants` on {now}."));
     let path = root.join("BENCHMARKS.md");
     let existing = std::fs::read_to_string(&path).unwrap_or_default();
     let text = crate::replace_section(&existing, &section.title, &section.to_markdown());
@@ -309,28 +413,50 @@ fn write_report(
 mod tests {
     use super::*;
 
-    #[test]
-    fn flags_and_crates_are_read() {
-        let args: Vec<String> = ["--timeout", "30", "crates/prune/", "--budget", "5"]
-            .map(String::from)
-            .to_vec();
-        let options = parse(&args).unwrap();
-        assert_eq!(options.crates, vec!["crates/prune".to_string()]);
-        assert_eq!((options.timeout, options.budget), (30, 5));
-        assert_eq!(parse(&[]).unwrap().crates.len(), 4);
-        assert!(parse(&["--budget".to_string()]).is_err());
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
     }
 
     #[test]
-    fn missed_share_counts_only_viable_mutants() {
-        let report = Report {
-            planned: 10,
-            caught: 3,
-            missed: vec!["m".into()],
-            timeout: 0,
-            unviable: 6,
-        };
-        assert_eq!(report.missed_share(), "25.0%");
-        assert_eq!(report.tested(), 10);
+    fn flags_and_crates_are_read() {
+        let options = parse(&strings(&[
+            "--timeout",
+            "30",
+            "crates/prune/",
+            "--budget",
+            "5",
+            "--shard",
+            "1/4",
+            "--file",
+            "src/reads.rs",
+        ]))
+        .unwrap();
+        assert_eq!(options.crates, ["crates/prune"]);
+        assert_eq!((options.timeout, options.budget), (30, 5));
+        assert_eq!(options.shard, Some((1, 4)));
+        assert_eq!(options.files, ["src/reads.rs"]);
+        assert_eq!(options.jobs, 1);
+        assert_eq!(parse(&[]).unwrap().crates.len(), 4);
+        assert!(parse(&strings(&["--budget"])).is_err());
+    }
+
+    #[test]
+    fn a_shard_past_its_count_is_refused() {
+        assert!(parse(&strings(&["--shard", "4/4"])).is_err());
+        assert!(parse(&strings(&["--shard", "4"])).is_err());
+        assert!(parse(&strings(&["--jobs", "0"])).is_err());
+    }
+
+    #[test]
+    fn the_rerun_line_reproduces_the_options() {
+        let args = strings(&["--budget", "60", "--shard", "0/4", "crates/prune"]);
+        let options = parse(&args).unwrap();
+        let line = rerun(&options);
+        assert_eq!(
+            line,
+            "cargo xtask mutants --timeout 120 --budget 60 --shard 0/4 crates/prune"
+        );
+        let again: Vec<String> = line.split(' ').skip(3).map(String::from).collect();
+        assert_eq!(parse(&again).unwrap(), options);
     }
 }
