@@ -258,6 +258,8 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         let share = left / (options.crates.len() - i) as u32;
         let package = package_name(root, dir)?;
         let out = out_dir(root, &package);
+        std::fs::create_dir_all(&out)
+            .with_context(|| format!("cannot create {}", out.display()))?;
         let mut command = mutants_command(root, options.jobs, options.timeout, &out);
         command.args(["--package", &package]);
         if let Some((k, n)) = options.shard {
@@ -268,6 +270,9 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         }
         let crate_started = Instant::now();
         let stopped = run_within(command, share)?;
+        if !out.join("mutants.out").join("mutants.json").exists() {
+            bail!("cargo mutants did not start for {dir} (see its error above); no report written");
+        }
         let report = Report::read(&out.join("mutants.out"));
         println!(
             "xtask mutants: {dir}: {} of {} tested: {} caught, {} missed, {} timeout, {} unviable",
