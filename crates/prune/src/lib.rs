@@ -95,6 +95,8 @@ mod shake;
 mod trim;
 
 #[cfg(test)]
+mod guards;
+#[cfg(test)]
 mod pass_tests;
 #[cfg(test)]
 mod proptests;

@@ -332,6 +332,10 @@ fn classify_shell(script: &str) -> Option<FileRead> {
     let words = split_words(script.trim())?;
     let (program, args) = words.split_first()?;
     let program = program.rsplit('/').next().unwrap_or(program);
+    // `-` names standard input: what it showed is no file's content.
+    if args.iter().any(|a| a == "-") {
+        return None;
+    }
     let (flags, operands): (Vec<&String>, Vec<&String>) =
         args.iter().partition(|a| a.starts_with('-') && a.len() > 1);
     match program {
