@@ -9,7 +9,7 @@ use crate::reads::Selector;
 use crate::reads::classify;
 use crate::reads::default_read_tools;
 
-fn bash(command: Value) -> Option<FileRead> {
+fn bash(command: &Value) -> Option<FileRead> {
     classify(
         &default_read_tools(),
         "bash",
@@ -27,7 +27,7 @@ fn read_of(path: &str, selector: Selector) -> Option<FileRead> {
 #[test]
 fn an_argv_that_is_no_shell_is_read_as_the_words_joined() {
     assert_eq!(
-        bash(json!(["head", "-5", "a.rs"])),
+        bash(&json!(["head", "-5", "a.rs"])),
         read_of(
             "a.rs",
             Selector::Lines {
@@ -41,22 +41,22 @@ fn an_argv_that_is_no_shell_is_read_as_the_words_joined() {
 #[test]
 fn a_shell_flag_without_c_does_not_run_its_argument_as_a_script() {
     // `bash -x FILE` runs the script file FILE; it reads nothing we track.
-    assert_eq!(bash(json!(["bash", "-x", "cat a.rs"])), None);
+    assert_eq!(bash(&json!(["bash", "-x", "cat a.rs"])), None);
     assert_eq!(
-        bash(json!(["bash", "-lc", "cat a.rs"])),
+        bash(&json!(["bash", "-lc", "cat a.rs"])),
         read_of("a.rs", Selector::Full)
     );
 }
 
 #[test]
 fn only_a_shell_takes_a_c_flag_as_its_script() {
-    assert_eq!(bash(json!(["python3", "-c", "cat a.rs"])), None);
+    assert_eq!(bash(&json!(["python3", "-c", "cat a.rs"])), None);
 }
 
 #[test]
 fn head_with_a_file_alone_shows_its_first_ten_lines() {
     assert_eq!(
-        bash(json!("head a.rs")),
+        bash(&json!("head a.rs")),
         read_of(
             "a.rs",
             Selector::Lines {
@@ -69,17 +69,17 @@ fn head_with_a_file_alone_shows_its_first_ten_lines() {
 
 #[test]
 fn head_without_a_file_reads_standard_input() {
-    assert_eq!(bash(json!("head -5")), None);
-    assert_eq!(bash(json!("cat -")), None);
-    assert_eq!(bash(json!("sed -n 1,5p -")), None);
-    assert_eq!(bash(json!("tail -n 3 -")), None);
+    assert_eq!(bash(&json!("head -5")), None);
+    assert_eq!(bash(&json!("cat -")), None);
+    assert_eq!(bash(&json!("sed -n 1,5p -")), None);
+    assert_eq!(bash(&json!("tail -n 3 -")), None);
 }
 
 #[test]
 fn head_counting_bytes_is_not_a_line_read() {
-    assert_eq!(bash(json!("head -c 100 a.rs")), None);
+    assert_eq!(bash(&json!("head -c 100 a.rs")), None);
     assert_eq!(
-        bash(json!("head -n 100 a.rs")),
+        bash(&json!("head -n 100 a.rs")),
         read_of(
             "a.rs",
             Selector::Lines {
@@ -92,7 +92,7 @@ fn head_counting_bytes_is_not_a_line_read() {
 
 #[test]
 fn head_of_two_files_is_not_a_read_of_one() {
-    assert_eq!(bash(json!("head 20 a.rs")), None);
+    assert_eq!(bash(&json!("head 20 a.rs")), None);
 }
 
 #[test]
