@@ -189,6 +189,13 @@ fn seed_build_dir(root: &Path) {
             "xtask mutants: could not seed {}; cargo-mutants builds from scratch",
             build.display()
         );
+        return;
+    }
+    // The copied lock file would be the same file as the debug build's:
+    // every build there would wait for this run and the other way round.
+    let lock = build.join("debug").join(".cargo-lock");
+    if std::fs::remove_file(&lock).is_ok() {
+        let _ = std::fs::File::create(&lock);
     }
 }
 
