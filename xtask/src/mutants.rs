@@ -52,11 +52,17 @@ struct Options {
     shard: Option<(u32, u32)>,
     /// Globs of the files to mutate (`--file`, repeatable); all when empty.
     files: Vec<String>,
+    /// Test only mutants whose names match this regex (`--re`).
+    re: Option<String>,
+    /// A confirmation run (`--check NAME`): its own output directory and
+    /// report in target/mutants/NAME.md; docs/ and BENCHMARKS.md are left
+    /// alone.
+    check: Option<String>,
     /// Parallel cargo-mutants jobs (`--jobs`).
     jobs: u32,
 }
 
-const USAGE: &str = "usage: cargo xtask mutants [--timeout SECS] [--budget MINUTES] [--shard K/N] [--jobs J] [--file GLOB]... [CRATE_DIR...]\n\n  --timeout  seconds one mutant's tests may take (default 120)\n  --budget   minutes the whole run may take, shared by the crates; then it stops and reports (default 240)\n  --shard    test only every N-th mutant of each crate, starting at the K-th (0-based): a systematic sample\n  --jobs     parallel cargo-mutants jobs (default 1: the machine is shared)\n  --file     mutate only files matching this glob (repeatable)\n  CRATE_DIR  e.g. crates/prune (default: crates/compact, crates/compact-basic, crates/prune, crates/abridge)";
+const USAGE: &str = "usage: cargo xtask mutants [--timeout SECS] [--budget MINUTES] [--shard K/N] [--jobs J] [--file GLOB]... [--re REGEX] [--check NAME] [CRATE_DIR...]\n\n  --timeout  seconds one mutant's tests may take (default 120)\n  --budget   minutes the whole run may take, shared by the crates; then it stops and reports (default 240)\n  --shard    test only every N-th mutant of each crate, starting at the K-th (0-based): a systematic sample\n  --jobs     parallel cargo-mutants jobs (default 1: the machine is shared)\n  --file     mutate only files matching this glob (repeatable)\n  --re       test only mutants whose names match this regex (e.g. a past missed list)\n  --check    a confirmation run: report to target/mutants/NAME.md, docs/ and BENCHMARKS.md untouched\n  CRATE_DIR  e.g. crates/prune (default: crates/compact, crates/compact-basic, crates/prune, crates/abridge)";
 
 fn parse(args: &[String]) -> anyhow::Result<Options> {
     let mut options = Options {
@@ -65,6 +71,8 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
         budget: 240,
         shard: None,
         files: Vec::new(),
+        re: None,
+        check: None,
         jobs: 1,
     };
     let mut args = args.iter();
@@ -79,6 +87,8 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
             "--jobs" => options.jobs = number("--jobs", value("--jobs")?)?,
             "--shard" => options.shard = Some(shard(value("--shard")?)?),
             "--file" => options.files.push(value("--file")?.clone()),
+            "--re" => options.re = Some(value("--re")?.clone()),
+            "--check" => options.check = Some(value("--check")?.clone()),
             flag if flag.starts_with('-') => bail!("unknown flag {flag:?}\n\n{USAGE}"),
             dir => options.crates.push(dir.trim_end_matches('/').to_string()),
         }
@@ -143,10 +153,10 @@ fn ensure_installed() -> anyhow::Result<()> {
 }
 
 /// `cargo mutants` at the lowest CPU priority (when `nice` exists), with
-/// one job by default, building into `target/mutants-build` so the copy
+/// one job by default, building into `build` (see [`build_dir`]) so the copy
 /// it tests in reuses the registry dependencies built there instead of
 /// building them again in every temporary tree.
-fn mutants_command(root: &Path, jobs: u32, timeout: u64, out: &Path) -> Command {
+fn mutants_command(build: &Path, jobs: u32, timeout: u64, out: &Path) -> Command {
     let nice = Command::new("nice")
         .arg("--version")
         .output()
@@ -161,23 +171,30 @@ fn mutants_command(root: &Path, jobs: u32, timeout: u64, out: &Path) -> Command 
     command.args(["mutants", "--no-shuffle", "--jobs", &jobs.to_string()]);
     command.args(["--timeout", &timeout.to_string()]);
     command.arg("--output").arg(out);
-    command.env(
-        "CARGO_TARGET_DIR",
-        root.join("target").join("mutants-build"),
-    );
+    command.env("CARGO_TARGET_DIR", build);
     command
 }
 
-/// Seeds `target/mutants-build` with hard links to the debug build (no
+/// The build directory of a run: `target/mutants-build`, or
+/// `target/mutants-build-NAME` for a check or CI run, so two runs at once
+/// do not wait for each other's build lock.
+fn build_dir(root: &Path, name: Option<&str>) -> PathBuf {
+    let target = root.join("target");
+    match name {
+        Some(name) => target.join(format!("mutants-build-{name}")),
+        None => target.join("mutants-build"),
+    }
+}
+
+/// Seeds `build` with hard links to the debug build (no
 /// disk cost) the first time, so cargo-mutants' first build reuses every
 /// registry dependency; when `cp -al` fails it builds them itself.
-fn seed_build_dir(root: &Path) {
-    let build = root.join("target").join("mutants-build");
+fn seed_build_dir(root: &Path, build: &Path) {
     let debug = root.join("target").join("debug");
     if build.join("debug").exists() || !debug.exists() {
         return;
     }
-    let seeded = std::fs::create_dir_all(&build).is_ok()
+    let seeded = std::fs::create_dir_all(build).is_ok()
         && Command::new("cp")
             .arg("-al")
             .arg(&debug)
@@ -254,7 +271,8 @@ struct CrateRun {
 pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let options = parse(args)?;
     ensure_installed()?;
-    seed_build_dir(root);
+    let build = build_dir(root, options.check.as_deref());
+    seed_build_dir(root, &build);
     let started = Instant::now();
     let budget = Duration::from_secs(options.budget * 60);
     let mut runs = Vec::new();
@@ -264,16 +282,19 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         let left = budget.saturating_sub(started.elapsed());
         let share = left / (options.crates.len() - i) as u32;
         let package = package_name(root, dir)?;
-        let out = out_dir(root, &package);
+        let out = out_dir(root, options.check.as_deref(), &package);
         std::fs::create_dir_all(&out)
             .with_context(|| format!("cannot create {}", out.display()))?;
-        let mut command = mutants_command(root, options.jobs, options.timeout, &out);
+        let mut command = mutants_command(&build, options.jobs, options.timeout, &out);
         command.args(["--package", &package]);
         if let Some((k, n)) = options.shard {
             command.args(["--shard", &format!("{k}/{n}"), "--sharding", "round-robin"]);
         }
         for glob in &options.files {
             command.args(["--file", glob]);
+        }
+        if let Some(re) = &options.re {
+            command.args(["--re", re]);
         }
         let crate_started = Instant::now();
         let stopped = run_within(command, share)?;
@@ -301,8 +322,12 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
 }
 
 /// Where one package's run writes its `mutants.out`.
-fn out_dir(root: &Path, package: &str) -> PathBuf {
-    root.join("target").join("mutants").join(package)
+fn out_dir(root: &Path, check: Option<&str>, package: &str) -> PathBuf {
+    let base = root.join("target").join("mutants");
+    match check {
+        Some(name) => base.join(name).join(package),
+        None => base.join(package),
+    }
 }
 
 /// The command line that reproduces this run.
@@ -316,6 +341,12 @@ fn rerun(options: &Options) -> String {
     }
     for glob in &options.files {
         command.push_str(&format!(" --file '{glob}'"));
+    }
+    if let Some(re) = &options.re {
+        command.push_str(&format!(" --re '{re}'"));
+    }
+    if let Some(name) = &options.check {
+        command.push_str(&format!(" --check {name}"));
     }
     if options.jobs != 1 {
         command.push_str(&format!(" --jobs {}", options.jobs));
@@ -388,6 +419,18 @@ fn write_report(root: &Path, options: &Options, runs: &[CrateRun]) -> anyhow::Re
     }
     for line in runs.iter().flat_map(|run| &run.report.missed) {
         text.push_str(&format!("- `{line}`\n"));
+    }
+    if let Some(name) = &options.check {
+        let path = root
+            .join("target")
+            .join("mutants")
+            .join(format!("{name}.md"));
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        println!(
+            "wrote {} (a check: docs/ and BENCHMARKS.md untouched)",
+            path.display()
+        );
+        return Ok(());
     }
     let path = root.join("docs").join("mutants.md");
     let existing = std::fs::read_to_string(&path).unwrap_or_default();

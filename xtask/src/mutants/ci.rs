@@ -73,8 +73,9 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
         return Ok(());
     }
 
-    super::seed_build_dir(root);
-    let mut command = super::mutants_command(root, 1, TIMEOUT, &dir);
+    let build = super::build_dir(root, Some("ci"));
+    super::seed_build_dir(root, &build);
+    let mut command = super::mutants_command(&build, 1, TIMEOUT, &dir);
     command
         .args(["--baseline", "skip", "--in-diff"])
         .arg(&patch);
