@@ -62,7 +62,7 @@ struct Options {
     jobs: u32,
 }
 
-const USAGE: &str = "usage: cargo xtask mutants [--timeout SECS] [--budget MINUTES] [--shard K/N] [--jobs J] [--file GLOB]... [--re REGEX] [--check NAME] [CRATE_DIR...]\n\n  --timeout  seconds one mutant's tests may take (default 120)\n  --budget   minutes the whole run may take, shared by the crates; then it stops and reports (default 240)\n  --shard    test only every N-th mutant of each crate, starting at the K-th (0-based): a systematic sample\n  --jobs     parallel cargo-mutants jobs (default 1: the machine is shared)\n  --file     mutate only files matching this glob (repeatable)\n  --re       test only mutants whose names match this regex (e.g. a past missed list)\n  --check    a confirmation run: report to target/mutants/NAME.md, docs/ and BENCHMARKS.md untouched\n  CRATE_DIR  e.g. crates/prune (default: crates/compact, crates/compact-basic, crates/prune, crates/abridge)";
+const USAGE: &str = "usage: cargo xtask mutants --diff  (the ci step: mutants of the lines changed since origin/main or HEAD~1)\n       cargo xtask mutants [--timeout SECS] [--budget MINUTES] [--shard K/N] [--jobs J] [--file GLOB]... [--re REGEX] [--check NAME] [CRATE_DIR...]\n\n  --timeout  seconds one mutant's tests may take (default 120)\n  --budget   minutes the whole run may take, shared by the crates; then it stops and reports (default 240)\n  --shard    test only every N-th mutant of each crate, starting at the K-th (0-based): a systematic sample\n  --jobs     parallel cargo-mutants jobs (default 1: the machine is shared)\n  --file     mutate only files matching this glob (repeatable)\n  --re       test only mutants whose names match this regex (e.g. a past missed list)\n  --check    a confirmation run: report to target/mutants/NAME.md, docs/ and BENCHMARKS.md untouched\n  CRATE_DIR  e.g. crates/prune (default: crates/compact, crates/compact-basic, crates/prune, crates/abridge)";
 
 fn parse(args: &[String]) -> anyhow::Result<Options> {
     let mut options = Options {
@@ -269,6 +269,10 @@ struct CrateRun {
 }
 
 pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
+    if args == ["--diff"] {
+        // The step `cargo xtask ci` runs, alone.
+        return ci::run(root);
+    }
     let options = parse(args)?;
     ensure_installed()?;
     let build = build_dir(root, options.check.as_deref());
