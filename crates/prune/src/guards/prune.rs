@@ -48,6 +48,41 @@ fn the_report_counts_the_whole_surface() {
 }
 
 #[test]
+fn every_pass_reports_the_surface_it_looked_at() {
+    let mut b = Builder::new();
+    b.output(100);
+    b.output(100);
+    let counter = EstimateCounter::new();
+    let snapshot = Snapshot::of_session(&b.session, &counter);
+    let context = PassContext::compaction();
+    let reports = [
+        (
+            "mask",
+            mask(&snapshot, &MaskConfig::default(), &context, &counter).report,
+        ),
+        (
+            "shake",
+            shake(
+                &snapshot,
+                &ShakeConfig::preset(ShakePreset::Rescue),
+                &context,
+                &counter,
+            )
+            .report,
+        ),
+        (
+            "trim",
+            trim(&snapshot, &TrimConfig::default(), &context, &counter)
+                .unwrap()
+                .report,
+        ),
+    ];
+    for (pass, report) in reports {
+        assert!(report.surface_tokens > 200, "{pass}: {report:?}");
+    }
+}
+
+#[test]
 fn a_useless_result_held_by_a_warm_cache_is_counted_as_held() {
     let mut b = Builder::new();
     b.call_with(
