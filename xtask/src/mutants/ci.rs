@@ -1,8 +1,9 @@
 //! The mutation step of `cargo xtask ci`: cargo-mutants on the lines a
 //! change touched in the four mutated crates, when that is cheap.
 //!
-//! The diff is taken against the merge base with origin/main (or HEAD~1
-//! when there is no origin/main), working-tree changes included. The step
+//! The diff is taken against `$MUTANTS_BASE` when set, else the merge
+//! base with origin/main (or HEAD~1 when there is no origin/main),
+//! working-tree changes included. The step
 //! is skipped, with the reason printed, when cargo-mutants is not
 //! installed (CI never installs it: that takes minutes), when the change
 //! touches none of the crates, or when it has more than [`CAP`] mutants.
@@ -136,9 +137,14 @@ fn packages(root: &Path) -> anyhow::Result<Vec<String>> {
         .collect()
 }
 
-/// The commit to diff against: the merge base with origin/main, else
-/// HEAD~1.
+/// The commit to diff against: `$MUTANTS_BASE` when set (a CI job that
+/// knows its base), else the merge base with origin/main, else HEAD~1.
 fn base(root: &Path) -> Option<String> {
+    if let Ok(base) = std::env::var("MUTANTS_BASE")
+        && !base.trim().is_empty()
+    {
+        return Some(base.trim().to_string());
+    }
     if let Ok(base) = git(root, &["merge-base", "HEAD", "origin/main"], &[]) {
         let base = base.trim().to_string();
         let head = git(root, &["rev-parse", "HEAD"], &[]).unwrap_or_default();
