@@ -398,9 +398,12 @@ fn scope(options: &Options, runs: &[CrateRun]) -> String {
     )
 }
 
+/// Where the hand-written part of docs/mutants.md starts: a run rewrites
+/// what comes before it and keeps the rest.
+const HAND_WRITTEN: &str = "\n<!-- hand-written";
+
 /// Writes the report to docs/mutants.md (keeping its hand-written part,
-/// from the `## Equivalent` heading on) and its summary into
-/// BENCHMARKS.md.
+/// from [`HAND_WRITTEN`] on) and its summary into BENCHMARKS.md.
 fn write_report(root: &Path, options: &Options, runs: &[CrateRun]) -> anyhow::Result<()> {
     let mut total = Report::default();
     let mut rows: Vec<(String, Report)> = runs
@@ -438,7 +441,7 @@ fn write_report(root: &Path, options: &Options, runs: &[CrateRun]) -> anyhow::Re
     }
     let path = root.join("docs").join("mutants.md");
     let existing = std::fs::read_to_string(&path).unwrap_or_default();
-    if let Some(kept) = existing.find("\n## Equivalent") {
+    if let Some(kept) = existing.find(HAND_WRITTEN) {
         text.push_str(&existing[kept..]);
     }
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
