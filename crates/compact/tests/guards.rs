@@ -181,3 +181,73 @@ fn a_plan_counts_a_message_as_its_counter_does() {
     assert!(tokens > 100, "{tokens}");
     assert_eq!(tokens, plan.counter().message_tokens(&message));
 }
+
+/// A service that answers each call with an error naming the call, so a
+/// wrapper that does not pass the call on shows.
+#[derive(Debug)]
+struct Answering;
+
+fn named(call: &str) -> CompactError {
+    CompactError::NothingToCompact {
+        reason: call.to_string(),
+    }
+}
+
+#[async_trait]
+impl CompactService for Answering {
+    async fn compact_if_needed(
+        &self,
+        _session: &SharedSession,
+        _trigger: Trigger,
+    ) -> Result<Option<Outcome>, CompactError> {
+        Err(named("if_needed"))
+    }
+    async fn compact_now(
+        &self,
+        _session: &SharedSession,
+        _request: CompactRequest,
+    ) -> Result<Outcome, CompactError> {
+        Err(named("now"))
+    }
+    async fn compact_region(
+        &self,
+        _session: &SharedSession,
+        _span: Span,
+    ) -> Result<Outcome, CompactError> {
+        Err(named("region"))
+    }
+}
+
+/// The reason of each call's answer, in the order if_needed, now, region.
+async fn answers(service: &dyn CompactService) -> Vec<String> {
+    let session: SharedSession = std::sync::Arc::new(std::sync::Mutex::new(session(1)));
+    let reason = |error: CompactError| error.to_string();
+    vec![
+        service
+            .compact_if_needed(&session, Trigger::Threshold)
+            .await
+            .map(|_| "answered Ok".to_string())
+            .unwrap_or_else(reason),
+        service
+            .compact_now(&session, CompactRequest::manual())
+            .await
+            .map(|_| "answered Ok".to_string())
+            .unwrap_or_else(reason),
+        service
+            .compact_region(&session, Span { start: 0, end: 0 })
+            .await
+            .map(|_| "answered Ok".to_string())
+            .unwrap_or_else(reason),
+    ]
+}
+
+#[tokio::test]
+async fn boxed_and_shared_services_pass_every_call_on() {
+    let direct = answers(&Answering).await;
+    assert_eq!(direct.len(), 3);
+    assert!(direct.iter().all(|a| a != "answered Ok"), "{direct:?}");
+    let boxed: Box<dyn CompactService> = Box::new(Answering);
+    assert_eq!(answers(&boxed).await, direct);
+    let shared: std::sync::Arc<dyn CompactService> = std::sync::Arc::new(Answering);
+    assert_eq!(answers(&shared).await, direct);
+}
