@@ -269,3 +269,9 @@ async fn boxed_and_shared_summarizers_pass_the_request_on() {
         assert_eq!(summary.text, "1 messages");
     }
 }
+
+#[test]
+fn a_span_counts_both_ends() {
+    assert_eq!(Span { start: 2, end: 4 }.len(), 3);
+    assert_eq!(Span { start: 0, end: 0 }.len(), 1);
+}
