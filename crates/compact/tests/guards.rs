@@ -275,3 +275,22 @@ fn a_span_counts_both_ends() {
     assert_eq!(Span { start: 2, end: 4 }.len(), 3);
     assert_eq!(Span { start: 0, end: 0 }.len(), 1);
 }
+
+#[test]
+fn a_framed_checkpoint_says_which_compaction_and_method_wrote_it() {
+    let message = frame_checkpoint(
+        "c-7",
+        "soft",
+        abridge_session::Reference::range(1, 4),
+        vec![abridge_llm::Block::text("summary")],
+        &[],
+    );
+    assert!(is_checkpoint(&message));
+    assert_eq!(
+        message.meta.origin,
+        Some(abridge_llm::Origin::Checkpoint {
+            compaction_id: "c-7".into(),
+            method: "soft".into(),
+        })
+    );
+}
