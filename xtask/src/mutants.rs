@@ -367,6 +367,9 @@ fn scope(options: &Options, runs: &[CrateRun]) -> String {
         Some((k, n)) => format!(
             "A systematic sample: shard {k}/{n} round-robin, i.e. every {n}th mutant of each crate's list starting at index {k} (about 1 in {n})."
         ),
+        None if options.re.is_some() => {
+            "Only the mutants whose names match the --re pattern (no sampling).".to_string()
+        }
         None => "Every mutant of each crate (no sampling).".to_string(),
     };
     let files = if options.files.is_empty() {
