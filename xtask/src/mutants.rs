@@ -386,6 +386,8 @@ fn scope(options: &Options, runs: &[CrateRun]) -> String {
                 run.minutes,
                 if run.stopped {
                     " (stopped at its budget share; counts cover the mutants reached)"
+                } else if run.report.tested() < run.report.planned {
+                    " (ended before its list did: interrupted, or the unmutated tree failed its tests)"
                 } else {
                     " (to the end)"
                 }

@@ -163,3 +163,24 @@ fn nothing_to_prune_says_so_without_a_saving_figure_when_none_was_held_back() {
         other => panic!("expected NothingToCompact, got {other:?}"),
     }
 }
+
+#[test]
+fn a_snapshot_from_entries_keeps_them_and_counts_each() {
+    let long = abridge_llm::Message::user("word ".repeat(100));
+    let short = abridge_llm::Message::user("hi");
+    let counter = EstimateCounter::new();
+    let snapshot = Snapshot::from_entries(
+        vec![(3, long.clone().into()), (5, short.clone().into())],
+        &counter,
+    );
+    let seqs: Vec<_> = snapshot.entries().iter().map(|(seq, _)| *seq).collect();
+    assert_eq!(seqs, vec![3, 5]);
+    use abridge_compact::TokenCounter;
+    assert_eq!(
+        snapshot.costs(),
+        &[
+            counter.message_tokens(&long),
+            counter.message_tokens(&short)
+        ]
+    );
+}

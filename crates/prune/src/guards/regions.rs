@@ -58,3 +58,15 @@ fn a_close_before_a_reopen_on_one_line_ends_the_element() {
         vec![("<note>\nx\n</note>", RegionKind::Xml("note".into()))]
     );
 }
+
+#[test]
+fn every_nested_open_on_the_first_line_needs_its_own_close() {
+    let text = "<note> <note> <note>\n</note>\n</note>\n</note>\nafter";
+    assert_eq!(
+        found(text),
+        vec![(
+            "<note> <note> <note>\n</note>\n</note>\n</note>",
+            RegionKind::Xml("note".into())
+        )]
+    );
+}
