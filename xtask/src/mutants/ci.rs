@@ -27,7 +27,7 @@ const CAP: usize = 6;
 
 /// Wall time the step may take before it stops and reports what it
 /// reached.
-const BUDGET: Duration = Duration::from_secs(180);
+const BUDGET: Duration = Duration::from_secs(150);
 
 /// Seconds one mutant's tests may take.
 const TIMEOUT: u64 = 60;
