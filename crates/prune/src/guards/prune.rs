@@ -36,14 +36,7 @@ fn the_report_counts_the_whole_surface() {
     let mut b = Builder::new();
     b.output(100);
     b.output(100);
-    let counter = EstimateCounter::new();
-    let snapshot = Snapshot::of_session(&b.session, &counter);
-    let reclaim = prune(
-        &snapshot,
-        &PruneConfig::default(),
-        &PassContext::compaction(),
-        &counter,
-    );
+    let reclaim = pass(&b, &PruneConfig::default(), &PassContext::compaction());
     assert!(reclaim.report.surface_tokens > 200, "{:?}", reclaim.report);
 }
 
