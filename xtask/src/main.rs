@@ -14,6 +14,8 @@
 //! - `cargo xtask mutants`: mutation testing of the compaction core under
 //!   a time budget, into docs/mutants.md and BENCHMARKS.md. `ci` runs it
 //!   only on the lines a change touched, when that is a few mutants.
+//! - `cargo xtask soak --kills N`: SIGKILL trials on a JSONL writer,
+//!   including kills mid-compaction, into BENCHMARKS.md (`ci` runs 100).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -30,6 +32,8 @@ mod e2e;
 mod e2e_checks;
 mod eval;
 mod mutants;
+mod soak;
+mod soak_child;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -43,9 +47,11 @@ fn main() -> anyhow::Result<()> {
         Some("eval") => release_only("eval", &args).and_then(|()| run_eval(&root)),
         Some("bench-child") => bench::child(&args[1..]),
         Some("mutants") => mutants::run(&root, &args[1..]),
+        Some("soak") => soak::run(&root, &args[1..]),
+        Some("soak-child") => soak_child::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|lint-arch|e2e|bench [AREA...]|eval|mutants>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e    compaction against a real llama.cpp server on 127.0.0.1\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md"
+                "usage: cargo xtask <ci|lint-arch|e2e|bench [AREA...]|eval|mutants|soak [--kills N]>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e    compaction against a real llama.cpp server on 127.0.0.1\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md"
             );
             bail!("unknown or missing command")
         }
@@ -98,6 +104,9 @@ fn ci(root: &Path) -> anyhow::Result<()> {
         "warnings",
     ])?;
     cargo(&["test", "--workspace", "--no-fail-fast"])?;
+    // Kill trials, short: the figure in BENCHMARKS.md comes from 1000.
+    println!("$ cargo xtask soak --kills 100 (not written)");
+    soak::soak(100, None)?;
     // SAFETY of intent: only this child process sees the flag.
     let status = Command::new("cargo")
         .args(["doc", "--workspace", "--no-deps"])

@@ -10,6 +10,7 @@ use abridge_llm::Message;
 use sha2::Digest;
 use sha2::Sha256;
 
+use super::fs::sync_parent;
 use crate::error::StoreError;
 
 /// Base64 image data longer than this (64 KiB) is written to a blob file
@@ -120,15 +121,22 @@ fn blob_path(dir: &Path, sha256: &str) -> PathBuf {
 
 fn write_blob(dir: &Path, sha256: &str, data: &[u8]) -> Result<(), StoreError> {
     let path = blob_path(dir, sha256);
-    if path.exists() {
-        return Ok(());
-    }
     let io = |op, source| StoreError::Io {
         path: path.clone(),
         op,
         source,
     };
-    std::fs::create_dir_all(dir).map_err(|e| io("create the blob directory", e))?;
+    if path.exists() {
+        // A writer killed between its rename and its directory sync left
+        // a name that may not be durable yet; the line about to refer to
+        // it must not outlive it.
+        return sync_parent(&path).map_err(|e| io("sync the blob directory", e));
+    }
+    if !dir.is_dir() {
+        std::fs::create_dir_all(dir).map_err(|e| io("create the blob directory", e))?;
+        // The directory's own name, in the session's directory.
+        sync_parent(dir).map_err(|e| io("sync the session's directory", e))?;
+    }
     // Write to a temporary name then rename, so a crash never leaves a
     // blob whose content does not match its name.
     let tmp = dir.join(format!("{sha256}.tmp"));
@@ -140,10 +148,7 @@ fn write_blob(dir: &Path, sha256: &str, data: &[u8]) -> Result<(), StoreError> {
     file.sync_data().map_err(|e| io("sync a blob", e))?;
     std::fs::rename(&tmp, &path).map_err(|e| io("rename a blob", e))?;
     // Make the new name durable before the line that refers to it.
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| io("sync the blob directory", e))?;
-    Ok(())
+    sync_parent(&path).map_err(|e| io("sync the blob directory", e))
 }
 
 fn read_blob(dir: &Path, sha256: &str) -> Result<String, StoreError> {

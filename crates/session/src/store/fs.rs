@@ -1,5 +1,5 @@
-//! Files on disk for the JSONL store: created private (0600), the
-//! writer's lock file, and counting lines. The blob store and the log file
+//! Files on disk for the JSONL store: created private (0600), made
+//! durable in their directory, the writer's lock file, and counting lines. The blob store and the log file
 //! both create files here, so neither reaches into the other for it.
 
 use std::fs::File;
@@ -18,6 +18,17 @@ pub(super) fn create_private(path: &Path) -> std::io::Result<File> {
         .create_new(true)
         .mode(0o600)
         .open(path)
+}
+
+/// Forces to disk the directory entry of `path` (its parent directory), so
+/// a file just created, renamed or made there survives a power loss: an
+/// fsync of the file itself makes its bytes durable, not its name.
+pub(super) fn sync_parent(path: &Path) -> std::io::Result<()> {
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    File::open(parent)?.sync_all()
 }
 
 pub(super) fn take_lock(path: &Path) -> Result<File, StoreError> {

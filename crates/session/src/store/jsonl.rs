@@ -20,6 +20,7 @@ use super::TornTail;
 use super::blob;
 use super::fs::count_lines;
 use super::fs::create_private;
+use super::fs::sync_parent;
 use super::fs::take_lock;
 use super::line::decode_line;
 use super::line::encode_in_batch;
@@ -378,6 +379,9 @@ impl SessionStore for JsonlStore {
         file.write_all(text.as_bytes())
             .map_err(self.io("write the header"))?;
         file.sync_all().map_err(self.io("sync"))?;
+        // The new name too: without it a power loss can leave no file at
+        // all behind a session that was reported created.
+        sync_parent(&self.path).map_err(self.io("sync the session's directory"))?;
         Ok(())
     }
 

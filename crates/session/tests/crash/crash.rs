@@ -13,7 +13,10 @@ use std::sync::mpsc;
 use std::time::Duration;
 use std::time::Instant;
 
+use abridge_llm::Block;
+use abridge_llm::ImageSource;
 use abridge_llm::Message;
+use abridge_session::BLOB_THRESHOLD;
 use abridge_session::Draft;
 use abridge_session::FsyncPolicy;
 use abridge_session::JsonlOptions;
@@ -26,6 +29,27 @@ use crate::support;
 const CHILD_ENV: &str = "ABRIDGE_CRASH_CHILD";
 const BATCH_ENV: &str = "ABRIDGE_CRASH_BATCH";
 const SIZE_ENV: &str = "ABRIDGE_CRASH_SIZE";
+/// `never` runs the child without fsync (the strace test's negative
+/// control); anything else, or unset, syncs every batch.
+pub(crate) const FSYNC_ENV: &str = "ABRIDGE_CRASH_FSYNC";
+/// Set: the child exits after this many batches instead of running until
+/// killed.
+pub(crate) const BATCHES_ENV: &str = "ABRIDGE_CRASH_BATCHES";
+/// Set: the first message carries an image large enough to go to a blob
+/// file, so a rename and the blob directory's creation happen too.
+pub(crate) const IMAGE_ENV: &str = "ABRIDGE_CRASH_IMAGE";
+
+/// How the parent runs [`crash_child`]: the environment it reads.
+pub(crate) fn child_command(path: &Path, batch: u64, size: usize) -> Command {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
+        .args(["--exact", "crash::crash_child", "--ignored", "--nocapture"])
+        .args(["--test-threads=1", "-q"])
+        .env(CHILD_ENV, path)
+        .env(BATCH_ENV, batch.to_string())
+        .env(SIZE_ENV, size.to_string());
+    command
+}
 
 /// The text of the message with this seq: a prefix naming it, then filler
 /// derived from it, so the parent can check every byte that survived.
@@ -41,22 +65,50 @@ fn expected_text(seq: Seq, size: usize) -> String {
     text
 }
 
-/// The child: appends batches forever, acknowledging each on stdout.
+/// A base64 image over the blob threshold.
+fn large_image() -> Block {
+    Block::Image {
+        source: ImageSource::Base64 {
+            media_type: "image/png".into(),
+            data: "iVBORw0K".repeat(BLOB_THRESHOLD / 8 + 1),
+        },
+        width: Some(64),
+        height: Some(64),
+    }
+}
+
+/// The child: creates the session when it is missing, then appends
+/// batches (forever, or [`BATCHES_ENV`] of them), acknowledging each on
+/// stdout only after `append_batch` returned.
 #[test]
 #[ignore = "the crash tests run it as a child process"]
 fn crash_child() {
     let Ok(path) = std::env::var(CHILD_ENV) else {
         return;
     };
+    let path = Path::new(&path);
     let batch: u64 = std::env::var(BATCH_ENV).unwrap().parse().unwrap();
     let size: usize = std::env::var(SIZE_ENV).unwrap().parse().unwrap();
-    let (mut session, _) =
-        Session::open(support::jsonl(Path::new(&path), FsyncPolicy::EveryBatch)).unwrap();
+    let batches: Option<u64> = std::env::var(BATCHES_ENV).ok().map(|n| n.parse().unwrap());
+    let mut image = std::env::var_os(IMAGE_ENV).map(|_| large_image());
+    let fsync = match std::env::var(FSYNC_ENV).as_deref() {
+        Ok("never") => FsyncPolicy::Never,
+        _ => FsyncPolicy::EveryBatch,
+    };
+    let mut session = if path.exists() {
+        Session::open(support::jsonl(path, fsync)).unwrap().0
+    } else {
+        Session::create(support::jsonl(path, fsync), support::header("crash")).unwrap()
+    };
     println!("READY {}", session.len());
-    loop {
+    for _ in 0..batches.unwrap_or(u64::MAX) {
         let start = session.len() as Seq;
         let drafts = (start..start + batch)
-            .map(|seq| Draft::message(Message::user(expected_text(seq, size))))
+            .map(|seq| {
+                let mut message = Message::user(expected_text(seq, size));
+                message.content.extend(image.take());
+                Draft::message(message)
+            })
             .collect();
         let seqs = session.append_batch(drafts).unwrap();
         println!("ACK {}", seqs.last().unwrap());
@@ -113,12 +165,7 @@ fn run_once(path: &Path, batch: u64, size: usize, kill: KillAt, stats: &mut Stat
         let (session, _) = Session::open(support::jsonl(path, FsyncPolicy::Never)).unwrap();
         session.len() as u64
     };
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash::crash_child", "--ignored", "--nocapture"])
-        .args(["--test-threads=1", "-q"])
-        .env(CHILD_ENV, path)
-        .env(BATCH_ENV, batch.to_string())
-        .env(SIZE_ENV, size.to_string())
+    let mut child = child_command(path, batch, size)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -216,8 +263,9 @@ fn run_once(path: &Path, batch: u64, size: usize, kill: KillAt, stats: &mut Stat
     assert_eq!(again.torn_tail, None, "the torn tail was cut on disk");
 }
 
-/// The two scenarios run one at a time, for the reason in `main.rs`.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// The tests that spawn children run one at a time, for the reason in
+/// `main.rs`.
+pub(crate) static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Small batches on one growing file, killed at random moments: every
 /// acknowledged batch survives, and each run resumes the file the last
