@@ -117,6 +117,7 @@ async fn server_errors_are_transient() {
             LlmError::Server {
                 provider: client.provider().to_string(),
                 status: 500,
+                retry_after: None,
                 message: "upstream exploded".into()
             }
         );
