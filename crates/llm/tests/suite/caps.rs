@@ -14,11 +14,8 @@ use abridge_llm::RetryPolicy;
 use abridge_llm::RetryingClient;
 use abridge_llm::StreamEvent;
 use futures::StreamExt;
-use wiremock::Mock;
 use wiremock::MockServer;
 use wiremock::ResponseTemplate;
-use wiremock::matchers::method;
-use wiremock::matchers::path;
 
 use super::support::KINDS;
 use super::support::Kind;
@@ -28,13 +25,7 @@ use super::support::request;
 const CAP: usize = 64 * 1024;
 
 async fn serve(kind: Kind, template: ResponseTemplate) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(kind.path()))
-        .respond_with(template)
-        .mount(&server)
-        .await;
-    server
+    super::faults::serve(kind, template).await.0
 }
 
 fn capped(kind: Kind, server: &MockServer) -> Arc<dyn LlmClient> {
