@@ -333,7 +333,11 @@ fn cut(binary: &Path, base_url: &str, _root: &Path, work: &Path) -> anyhow::Resu
         "the cut turn wrote {} events, expected only the user message",
         after - before
     );
-    let cut_bytes = rig.proxy.seen().last().map_or(0, |s| s.written);
+    let cut_bytes = rig
+        .proxy
+        .settled(Duration::from_secs(10))
+        .last()
+        .map_or(0, |s| s.written);
     println!("e2e: stream cut after {cut_bytes} bytes of SSE");
     rig.next_turn(true)?;
     rig.finish(binary)
@@ -473,14 +477,14 @@ fn oversize(binary: &Path, base_url: &str, _root: &Path, work: &Path) -> anyhow:
         Duration::from_secs(60),
         &format!("larger than the {CAP}-byte cap"),
     )?;
-    let seen = rig.proxy.seen();
+    let seen = rig.proxy.settled(Duration::from_secs(10));
     ensure!(
         seen.len() == 1,
         "an oversize answer was retried: {} requests",
         seen.len()
     );
     ensure!(
-        seen[0].written < BYTES / 2,
+        seen[0].done && seen[0].written < BYTES / 2,
         "the client read {} of {BYTES} bytes before giving up",
         seen[0].written
     );

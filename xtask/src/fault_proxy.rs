@@ -73,6 +73,9 @@ pub(crate) struct Seen {
     pub(crate) fault: Fault,
     /// Answer body bytes written to the client (oversize, cut, pass).
     pub(crate) written: usize,
+    /// True once the proxy is done with it (answered, cut, or the client
+    /// went away).
+    pub(crate) done: bool,
 }
 
 #[derive(Debug)]
@@ -107,6 +110,7 @@ impl Shared {
             at: Instant::now(),
             fault: fault.clone(),
             written: 0,
+            done: false,
         });
         (script.seen.len() - 1, fault)
     }
@@ -114,6 +118,12 @@ impl Shared {
     fn wrote(&self, index: usize, bytes: usize) {
         if let Some(seen) = self.script().seen.get_mut(index) {
             seen.written += bytes;
+        }
+    }
+
+    fn finished(&self, index: usize) {
+        if let Some(seen) = self.script().seen.get_mut(index) {
+            seen.done = true;
         }
     }
 }
@@ -204,6 +214,20 @@ impl FaultProxy {
     /// Every request so far, in order of arrival.
     pub(crate) fn seen(&self) -> Vec<Seen> {
         self.shared.script().seen.clone()
+    }
+
+    /// [`seen`](Self::seen) once the proxy is done with every request (a
+    /// write to a client that gave up ends with an error shortly after),
+    /// or after `limit`.
+    pub(crate) fn settled(&self, limit: Duration) -> Vec<Seen> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let seen = self.seen();
+            if seen.iter().all(|s| s.done) || Instant::now() > deadline {
+                return seen;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -335,6 +359,7 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>) {
                 false
             }
         };
+        shared.finished(index);
         if !keep_open {
             break;
         }
