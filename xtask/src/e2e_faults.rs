@@ -73,7 +73,7 @@ pub(crate) const CHECKS: [(&str, Check); 7] = [
 ];
 
 /// The window the fault sessions run under: a few canned turns fill it.
-const WINDOW: u64 = 4_096;
+const WINDOW: u64 = 2_048;
 /// The client's answer cap in these checks.
 const CAP: usize = 1024 * 1024;
 /// Output cap of a next turn: a few words prove the server answered.
