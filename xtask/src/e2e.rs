@@ -25,8 +25,8 @@ const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 const CMAKE_ARGS: &str =
     "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON";
 
-/// Runs the end-to-end suite.
-pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
+/// Runs the end-to-end suite, or the checks whose names contain `filter`.
+pub(crate) fn run(root: &Path, filter: Option<&str>) -> anyhow::Result<()> {
     let cache = cache_dir();
     let python = ensure_server(&cache)?;
     let model = ensure_model(&cache, &python)?;
@@ -36,7 +36,7 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     let work = root.join("target").join("e2e");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)?;
-    let checks = crate::e2e_checks::run(&binary, &server.base_url(), root, &work);
+    let checks = crate::e2e_checks::run(&binary, &server.base_url(), root, &work, filter);
     drop(server);
     checks
 }

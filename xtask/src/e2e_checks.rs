@@ -11,15 +11,23 @@ use anyhow::Context;
 use anyhow::bail;
 use anyhow::ensure;
 
+use crate::e2e_faults::Check;
+
 /// The bundled real session the checks compact: small enough for a 135M
 /// model on two cores (about 8k tokens).
 const SAMPLE: &str =
     "assets/sessions/swe-agent__marshmallow-1867__function_calling_replace_from_source.traj";
 
-/// Runs every check and prints the tally; fails when any check failed.
-pub(crate) fn run(binary: &Path, base_url: &str, root: &Path, work: &Path) -> anyhow::Result<()> {
-    type Check = fn(&Path, &str, &Path, &Path) -> anyhow::Result<()>;
-    let checks: [(&str, Check); 3] = [
+/// Runs every check whose name contains `filter` (all without one) and
+/// prints the tally; fails when any check failed.
+pub(crate) fn run(
+    binary: &Path,
+    base_url: &str,
+    root: &Path,
+    work: &Path,
+    filter: Option<&str>,
+) -> anyhow::Result<()> {
+    let own: [(&str, Check); 3] = [
         ("soft compaction against the real server lands", soft_lands),
         (
             "rejected model output falls through to digest, nothing lost",
@@ -30,6 +38,10 @@ pub(crate) fn run(binary: &Path, base_url: &str, root: &Path, work: &Path) -> an
             example_agent,
         ),
     ];
+    let checks = own
+        .into_iter()
+        .chain(crate::e2e_faults::CHECKS)
+        .filter(|(name, _)| filter.is_none_or(|f| name.contains(f)));
     let (mut passed, mut failed) = (0, 0);
     for (name, check) in checks {
         match check(binary, base_url, root, work) {
@@ -281,7 +293,9 @@ fn open(path: &Path) -> anyhow::Result<Session> {
     Ok(session)
 }
 
-fn invariants(binary: &Path, session: &Path) -> anyhow::Result<()> {
+/// Runs `abridge check` on `session`; fails with its output when the
+/// session breaks an invariant.
+pub(crate) fn invariants(binary: &Path, session: &Path) -> anyhow::Result<()> {
     let output = Command::new(binary).arg("check").arg(session).output()?;
     if !output.status.success() {
         bail!(

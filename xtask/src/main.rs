@@ -30,7 +30,9 @@ mod arch;
 mod bench;
 mod e2e;
 mod e2e_checks;
+mod e2e_faults;
 mod eval;
+mod fault_proxy;
 mod mutants;
 mod soak;
 mod soak_child;
@@ -42,7 +44,7 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(&root),
         Some("lint-arch") => arch::run(&args.get(1).map_or(root, PathBuf::from)),
-        Some("e2e") => e2e::run(&root),
+        Some("e2e") => e2e::run(&root, args.get(1).map(String::as_str)),
         Some("bench") => release_only("bench", &args).and_then(|()| run_bench(&root, &args[1..])),
         Some("eval") => release_only("eval", &args).and_then(|()| run_eval(&root)),
         Some("bench-child") => bench::child(&args[1..]),
@@ -51,7 +53,7 @@ fn main() -> anyhow::Result<()> {
         Some("soak-child") => soak_child::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|lint-arch|e2e|bench [AREA...]|eval|mutants|soak [--kills N]>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e    compaction against a real llama.cpp server on 127.0.0.1\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md"
+                "usage: cargo xtask <ci|lint-arch|e2e [FILTER]|bench [AREA...]|eval|mutants|soak [--kills N]>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e [FILTER]  compaction against a real llama.cpp server on 127.0.0.1, faults through a proxy\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md"
             );
             bail!("unknown or missing command")
         }
@@ -123,7 +125,7 @@ fn ci(root: &Path) -> anyhow::Result<()> {
 
 fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
     type Area = (&'static str, fn() -> anyhow::Result<Vec<bench::Section>>);
-    let all: [Area; 10] = [
+    let all: [Area; 11] = [
         ("session", bench::session::run),
         ("meter", bench::meter::run),
         ("claude", bench::claude_counts::run),
@@ -133,6 +135,7 @@ fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
         ("prune", bench::prune::run),
         ("recall", bench::recall::run),
         ("llm", bench::llm::run),
+        ("load", bench::load::run),
         ("snapcompact", bench::snapcompact::run),
     ];
     let mut sections = Vec::new();

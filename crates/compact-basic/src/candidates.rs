@@ -404,6 +404,7 @@ mod tests {
         LlmError::Server {
             provider: "a".into(),
             status: 503,
+            retry_after: None,
             message: "busy".into(),
         }
     }

@@ -298,6 +298,7 @@ fn a_server_error_is_recorded_and_leaves_the_surface() {
     let client = scripted(vec![Err(LlmError::Server {
         provider: "scripted".into(),
         status: 503,
+        retry_after: None,
         message: "overloaded".into(),
     })]);
     let surface = session.surface().clone();

@@ -31,13 +31,16 @@ pub enum LlmError {
         /// What the provider said.
         message: String,
     },
-    /// The provider failed (5xx, overloaded). Transient.
-    #[error("{provider}: server error {status}: {message}")]
+    /// The provider failed (5xx, overloaded). Transient; wait
+    /// `retry_after` when the provider says how long (a 503 often does).
+    #[error("{provider}: server error {status}{}: {message}", retry_after.map(|d| format!(" (retry after {:.1}s)", d.as_secs_f64())).unwrap_or_default())]
     Server {
         /// Provider name.
         provider: String,
         /// HTTP status.
         status: u16,
+        /// The provider's Retry-After, if any.
+        retry_after: Option<Duration>,
         /// What the provider said.
         message: String,
     },
@@ -116,7 +119,9 @@ impl LlmError {
     /// How long the provider asked us to wait, if it said.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            LlmError::RateLimited { retry_after, .. } => *retry_after,
+            LlmError::RateLimited { retry_after, .. } | LlmError::Server { retry_after, .. } => {
+                *retry_after
+            }
             _ => None,
         }
     }

@@ -318,6 +318,7 @@ mod tests {
         let error = LlmError::Server {
             provider: "p".into(),
             status: 500,
+            retry_after: None,
             message: String::new(),
         };
         for _ in 0..100 {

@@ -179,6 +179,7 @@ pub fn server_error() -> LlmError {
     LlmError::Server {
         provider: "scripted".into(),
         status: 503,
+        retry_after: None,
         message: "busy".into(),
     }
 }

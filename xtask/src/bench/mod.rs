@@ -12,6 +12,7 @@ use anyhow::Context;
 pub(crate) mod claude_counts;
 pub(crate) mod compact;
 pub(crate) mod llm;
+pub(crate) mod load;
 pub(crate) mod maintenance;
 pub(crate) mod meter;
 pub(crate) mod prune;
@@ -128,6 +129,7 @@ pub(crate) fn child(args: &[String]) -> anyhow::Result<()> {
     let rest = args.get(1..).unwrap_or_default();
     match args.first().map(String::as_str) {
         Some("load-peak") => session::load_peak(rest),
+        Some("load") => load::child(rest),
         Some("simulate") => simulate::child(rest),
         Some("first-count") => meter::first_count(rest),
         other => anyhow::bail!("unknown bench-child measurement {other:?}"),

@@ -508,6 +508,11 @@ impl LlmClient for AnthropicClient {
             stop: None,
             usage: Usage::default(),
         };
-        Ok(stream::drive(self.http.provider(), response, decoder))
+        Ok(stream::drive(
+            self.http.provider(),
+            self.http.max_response_bytes(),
+            response,
+            decoder,
+        ))
     }
 }

@@ -294,6 +294,7 @@ pub(crate) fn classify_status(
         return LlmError::Server {
             provider,
             status,
+            retry_after,
             message,
         };
     }

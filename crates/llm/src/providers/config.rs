@@ -77,7 +77,19 @@ pub struct ProviderConfig {
     /// Time allowed to open the connection; `None` waits as long as the OS
     /// does. The whole-call timeout belongs to [`RetryingClient`](crate::RetryingClient).
     pub connect_timeout: Option<Duration>,
+    /// The largest answer body read, in bytes; `None` uses
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`]. An answer (or stream) that grows past
+    /// it is dropped as soon as it does, with
+    /// [`LlmError::Unusable`](crate::LlmError::Unusable) naming the cap, so a
+    /// broken or hostile endpoint cannot make the process hold an unbounded
+    /// reply in memory.
+    pub max_response_bytes: Option<usize>,
 }
+
+/// The answer-size cap when [`ProviderConfig::max_response_bytes`] is unset:
+/// 32 MiB, far above any model reply (a 128k-token answer is under 1 MiB of
+/// text), and low enough that one runaway reply cannot exhaust memory.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
 
 impl ProviderConfig {
     /// A configuration for the endpoint at `base_url`.
@@ -118,6 +130,13 @@ impl ProviderConfig {
         self
     }
 
+    /// Caps the answer body at `bytes` (see
+    /// [`max_response_bytes`](Self::max_response_bytes)).
+    pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = Some(bytes);
+        self
+    }
+
     /// Merges one field into every request body.
     pub fn with_body_field(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
         self.extra_body.insert(key.into(), value);
@@ -140,6 +159,7 @@ impl fmt::Debug for ProviderConfig {
                 &self.extra_body.keys().collect::<Vec<_>>(),
             )
             .field("connect_timeout", &self.connect_timeout)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish()
     }
 }

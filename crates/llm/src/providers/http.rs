@@ -42,6 +42,7 @@ pub struct Http {
     secret: Option<ApiKey>,
     purpose_header: Option<HeaderName>,
     dialect: classify::ErrorDialect,
+    max_response_bytes: usize,
 }
 
 impl fmt::Debug for Http {
@@ -144,6 +145,9 @@ impl Http {
             provider: provider.to_string(),
             secret: config.api_key.clone(),
             purpose_header,
+            max_response_bytes: config
+                .max_response_bytes
+                .unwrap_or(super::config::DEFAULT_MAX_RESPONSE_BYTES),
         })
     }
 
@@ -155,6 +159,16 @@ impl Http {
     /// The full address requests are posted to.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The largest answer body this endpoint reads, in bytes.
+    pub fn max_response_bytes(&self) -> usize {
+        self.max_response_bytes
+    }
+
+    /// The error for an answer that grew past the size cap.
+    pub(crate) fn too_large(&self) -> LlmError {
+        too_large(&self.provider, self.max_response_bytes)
     }
 
     /// Whose wording this endpoint's errors are read in.
@@ -238,10 +252,7 @@ impl Http {
             return Ok(response);
         }
         let retry_after = classify::retry_after(response.headers(), SystemTime::now());
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| self.transport(&e.without_url()))?;
+        let bytes = self.read_capped(response).await?;
         let mut body = classify::parse_error_body(&bytes);
         body.message = self.scrub(body.message);
         let error = classify::classify_status(
@@ -275,21 +286,54 @@ impl Http {
         self.read_json(response).await
     }
 
-    /// Reads a whole JSON body.
+    /// Reads a whole body, chunk by chunk, stopping (and dropping the
+    /// connection) as soon as it passes the size cap: an announced length
+    /// over the cap is refused before any of the body is read.
+    ///
+    /// # Errors
+    /// `Transport` when the connection fails or is cut; `Unusable` naming
+    /// the cap when the body is larger.
+    async fn read_capped(&self, mut response: reqwest::Response) -> Result<Vec<u8>, LlmError> {
+        let cap = self.max_response_bytes;
+        let announced = response.content_length().unwrap_or(0);
+        if usize::try_from(announced).map_or(true, |n| n > cap) {
+            return Err(self.too_large());
+        }
+        let mut body = Vec::with_capacity(usize::try_from(announced).unwrap_or(0));
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| self.transport(&e.without_url()))?
+        {
+            if body.len() + chunk.len() > cap {
+                return Err(self.too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+
+    /// Reads a whole JSON body, within the size cap.
     ///
     /// # Errors
     /// `Transport` when the connection fails or the body is not the JSON
-    /// shape expected.
+    /// shape expected; `Unusable` when it is larger than the cap.
     pub(crate) async fn read_json<T: serde::de::DeserializeOwned>(
         &self,
         response: reqwest::Response,
     ) -> Result<T, LlmError> {
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| self.transport(&e.without_url()))?;
+        let bytes = self.read_capped(response).await?;
         serde_json::from_slice(&bytes)
             .map_err(|e| self.malformed(format!("the answer is not the expected json ({e})")))
+    }
+}
+
+/// The error for an answer from `provider` that grew past `cap` bytes. Not
+/// retryable: the same request would most likely get the same answer.
+pub(crate) fn too_large(provider: &str, cap: usize) -> LlmError {
+    LlmError::Unusable {
+        provider: provider.to_string(),
+        message: format!("the answer is larger than the {cap}-byte cap (max_response_bytes)"),
     }
 }
 

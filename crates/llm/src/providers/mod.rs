@@ -33,6 +33,7 @@ pub use classify::looks_like_context_overflow;
 pub use classify::parse_http_date;
 pub use classify::parse_retry_after;
 pub use config::ApiKey;
+pub use config::DEFAULT_MAX_RESPONSE_BYTES;
 pub use config::ProviderConfig;
 pub use count_tokens::CountTokensClient;
 pub use http::Auth;

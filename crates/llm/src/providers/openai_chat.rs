@@ -182,6 +182,11 @@ impl LlmClient for OpenAiChatClient {
         let response = self.send(request, true).await?;
         let decoder =
             chat_decode::ChatDecoder::new(self.http.provider(), self.http.dialect(), requested);
-        Ok(stream::drive(self.http.provider(), response, decoder))
+        Ok(stream::drive(
+            self.http.provider(),
+            self.http.max_response_bytes(),
+            response,
+            decoder,
+        ))
     }
 }

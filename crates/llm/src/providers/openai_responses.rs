@@ -407,7 +407,12 @@ impl LlmClient for OpenAiResponsesClient {
             requested,
             items: BTreeMap::new(),
         };
-        Ok(stream::drive(self.http.provider(), response, decoder))
+        Ok(stream::drive(
+            self.http.provider(),
+            self.http.max_response_bytes(),
+            response,
+            decoder,
+        ))
     }
 }
 

@@ -42,6 +42,9 @@ struct Driver<D> {
     decoder: D,
     queue: VecDeque<Result<StreamEvent, LlmError>>,
     ended: bool,
+    /// Bytes the stream may still deliver before it is over the size cap.
+    budget: usize,
+    cap: usize,
 }
 
 impl<D: Decoder> Driver<D> {
@@ -90,7 +93,18 @@ impl<D: Decoder> Driver<D> {
                 return None;
             }
             match self.body.next().await {
-                Some(Ok(chunk)) => self.feed(&chunk),
+                Some(Ok(chunk)) if chunk.len() > self.budget => {
+                    self.queue
+                        .push_back(Err(super::http::too_large(&self.provider, self.cap)));
+                    self.ended = true;
+                    // Let go of the connection now, not when the caller
+                    // drops the stream.
+                    self.body = futures::stream::empty().boxed();
+                }
+                Some(Ok(chunk)) => {
+                    self.budget -= chunk.len();
+                    self.feed(&chunk);
+                }
                 Some(Err(error)) => {
                     let error = error.without_url();
                     self.fail(format!("the stream broke off: {error}"));
@@ -103,15 +117,20 @@ impl<D: Decoder> Driver<D> {
 
 /// Streams a successful SSE response through `decoder`.
 ///
-/// The stream ends after the decoder's terminal event, or with a
-/// `Transport` error when the bytes stop first or cannot be parsed.
-/// Dropping the stream drops the connection.
+/// The stream ends after the decoder's terminal event, with a
+/// `Transport` error when the bytes stop first or cannot be parsed, or
+/// with `Unusable` once more than `cap` bytes have come (the connection is
+/// dropped then, so a runaway stream is never held whole). Dropping the
+/// stream drops the connection.
 pub(crate) fn drive<D: Decoder>(
     provider: &str,
+    cap: usize,
     response: reqwest::Response,
     decoder: D,
 ) -> ResponseStream {
     let driver = Driver {
+        budget: cap,
+        cap,
         provider: provider.to_string(),
         body: response.bytes_stream().boxed(),
         parser: SseParser::default(),

@@ -108,6 +108,7 @@ async fn a_server_error_is_transient() {
         LlmError::Server {
             provider: "anthropic".into(),
             status: 500,
+            retry_after: None,
             message: "boom".into(),
         }
     );

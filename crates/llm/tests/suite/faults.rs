@@ -25,7 +25,11 @@ use super::support::KINDS;
 use super::support::Kind;
 use super::support::request;
 
-async fn serve(kind: Kind, template: ResponseTemplate) -> (MockServer, Arc<dyn LlmClient>) {
+/// A mock answering `kind`'s path with `template`, and a client for it.
+pub(crate) async fn serve(
+    kind: Kind,
+    template: ResponseTemplate,
+) -> (MockServer, Arc<dyn LlmClient>) {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path(kind.path()))
@@ -117,6 +121,7 @@ async fn server_errors_are_transient() {
             LlmError::Server {
                 provider: client.provider().to_string(),
                 status: 500,
+                retry_after: None,
                 message: "upstream exploded".into()
             }
         );

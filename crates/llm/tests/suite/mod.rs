@@ -2,6 +2,7 @@
 //! request renderer.
 
 mod cancel;
+mod caps;
 mod count_tokens;
 mod faults;
 mod retry;
