@@ -10,6 +10,10 @@
 //!   BENCHMARKS.md.
 //! - `cargo xtask eval`: frame legibility (OCR) and density, written to
 //!   BENCHMARKS.md beside the bench figures.
+//! - `cargo xtask fuzz [--minutes N] [--target T] [--seed S]`:
+//!   structure-aware fuzzing of the loader, importers, validator and
+//!   snapcompact on the stable toolchain (see `fuzz`); `ci` runs a short
+//!   pass.
 //! - `cargo xtask mutants`: mutation testing of the compaction core under
 //!   a time budget, into docs/mutants.md and BENCHMARKS.md (not in `ci`:
 //!   hours on two cores).
@@ -28,6 +32,9 @@ mod bench;
 mod e2e;
 mod e2e_checks;
 mod eval;
+mod fuzz;
+mod fuzz_mutate;
+mod fuzz_targets;
 mod mutants;
 
 fn main() -> anyhow::Result<()> {
@@ -42,9 +49,11 @@ fn main() -> anyhow::Result<()> {
         Some("eval") => release_only("eval", &args).and_then(|()| run_eval(&root)),
         Some("bench-child") => bench::child(&args[1..]),
         Some("mutants") => mutants::run(&root, &args[1..]),
+        Some("fuzz") => release_only("fuzz", &args).and_then(|()| fuzz::run(&root, &args[1..])),
+        Some("fuzz-child") => fuzz::child(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|lint-arch|e2e|bench [AREA...]|eval|mutants>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e    compaction against a real llama.cpp server on 127.0.0.1\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md"
+                "usage: cargo xtask <ci|lint-arch|e2e|bench [AREA...]|eval|mutants|fuzz>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e    compaction against a real llama.cpp server on 127.0.0.1\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  fuzz [--minutes N] [--target T] [--seed S]  fuzz loader, importers, check, snapcompact"
             );
             bail!("unknown or missing command")
         }
@@ -97,6 +106,12 @@ fn ci(root: &Path) -> anyhow::Result<()> {
         "warnings",
     ])?;
     cargo(&["test", "--workspace", "--no-fail-fast"])?;
+    // A short fuzz pass: a few seconds per target, figures not written.
+    println!("$ cargo xtask fuzz --seconds 54 --no-report");
+    fuzz::run(
+        root,
+        &["--seconds".into(), "54".into(), "--no-report".into()],
+    )?;
     // SAFETY of intent: only this child process sees the flag.
     let status = Command::new("cargo")
         .args(["doc", "--workspace", "--no-deps"])
