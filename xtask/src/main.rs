@@ -33,6 +33,8 @@ mod e2e;
 mod e2e_checks;
 mod eval;
 mod fuzz;
+#[cfg(test)]
+mod fuzz_doc;
 mod fuzz_mutate;
 mod fuzz_targets;
 mod mutants;
