@@ -11,6 +11,10 @@
 //!   BENCHMARKS.md.
 //! - `cargo xtask eval`: frame legibility (OCR) and density, written to
 //!   BENCHMARKS.md beside the bench figures.
+//! - `cargo xtask fuzz [--minutes N] [--target T] [--seed S]`:
+//!   structure-aware fuzzing of the loader, importers, validator and
+//!   snapcompact on the stable toolchain (see `fuzz`); `ci` runs a short
+//!   pass.
 //! - `cargo xtask mutants`: mutation testing of the compaction core under
 //!   a time budget, into docs/mutants.md and BENCHMARKS.md. `ci` runs it
 //!   only on the lines a change touched, when that is a few mutants.
@@ -33,6 +37,11 @@ mod e2e_checks;
 mod e2e_faults;
 mod eval;
 mod fault_proxy;
+mod fuzz;
+#[cfg(test)]
+mod fuzz_doc;
+mod fuzz_mutate;
+mod fuzz_targets;
 mod mutants;
 mod soak;
 mod soak_child;
@@ -51,9 +60,11 @@ fn main() -> anyhow::Result<()> {
         Some("mutants") => mutants::run(&root, &args[1..]),
         Some("soak") => soak::run(&root, &args[1..]),
         Some("soak-child") => soak_child::run(&args[1..]),
+        Some("fuzz") => release_only("fuzz", &args).and_then(|()| fuzz::run(&root, &args[1..])),
+        Some("fuzz-child") => fuzz::child(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|lint-arch|e2e [FILTER]|bench [AREA...]|eval|mutants|soak [--kills N]>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e [FILTER]  compaction against a real llama.cpp server on 127.0.0.1, faults through a proxy\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md"
+                "usage: cargo xtask <ci|lint-arch|e2e [FILTER]|bench [AREA...]|eval|mutants|soak [--kills N]|fuzz>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e [FILTER]  compaction against a real llama.cpp server on 127.0.0.1, faults through a proxy\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md\n  fuzz [--minutes N] [--target T] [--seed S]  fuzz loader, importers, check, snapcompact"
             );
             bail!("unknown or missing command")
         }
@@ -109,6 +120,12 @@ fn ci(root: &Path) -> anyhow::Result<()> {
     // Kill trials, short: the figure in BENCHMARKS.md comes from 1000.
     println!("$ cargo xtask soak --kills 100 (not written)");
     soak::soak(100, None)?;
+    // A short fuzz pass: a few seconds per target, figures not written.
+    println!("$ cargo xtask fuzz --seconds 54 --no-report");
+    fuzz::run(
+        root,
+        &["--seconds".into(), "54".into(), "--no-report".into()],
+    )?;
     // SAFETY of intent: only this child process sees the flag.
     let status = Command::new("cargo")
         .args(["doc", "--workspace", "--no-deps"])

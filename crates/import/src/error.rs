@@ -81,7 +81,8 @@ pub enum ImportError {
         /// 1-based byte column of the first bad byte.
         column: u64,
     },
-    /// A line (or document) is longer than [`MAX_RECORD_BYTES`](crate::MAX_RECORD_BYTES).
+    /// A line is longer than
+    /// [`ReadOptions::max_record_bytes`](crate::ReadOptions::max_record_bytes).
     #[error("{file}:{line}: record is {len} bytes, over the limit of {limit} bytes")]
     TooLong {
         /// The file.
@@ -118,7 +119,7 @@ pub enum ImportError {
         len: u64,
     },
     /// A field is missing or has the wrong type.
-    #[error("{file}{}: field `{field}`: {reason}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    #[error("{file}{}: {}{reason}", line.map(|l| format!(":{l}")).unwrap_or_default(), field_prefix(field))]
     Field {
         /// The file.
         file: String,
@@ -151,6 +152,16 @@ pub enum ImportError {
     },
 }
 
+/// `field `x`: ` before a reason, or nothing when the fault is the
+/// record itself (the empty path), so no message reads "field ``".
+fn field_prefix(field: &str) -> String {
+    if field.is_empty() {
+        String::new()
+    } else {
+        format!("field `{field}`: ")
+    }
+}
+
 /// The reason of [`ImportError::NoMessages`]: how many records were read and
 /// the most frequent kinds among them.
 fn why_empty(records: u64, skipped: &BTreeMap<String, u64>) -> String {
@@ -171,4 +182,35 @@ fn why_empty(records: u64, skipped: &BTreeMap<String, u64>) -> String {
         why.push(')');
     }
     why
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by `cargo xtask fuzz` (import-openhands): a record that is
+    /// not an object read "field ``: expected ...".
+    #[test]
+    fn a_fault_of_the_whole_record_names_no_empty_field() {
+        let error = ImportError::Field {
+            file: "run.jsonl".to_string(),
+            line: Some(3),
+            field: String::new(),
+            reason: "expected an object, found a string".to_string(),
+        };
+        assert_eq!(
+            error.to_string(),
+            "run.jsonl:3: expected an object, found a string"
+        );
+        let error = ImportError::Field {
+            file: "run.jsonl".to_string(),
+            line: None,
+            field: "history[2].args".to_string(),
+            reason: "missing".to_string(),
+        };
+        assert_eq!(
+            error.to_string(),
+            "run.jsonl: field `history[2].args`: missing"
+        );
+    }
 }

@@ -4,7 +4,6 @@
 use serde_json::Value;
 
 use crate::ImportError;
-use crate::MAX_RECORD_BYTES;
 
 /// One parsed JSONL line.
 #[derive(Debug)]
@@ -15,16 +14,35 @@ pub(crate) struct Record {
     pub(crate) value: Value,
 }
 
+/// Refuses `bytes` when one of its lines is longer than `limit` bytes,
+/// naming the first such line. Run before any parsing, so a hostile line
+/// costs a scan and no allocation; a one-line document counts as a line.
+pub(crate) fn check_line_lengths(file: &str, bytes: &[u8], limit: u64) -> Result<(), ImportError> {
+    let mut start = 0;
+    let mut line = 0u64;
+    while start < bytes.len() {
+        line += 1;
+        let end = memchr_newline(&bytes[start..]).map_or(bytes.len(), |i| start + i);
+        let len = (end - start) as u64;
+        if len > limit {
+            return Err(ImportError::TooLong {
+                file: file.to_string(),
+                line,
+                len,
+                limit,
+            });
+        }
+        start = end + 1;
+    }
+    Ok(())
+}
+
 /// Splits `bytes` into lines and parses each non-blank one.
 ///
 /// A last line without a newline that fails to parse because it ends early
 /// is [`ImportError::Truncated`]; any other bad line is an error naming its
-/// line and column.
+/// line and column. Line lengths were checked by [`check_line_lengths`].
 pub(crate) fn parse_lines(file: &str, bytes: &[u8]) -> Result<Vec<Record>, ImportError> {
-    parse_lines_within(file, bytes, MAX_RECORD_BYTES)
-}
-
-fn parse_lines_within(file: &str, bytes: &[u8], limit: u64) -> Result<Vec<Record>, ImportError> {
     let mut records = Vec::new();
     let mut start = 0;
     let mut line = 0u64;
@@ -40,7 +58,7 @@ fn parse_lines_within(file: &str, bytes: &[u8], limit: u64) -> Result<Vec<Record
         }
         records.push(Record {
             line,
-            value: parse_record(file, line, raw, !terminated, limit)?,
+            value: parse_record(file, line, raw, !terminated)?,
         });
     }
     Ok(records)
@@ -48,25 +66,10 @@ fn parse_lines_within(file: &str, bytes: &[u8], limit: u64) -> Result<Vec<Record
 
 /// Parses one whole document (SWE-agent trajectories).
 pub(crate) fn parse_document(file: &str, bytes: &[u8]) -> Result<Value, ImportError> {
-    parse_record(file, 1, bytes, true, MAX_RECORD_BYTES)
+    parse_record(file, 1, bytes, true)
 }
 
-fn parse_record(
-    file: &str,
-    line: u64,
-    raw: &[u8],
-    last: bool,
-    limit: u64,
-) -> Result<Value, ImportError> {
-    // Checked before parsing, so a huge line costs no allocation.
-    if raw.len() as u64 > limit {
-        return Err(ImportError::TooLong {
-            file: file.to_string(),
-            line,
-            len: raw.len() as u64,
-            limit,
-        });
-    }
+fn parse_record(file: &str, line: u64, raw: &[u8], last: bool) -> Result<Value, ImportError> {
     if let Err(e) = std::str::from_utf8(raw) {
         // A document spans lines: report the line of the bad byte.
         let before = &raw[..e.valid_up_to()];
@@ -276,10 +279,12 @@ mod tests {
 
     #[test]
     fn an_overlong_line_is_refused_before_parsing() {
-        let err = parse_lines_within("f.jsonl", b"{}\n{\"a\":\"0123456789\"}\n", 10).unwrap_err();
+        let bytes = b"{}\n{\"a\":\"0123456789\"}\n";
+        check_line_lengths("f.jsonl", bytes, 18).unwrap();
+        let err = check_line_lengths("f.jsonl", bytes, 17).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "f.jsonl:2: record is 18 bytes, over the limit of 10 bytes"
+            "f.jsonl:2: record is 18 bytes, over the limit of 17 bytes"
         );
     }
 

@@ -106,9 +106,10 @@ pub const TYPE_IMPORTED_COMPACTION: &str = "compaction/imported";
 /// Event type of a model change found in the source.
 pub const TYPE_MODEL_CHANGE: &str = "model_change";
 
-/// Longest line (or single-document file) read, in bytes. Real records are
-/// far smaller; a longer one is a broken or hostile file.
-pub const MAX_RECORD_BYTES: u64 = 128 * 1024 * 1024;
+/// The default of [`ReadOptions::max_record_bytes`]: 64 MiB, the same as
+/// the session log's own line limit. Real records are far smaller; a longer
+/// line is a broken or hostile file.
+pub const MAX_RECORD_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How many leading bytes [`read`] shows [`Format::detect`].
 pub const DETECT_BYTES: usize = 64 * 1024;
@@ -184,7 +185,7 @@ impl Imported {
 /// What to read from a file: which format (detected when `None`) and,
 /// for files that hold several sessions (aider chats, OpenHands evaluation
 /// records), which one.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadOptions {
     /// The source format; `None` to detect it from the content.
     pub format: Option<Format>,
@@ -192,6 +193,21 @@ pub struct ReadOptions {
     /// that holds a message, since a file grows at its end and the newest
     /// work is what a user usually means.
     pub session: Option<usize>,
+    /// Longest line accepted, in bytes (a single-document format's lines
+    /// too). Default [`MAX_RECORD_BYTES`]. Checked before anything is
+    /// parsed, so a hostile line costs no memory: the import fails with
+    /// [`ImportError::TooLong`] naming the file and line.
+    pub max_record_bytes: u64,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            format: None,
+            session: None,
+            max_record_bytes: MAX_RECORD_BYTES,
+        }
+    }
 }
 
 /// Reads the session file at `path`. `format`: `None` to detect it. For a
@@ -206,7 +222,7 @@ pub fn read(path: &Path, format: Option<Format>) -> Result<Imported, ImportError
         path,
         &ReadOptions {
             format,
-            session: None,
+            ..ReadOptions::default()
         },
     )
 }
@@ -240,7 +256,7 @@ pub fn read_bytes(
         bytes,
         &ReadOptions {
             format,
-            session: None,
+            ..ReadOptions::default()
         },
     )
 }
@@ -267,6 +283,7 @@ pub fn read_bytes_with(
             })?,
     };
     let _span = tracing::debug_span!("import", file, format = format.name()).entered();
+    json::check_line_lengths(file, bytes, options.max_record_bytes)?;
     if !matches!(format, Format::Aider | Format::OpenHands) {
         // One session per file: only `--session 1` names it.
         pick(file, 1, options.session, |_| true)?;

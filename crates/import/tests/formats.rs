@@ -72,6 +72,7 @@ fn read(name: &str, session: Option<usize>) -> Result<import::Imported, ImportEr
         &ReadOptions {
             format: None,
             session,
+            ..ReadOptions::default()
         },
     )
 }
@@ -181,6 +182,7 @@ fn aider_session_picks_a_chat_and_names_the_range() {
         &ReadOptions {
             format: None,
             session: Some(2),
+            ..ReadOptions::default()
         },
     )
     .unwrap_err();

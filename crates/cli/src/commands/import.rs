@@ -44,6 +44,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         &import::ReadOptions {
             format: args.format,
             session: args.session,
+            ..import::ReadOptions::default()
         },
     )?;
     let store = JsonlStore::open(&out, JsonlOptions::default())?;

@@ -252,6 +252,38 @@ fn content_text_as_a_number() {
 }
 
 #[test]
+fn json_nested_past_the_depth_limit() {
+    // serde_json stops at 128 levels: a typed error with line and column,
+    // never a stack overflow.
+    let nested = format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000));
+    let (_dir, path) = corrupt(5, r#""text":"next""#, &format!(r#""text":{nested}"#));
+    let error = open_error(&path);
+    assert!(matches!(
+        error,
+        SessionError::Store(StoreError::Corrupt { line: 5, .. })
+    ));
+    // The column is where the depth ran out: the 1-based column of the
+    // first `[` is one past its 0-based offset, and the line itself is a
+    // level (the message and its content add more), so the limit of 128
+    // is hit within the first 128 brackets.
+    let first = column_of(&path, 5, "[[[") + 1;
+    let text = error.to_string();
+    let prefix = format!("{}:5:", path.display());
+    let column: usize = text[prefix.len()..]
+        .split(':')
+        .next()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no column in {text}"));
+    assert!(column > first && column < first + 128, "{text}");
+    assert!(
+        text.ends_with(
+            ": recursion limit exceeded (open with salvage to keep the lines that parse)"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
 fn tool_call_id_as_a_number_in_a_nested_block() {
     let (_dir, path) = corrupt(4, r#""call_id":"c1""#, r#""call_id":7"#);
     let text = open_error(&path).to_string();

@@ -1,0 +1,136 @@
+//! Limits for hostile input, for every importer: a line over the
+//! configurable cap and JSON nested past the parser's depth limit each fail
+//! with a typed error naming the file and line, before anything is built.
+//! docs/bad-input.md lists these tests by name.
+
+#![allow(clippy::unwrap_used)]
+
+use abridge_import as import;
+use abridge_import::Format;
+use abridge_import::ImportError;
+use abridge_import::ReadOptions;
+
+/// A small valid first record for each line-based format, so the bad line
+/// is the second one.
+fn first_line(format: Format) -> &'static str {
+    match format {
+        Format::Pi => {
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/"}"#
+        }
+        Format::ClaudeCode => {
+            r#"{"type":"user","uuid":"a","parentUuid":null,"sessionId":"s","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"hi"}}"#
+        }
+        Format::Codex => {
+            r#"{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/"}}"#
+        }
+        _ => "{}",
+    }
+}
+
+const LINE_FORMATS: [Format; 4] = [
+    Format::Pi,
+    Format::ClaudeCode,
+    Format::Codex,
+    Format::OpenHands,
+];
+
+fn read(
+    format: Format,
+    bytes: &[u8],
+    max_record_bytes: u64,
+) -> Result<import::Imported, ImportError> {
+    import::read_bytes_with(
+        "hostile.jsonl",
+        bytes,
+        &ReadOptions {
+            format: Some(format),
+            max_record_bytes,
+            ..ReadOptions::default()
+        },
+    )
+}
+
+#[test]
+fn the_line_cap_defaults_to_64_mib() {
+    assert_eq!(ReadOptions::default().max_record_bytes, 64 * 1024 * 1024);
+    assert_eq!(import::MAX_RECORD_BYTES, 64 * 1024 * 1024);
+}
+
+#[test]
+fn a_line_over_the_cap_is_refused_naming_file_and_line_in_every_importer() {
+    for format in Format::ALL {
+        let long = format!("{{\"text\":\"{}\"}}", "x".repeat(4096));
+        let input = format!("{}\n{long}\n", first_line(format));
+        match read(format, input.as_bytes(), 1024) {
+            Err(ImportError::TooLong {
+                file,
+                line: 2,
+                len,
+                limit: 1024,
+            }) => {
+                assert_eq!(file, "hostile.jsonl");
+                assert_eq!(len, long.len() as u64);
+            }
+            other => panic!("{}: {other:?}", format.name()),
+        }
+    }
+}
+
+#[test]
+fn a_single_line_document_over_the_cap_is_refused_as_line_1() {
+    let document = format!("{{\"trajectory\":[\"{}\"]}}", "y".repeat(10_000));
+    let error = read(Format::SweAgent, document.as_bytes(), 4096).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "hostile.jsonl:1: record is {} bytes, over the limit of 4096 bytes",
+            document.len()
+        )
+    );
+}
+
+#[test]
+fn a_line_at_the_cap_is_read() {
+    let input = format!("{}\n", first_line(Format::Pi));
+    let cap = input.len() as u64 - 1;
+    let error = read(Format::Pi, input.as_bytes(), cap).unwrap_err();
+    // Past the cap check: the file is refused for holding no message.
+    assert!(matches!(error, ImportError::NoMessages { .. }), "{error:?}");
+}
+
+#[test]
+fn nesting_past_the_depth_limit_is_a_json_error_with_its_line() {
+    for format in LINE_FORMATS {
+        let nested = format!("{{\"a\":{}1{}}}", "[".repeat(5000), "]".repeat(5000));
+        let input = format!("{}\n{nested}\n", first_line(format));
+        match read(format, input.as_bytes(), import::MAX_RECORD_BYTES) {
+            Err(ImportError::Json {
+                line: 2, reason, ..
+            }) => {
+                assert!(reason.contains("recursion limit exceeded"), "{reason}");
+            }
+            other => panic!("{}: {other:?}", format.name()),
+        }
+    }
+}
+
+#[test]
+fn a_document_nested_past_the_depth_limit_is_a_json_error_with_its_line() {
+    let document = format!(
+        "{{\n\"trajectory\": [],\n\"history\": {}0{}\n}}",
+        "[".repeat(300),
+        "]".repeat(300)
+    );
+    match read(
+        Format::SweAgent,
+        document.as_bytes(),
+        import::MAX_RECORD_BYTES,
+    ) {
+        Err(ImportError::Json {
+            line: 3, reason, ..
+        }) => {
+            assert!(reason.contains("recursion limit exceeded"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
