@@ -23,6 +23,29 @@ pub(crate) fn externalize(
     message: &Arc<Message>,
     dir: &Path,
 ) -> Result<Option<Message>, StoreError> {
+    externalize_with(message, &mut |sha256, data| {
+        write_blob(dir, sha256, data.as_bytes())
+    })
+}
+
+/// Replaces blob references in `message` with their data. Returns how many
+/// were resolved (0: the message is untouched).
+pub(crate) fn resolve(message: &mut Arc<Message>, dir: &Path) -> Result<usize, StoreError> {
+    resolve_with(message, &mut |sha256| read_blob(dir, sha256))
+}
+
+/// Swaps every inline image of `message` over [`BLOB_THRESHOLD`] for a
+/// blob reference, handing `put` each image's SHA-256 (lower-case hex of
+/// the base64 text) and its base64 first, so a store keeps the data
+/// wherever it likes (files, a table). `None` when nothing was large: the
+/// message is used as it is.
+///
+/// # Errors
+/// Whatever `put` returns; the message is then not rewritten.
+pub fn externalize_with(
+    message: &Arc<Message>,
+    put: &mut dyn FnMut(&str, &str) -> Result<(), StoreError>,
+) -> Result<Option<Message>, StoreError> {
     if !has_large_image(&message.content) {
         return Ok(None);
     }
@@ -32,7 +55,7 @@ pub(crate) fn externalize(
             && data.len() > BLOB_THRESHOLD
         {
             let sha256 = hex_sha256(data.as_bytes());
-            write_blob(dir, &sha256, data.as_bytes())?;
+            put(&sha256, data)?;
             *source = ImageSource::Blob {
                 media_type: media_type.clone(),
                 sha256,
@@ -44,9 +67,16 @@ pub(crate) fn externalize(
     Ok(Some(copy))
 }
 
-/// Replaces blob references in `message` with their data. Returns how many
-/// were resolved (0: the message is untouched).
-pub(crate) fn resolve(message: &mut Arc<Message>, dir: &Path) -> Result<usize, StoreError> {
+/// Swaps every blob reference in `message` back for its base64, which
+/// `get` fetches by SHA-256. Returns how many were resolved (0: the
+/// message is untouched, not even copied).
+///
+/// # Errors
+/// Whatever `get` returns (a missing or damaged blob).
+pub fn resolve_with(
+    message: &mut Arc<Message>,
+    get: &mut dyn FnMut(&str) -> Result<String, StoreError>,
+) -> Result<usize, StoreError> {
     if !has_blob(&message.content) {
         return Ok(0);
     }
@@ -57,7 +87,7 @@ pub(crate) fn resolve(message: &mut Arc<Message>, dir: &Path) -> Result<usize, S
             media_type, sha256, ..
         } = source
         {
-            let data = read_blob(dir, sha256)?;
+            let data = get(sha256)?;
             *source = ImageSource::Base64 {
                 media_type: media_type.clone(),
                 data,
@@ -67,6 +97,11 @@ pub(crate) fn resolve(message: &mut Arc<Message>, dir: &Path) -> Result<usize, S
         Ok(())
     })?;
     Ok(count)
+}
+
+/// Lower-case hex SHA-256 of `bytes`: the name a blob is kept under.
+pub fn blob_sha256(bytes: &[u8]) -> String {
+    hex_sha256(bytes)
 }
 
 fn rewrite_blocks(
