@@ -4,8 +4,8 @@
 //! `SessionStore` is synchronous, tokio-postgres is async. Calling
 //! `block_on` on the caller's thread would panic inside a tokio runtime
 //! (the service is one) and would tie connections to whichever runtime
-//! happened to make them. Instead every store of one [`PgSessions`]
-//! (crate::PgSessions) shares a current-thread runtime that a dedicated
+//! happened to make them. Instead every store of one `PgSessions`
+//! shares a current-thread runtime that a dedicated
 //! thread drives; a call ships its future there and waits on a plain
 //! channel. The caller's thread only blocks, it never drives a runtime,
 //! so the bridge works from sync code and from `spawn_blocking` alike.

@@ -15,7 +15,6 @@ use crate::error::PgError;
 use crate::migrate::check_schema;
 use crate::migrate::migrate;
 use crate::runtime::Bridge;
-use crate::store::PgStore;
 
 /// How [`PgSessions::connect`] connects.
 #[derive(Debug, Clone)]
@@ -125,12 +124,6 @@ impl PgSessions {
                 applied,
             }),
         })
-    }
-
-    /// The store of session `session_id` in this schema (created with
-    /// `SessionStore::create`, or opened when it exists).
-    pub fn store(&self, session_id: &str) -> PgStore {
-        PgStore::new(self.clone(), session_id)
     }
 
     /// The ids of every session in this schema, oldest first.

@@ -31,8 +31,16 @@ pub struct PgStore {
     place: Place,
 }
 
+impl PgSessions {
+    /// The store of session `session_id` in this schema (created with
+    /// `SessionStore::create`, or opened when it exists).
+    pub fn store(&self, session_id: &str) -> PgStore {
+        PgStore::new(self.clone(), session_id)
+    }
+}
+
 impl PgStore {
-    pub(crate) fn new(sessions: PgSessions, session_id: &str) -> Self {
+    fn new(sessions: PgSessions, session_id: &str) -> Self {
         let place = Place {
             session: session_id.to_string(),
             location: format!("{}/{session_id}", sessions.target()),

@@ -60,30 +60,35 @@ impl TestDb {
 
     /// Runs `sql` on a connection of its own, outside the store.
     pub fn sql(&self, sql: &str) {
+        if let Err(e) = self.try_sql(sql) {
+            panic!("{sql}: {e}");
+        }
+    }
+
+    fn try_sql(&self, sql: &str) -> Result<(), tokio_postgres::Error> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         runtime.block_on(async {
-            let (client, connection) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
+            let (client, connection) =
+                tokio_postgres::connect(&self.url, tokio_postgres::NoTls).await?;
             let driver = tokio::spawn(connection);
-            client.batch_execute(sql).await.unwrap();
+            let result = client.batch_execute(sql).await;
             drop(client);
             let _ = driver.await;
-        });
+            result
+        })
     }
 }
 
 impl Drop for TestDb {
     fn drop(&mut self) {
-        if !std::thread::panicking() {
-            self.sql(&format!(
-                "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
-                self.options.schema
-            ));
-        }
+        // Also after a failure: a test's schema never outlives it.
+        let _ = self.try_sql(&format!(
+            "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
+            self.options.schema
+        ));
     }
 }
 
