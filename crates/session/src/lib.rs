@@ -90,7 +90,7 @@ pub use store::blob_sha256;
 pub use store::conformance;
 pub use store::decode_event;
 pub use store::encode_event;
-pub use store::externalize_with;
+pub use store::externalize_event;
 pub use store::resolve_with;
 pub use surface::Surface;
 pub use surface::SurfaceChange;

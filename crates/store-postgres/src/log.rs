@@ -14,7 +14,7 @@ use abridge_session::StoreError;
 use abridge_session::blob_sha256;
 use abridge_session::decode_event;
 use abridge_session::encode_event;
-use abridge_session::externalize_with;
+use abridge_session::externalize_event;
 use abridge_session::resolve_with;
 use deadpool_postgres::Client;
 use tokio_postgres::IsolationLevel;
@@ -228,22 +228,8 @@ pub(crate) fn encode(events: &[Event], location: &str) -> Result<Rows, StoreErro
             rows.blob_data.push(data.to_string());
             Ok(())
         };
-        let line = match &event.body {
-            EventBody::Message(m) => match externalize_with(&m.message, &mut put)? {
-                Some(smaller) => {
-                    let mut copy = event.clone();
-                    copy.body = EventBody::Message(MessageEvent {
-                        message: Arc::new(smaller),
-                        op: m.op,
-                        sources: m.sources.clone(),
-                    });
-                    encode_event(&copy)
-                }
-                None => encode_event(event),
-            },
-            _ => encode_event(event),
-        }
-        .map_err(|e| bad(e.to_string()))?;
+        let moved = externalize_event(event, &mut put)?;
+        let line = encode_event(moved.as_ref().unwrap_or(event)).map_err(|e| bad(e.to_string()))?;
         rows.seqs.push(to_i64(event.seq).map_err(&bad)?);
         rows.parents
             .push(event.parent.map(to_i64).transpose().map_err(&bad)?);

@@ -11,19 +11,19 @@ use sha2::Digest;
 use sha2::Sha256;
 
 use crate::error::StoreError;
+use crate::event::Event;
+use crate::event::EventBody;
+use crate::event::MessageEvent;
 
 /// Base64 image data longer than this (64 KiB) is written to a blob file
 /// instead of the session line, keeping lines short and the log fast to
 /// scan.
 pub const BLOB_THRESHOLD: usize = 64 * 1024;
 
-/// Moves large inline images of `message` into blob files under `dir`.
-/// Returns `None` when nothing needed moving (the common case: no copy).
-pub(crate) fn externalize(
-    message: &Arc<Message>,
-    dir: &Path,
-) -> Result<Option<Message>, StoreError> {
-    externalize_with(message, &mut |sha256, data| {
+/// `event` with its large inline images moved into blob files under
+/// `dir`; `None` when it has none (the common case: no copy).
+pub(crate) fn externalize(event: &Event, dir: &Path) -> Result<Option<Event>, StoreError> {
+    externalize_event(event, &mut |sha256, data| {
         write_blob(dir, sha256, data.as_bytes())
     })
 }
@@ -34,15 +34,34 @@ pub(crate) fn resolve(message: &mut Arc<Message>, dir: &Path) -> Result<usize, S
     resolve_with(message, &mut |sha256| read_blob(dir, sha256))
 }
 
-/// Swaps every inline image of `message` over [`BLOB_THRESHOLD`] for a
-/// blob reference, handing `put` each image's SHA-256 (lower-case hex of
+/// A copy of `event` whose inline images over [`BLOB_THRESHOLD`] are
+/// blob references, handing `put` each image's SHA-256 (lower-case hex of
 /// the base64 text) and its base64 first, so a store keeps the data
 /// wherever it likes (files, a table). `None` when nothing was large: the
-/// message is used as it is.
+/// event is written as it is.
 ///
 /// # Errors
-/// Whatever `put` returns; the message is then not rewritten.
-pub fn externalize_with(
+/// Whatever `put` returns; nothing is then rewritten.
+pub fn externalize_event(
+    event: &Event,
+    put: &mut dyn FnMut(&str, &str) -> Result<(), StoreError>,
+) -> Result<Option<Event>, StoreError> {
+    let EventBody::Message(m) = &event.body else {
+        return Ok(None);
+    };
+    let Some(smaller) = externalize_with(&m.message, put)? else {
+        return Ok(None);
+    };
+    let mut copy = event.clone();
+    copy.body = EventBody::Message(MessageEvent {
+        message: Arc::new(smaller),
+        op: m.op,
+        sources: m.sources.clone(),
+    });
+    Ok(Some(copy))
+}
+
+fn externalize_with(
     message: &Arc<Message>,
     put: &mut dyn FnMut(&str, &str) -> Result<(), StoreError>,
 ) -> Result<Option<Message>, StoreError> {
