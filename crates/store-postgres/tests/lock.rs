@@ -63,3 +63,25 @@ fn a_lock_on_a_session_that_does_not_exist_fails() {
     let result = sessions.lock_compaction("nobody", "cmp-1", LONG);
     assert!(matches!(result, Err(PgError::Query { .. })), "{result:?}");
 }
+
+#[test]
+fn dropping_a_lock_frees_its_row() {
+    let Some(db) = common::TestDb::new("lock_dropped") else {
+        return;
+    };
+    let sessions = db.connect();
+    sessions.store("s").create(&Header::new("s")).unwrap();
+    drop(sessions.lock_compaction("s", "cmp-1", LONG).unwrap());
+    // The delete runs on the store's runtime thread after the drop; wait
+    // for it by polling, bounded in count.
+    let freed = (0..500).any(|_| {
+        let row = sessions.compaction_lock("s").unwrap();
+        if row.is_none() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        false
+    });
+    assert!(freed, "a dropped lock's row is deleted");
+    sessions.lock_compaction("s", "cmp-2", LONG).unwrap();
+}

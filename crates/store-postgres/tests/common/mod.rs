@@ -65,6 +65,26 @@ impl TestDb {
         }
     }
 
+    /// The single integer `sql` returns, read in this test's schema.
+    pub fn count(&self, sql: &str) -> i64 {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let scoped = format!("SET search_path TO \"{}\"", self.options.schema);
+        runtime.block_on(async {
+            let (client, connection) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            let driver = tokio::spawn(connection);
+            client.batch_execute(&scoped).await.unwrap();
+            let value: i64 = client.query_one(sql, &[]).await.unwrap().get(0);
+            drop(client);
+            let _ = driver.await;
+            value
+        })
+    }
+
     fn try_sql(&self, sql: &str) -> Result<(), tokio_postgres::Error> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -90,6 +110,29 @@ impl Drop for TestDb {
             self.options.schema
         ));
     }
+}
+
+/// A user message at `seq` holding an image of `len` base64 characters.
+pub fn image(seq: u64, len: usize, fill: char) -> Event {
+    let message = Message {
+        role: abridge_llm::Role::User,
+        content: vec![abridge_llm::Block::Image {
+            source: abridge_llm::ImageSource::Base64 {
+                media_type: "image/png".into(),
+                data: std::iter::repeat_n(fill, len).collect(),
+            },
+            width: Some(4),
+            height: Some(4),
+        }],
+        meta: abridge_llm::Meta::default(),
+    };
+    let mut event = user(seq, "");
+    event.body = EventBody::Message(MessageEvent {
+        message: Arc::new(message),
+        op: SurfaceOp::Append,
+        sources: Vec::new(),
+    });
+    event
 }
 
 /// A user message event at `seq`, child of `seq - 1`.
