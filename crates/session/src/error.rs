@@ -133,6 +133,19 @@ pub enum StoreError {
         /// The store's location.
         location: String,
     },
+    /// An append whose first seq is not the log's next one: another writer
+    /// appended first. Nothing of the batch was written; reload and retry.
+    #[error(
+        "{location}: another writer appended first: the batch starts at seq {expected} but the log's next seq is {found}; reload the session"
+    )]
+    Conflict {
+        /// The store's location.
+        location: String,
+        /// The seq the batch starts at.
+        expected: Seq,
+        /// The log's actual next seq.
+        found: Seq,
+    },
     /// An append or load on a store with no session yet.
     #[error("{location}: no session has been created here")]
     NotCreated {

@@ -85,9 +85,12 @@ pub use store::MemoryStore;
 pub use store::SessionStore;
 pub use store::SkippedLine;
 pub use store::TornTail;
+pub use store::blob_sha256;
 #[cfg(any(test, feature = "testing"))]
 pub use store::conformance;
 pub use store::decode_event;
 pub use store::encode_event;
+pub use store::externalize_event;
+pub use store::resolve_with;
 pub use surface::Surface;
 pub use surface::SurfaceChange;

@@ -12,17 +12,59 @@ use sha2::Sha256;
 
 use super::fs::sync_parent;
 use crate::error::StoreError;
+use crate::event::Event;
+use crate::event::EventBody;
+use crate::event::MessageEvent;
 
 /// Base64 image data longer than this (64 KiB) is written to a blob file
 /// instead of the session line, keeping lines short and the log fast to
 /// scan.
 pub const BLOB_THRESHOLD: usize = 64 * 1024;
 
-/// Moves large inline images of `message` into blob files under `dir`.
-/// Returns `None` when nothing needed moving (the common case: no copy).
-pub(crate) fn externalize(
+/// `event` with its large inline images moved into blob files under
+/// `dir`; `None` when it has none (the common case: no copy).
+pub(crate) fn externalize(event: &Event, dir: &Path) -> Result<Option<Event>, StoreError> {
+    externalize_event(event, &mut |sha256, data| {
+        write_blob(dir, sha256, data.as_bytes())
+    })
+}
+
+/// Replaces blob references in `message` with their data. Returns how many
+/// were resolved (0: the message is untouched).
+pub(crate) fn resolve(message: &mut Arc<Message>, dir: &Path) -> Result<usize, StoreError> {
+    resolve_with(message, &mut |sha256| read_blob(dir, sha256))
+}
+
+/// A copy of `event` whose inline images over [`BLOB_THRESHOLD`] are
+/// blob references, handing `put` each image's SHA-256 (lower-case hex of
+/// the base64 text) and its base64 first, so a store keeps the data
+/// wherever it likes (files, a table). `None` when nothing was large: the
+/// event is written as it is.
+///
+/// # Errors
+/// Whatever `put` returns; nothing is then rewritten.
+pub fn externalize_event(
+    event: &Event,
+    put: &mut dyn FnMut(&str, &str) -> Result<(), StoreError>,
+) -> Result<Option<Event>, StoreError> {
+    let EventBody::Message(m) = &event.body else {
+        return Ok(None);
+    };
+    let Some(smaller) = externalize_with(&m.message, put)? else {
+        return Ok(None);
+    };
+    let mut copy = event.clone();
+    copy.body = EventBody::Message(MessageEvent {
+        message: Arc::new(smaller),
+        op: m.op,
+        sources: m.sources.clone(),
+    });
+    Ok(Some(copy))
+}
+
+fn externalize_with(
     message: &Arc<Message>,
-    dir: &Path,
+    put: &mut dyn FnMut(&str, &str) -> Result<(), StoreError>,
 ) -> Result<Option<Message>, StoreError> {
     if !has_large_image(&message.content) {
         return Ok(None);
@@ -33,7 +75,7 @@ pub(crate) fn externalize(
             && data.len() > BLOB_THRESHOLD
         {
             let sha256 = hex_sha256(data.as_bytes());
-            write_blob(dir, &sha256, data.as_bytes())?;
+            put(&sha256, data)?;
             *source = ImageSource::Blob {
                 media_type: media_type.clone(),
                 sha256,
@@ -45,9 +87,16 @@ pub(crate) fn externalize(
     Ok(Some(copy))
 }
 
-/// Replaces blob references in `message` with their data. Returns how many
-/// were resolved (0: the message is untouched).
-pub(crate) fn resolve(message: &mut Arc<Message>, dir: &Path) -> Result<usize, StoreError> {
+/// Swaps every blob reference in `message` back for its base64, which
+/// `get` fetches by SHA-256. Returns how many were resolved (0: the
+/// message is untouched, not even copied).
+///
+/// # Errors
+/// Whatever `get` returns (a missing or damaged blob).
+pub fn resolve_with(
+    message: &mut Arc<Message>,
+    get: &mut dyn FnMut(&str) -> Result<String, StoreError>,
+) -> Result<usize, StoreError> {
     if !has_blob(&message.content) {
         return Ok(0);
     }
@@ -58,7 +107,7 @@ pub(crate) fn resolve(message: &mut Arc<Message>, dir: &Path) -> Result<usize, S
             media_type, sha256, ..
         } = source
         {
-            let data = read_blob(dir, sha256)?;
+            let data = get(sha256)?;
             *source = ImageSource::Base64 {
                 media_type: media_type.clone(),
                 data,
@@ -68,6 +117,11 @@ pub(crate) fn resolve(message: &mut Arc<Message>, dir: &Path) -> Result<usize, S
         Ok(())
     })?;
     Ok(count)
+}
+
+/// Lower-case hex SHA-256 of `bytes`: the name a blob is kept under.
+pub fn blob_sha256(bytes: &[u8]) -> String {
+    hex_sha256(bytes)
 }
 
 fn rewrite_blocks(

@@ -8,7 +8,6 @@ use std::io::Seek;
 use std::io::Write;
 use std::path::Path;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 use std::time::Instant;
 
@@ -389,22 +388,8 @@ impl SessionStore for JsonlStore {
         let blob_dir = self.blob_dir();
         let mut buffer = String::new();
         for (index, event) in events.iter().enumerate() {
-            let encode_event = |event: &Event| encode_in_batch(event, index, events.len());
-            let encoded = match &event.body {
-                EventBody::Message(m) => match blob::externalize(&m.message, &blob_dir)? {
-                    Some(smaller) => {
-                        let mut copy = event.clone();
-                        copy.body = EventBody::Message(MessageEvent {
-                            message: Arc::new(smaller),
-                            op: m.op,
-                            sources: m.sources.clone(),
-                        });
-                        encode_event(&copy)
-                    }
-                    None => encode_event(event),
-                },
-                _ => encode_event(event),
-            };
+            let moved = blob::externalize(event, &blob_dir)?;
+            let encoded = encode_in_batch(moved.as_ref().unwrap_or(event), index, events.len());
             let line = encoded.map_err(|e| StoreError::Io {
                 path: self.path.clone(),
                 op: "encode an event",

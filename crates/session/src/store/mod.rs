@@ -10,6 +10,9 @@ mod memory;
 mod read;
 
 pub use blob::BLOB_THRESHOLD;
+pub use blob::blob_sha256;
+pub use blob::externalize_event;
+pub use blob::resolve_with;
 pub use jsonl::FsyncPolicy;
 pub use jsonl::JsonlOptions;
 pub use jsonl::JsonlStore;
