@@ -112,9 +112,10 @@ fn ci(root: &Path) -> anyhow::Result<()> {
 
 fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
     type Area = (&'static str, fn() -> anyhow::Result<Vec<bench::Section>>);
-    let all: [Area; 10] = [
+    let all: [Area; 11] = [
         ("session", bench::session::run),
         ("meter", bench::meter::run),
+        ("reopen", bench::reopen::run),
         ("claude", bench::claude_counts::run),
         ("compact", bench::compact::run),
         ("maintenance", bench::maintenance::run),
