@@ -145,6 +145,7 @@ fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
     let all: [Area; 11] = [
         ("session", bench::session::run),
         ("meter", bench::meter::run),
+        ("reopen", bench::reopen::run),
         ("claude", bench::claude_counts::run),
         ("compact", bench::compact::run),
         ("maintenance", bench::maintenance::run),

@@ -86,6 +86,17 @@ impl PriorThinking {
     }
 }
 
+/// A message's cost, block by block where the meter needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Priced {
+    /// Everything but thinking.
+    pub(crate) rest: u64,
+    /// Thinking and redacted thinking, [`BLOCK_OVERHEAD`] included.
+    pub(crate) thinking: u64,
+    /// Each tool call block's cost, in block order.
+    pub(crate) calls: Vec<u64>,
+}
+
 /// Prices messages for one model: a tokenizer for text and an image
 /// billing family for pictures.
 #[derive(Debug, Clone)]
@@ -195,11 +206,6 @@ impl CostModel {
         rest + thinking
     }
 
-    /// Our own count of a whole message, never the provider's.
-    fn estimated(&self, message: &Message) -> u64 {
-        MESSAGE_OVERHEAD + message.content.iter().map(|b| self.block(b)).sum::<u64>()
-    }
-
     /// Tokens of a message's thinking and redacted thinking blocks,
     /// [`BLOCK_OVERHEAD`] included: the part a provider drops once the turn
     /// is over.
@@ -215,11 +221,50 @@ impl CostModel {
     /// A message's cost as `(rest, thinking)`: `rest + thinking` is
     /// [`message`](Self::message).
     pub fn split(&self, message: &Message) -> (u64, u64) {
-        let thinking = self.thinking(message);
-        if let Some(rest) = self.known.as_ref().and_then(|k| k.tokens(message)) {
-            return (rest, thinking);
+        let priced = self.priced(message);
+        (priced.rest, priced.thinking)
+    }
+
+    /// A message's cost in the parts the meter keeps, every block counted
+    /// once: `(rest, thinking)` as [`split`](Self::split) gives them, and
+    /// each tool call block's cost.
+    pub(crate) fn priced(&self, message: &Message) -> Priced {
+        let mut total = MESSAGE_OVERHEAD;
+        let mut thinking = 0;
+        let mut calls = Vec::new();
+        for block in &message.content {
+            let cost = self.block(block);
+            total += cost;
+            match block {
+                Block::Thinking { .. } | Block::RedactedThinking { .. } => thinking += cost,
+                Block::ToolCall { .. } => calls.push(cost),
+                _ => {}
+            }
         }
-        (self.estimated(message).saturating_sub(thinking), thinking)
+        let rest = self
+            .known
+            .as_ref()
+            .and_then(|k| k.tokens(message))
+            .unwrap_or(total - thinking);
+        Priced {
+            rest,
+            thinking,
+            calls,
+        }
+    }
+
+    /// What identifies this model's counts when they are kept between
+    /// processes ([`KeptCounts`](crate::KeptCounts)): tokenizer, image
+    /// billing and correction. `None` when counts must not be kept: the
+    /// model reads the provider's own counts ([`with_known`](Self::with_known)),
+    /// which change as the provider reports, or its tokenizer has no name
+    /// of its own (two unnamed tokenizers would share counts).
+    pub fn kept_id(&self) -> Option<String> {
+        let name = self.tokenizer.name();
+        if self.known.is_some() || name == "custom" || name.contains(' ') {
+            return None;
+        }
+        Some(format!("{name}:{:?}:{}", self.billing, self.correction))
     }
 
     /// Tokens of the reasoning behind an opaque blob of `chars` characters

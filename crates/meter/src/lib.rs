@@ -26,6 +26,9 @@
 //!   from a [`TokenMeter`]; [`EstimateCounter`] is the bytes/4 fallback
 //!   ([`estimate_tokens`]) that tests predict by hand. Cached counts are
 //!   keyed by session and seq, so one counter may serve several sessions.
+//! - [`KeptCounts`]: each message's cost kept between processes, keyed by
+//!   seq and [`content_hash`], so reopening a session counts nothing
+//!   already counted ([`TokenMeter::keep_counts`]).
 //! - [`token_stats`] / [`model_token_stats`]: where the tokens go, by role,
 //!   by tool, largest items, for a chosen model.
 //!
@@ -63,6 +66,7 @@ mod correction;
 mod cost;
 mod counter;
 mod image;
+mod kept;
 mod known;
 mod meter;
 mod pretokenize;
@@ -92,6 +96,12 @@ pub use image::anthropic_standard_size;
 pub use image::image_block_tokens;
 pub use image::image_tokens;
 pub use image::sniff_size;
+pub use kept::ContentHash;
+pub use kept::KEPT_MAGIC;
+pub use kept::KEPT_VERSION;
+pub use kept::KeptCounts;
+pub use kept::KeptError;
+pub use kept::content_hash;
 pub use known::KnownCounts;
 pub use meter::Anchor;
 pub use meter::Measure;

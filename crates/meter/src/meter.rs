@@ -1,5 +1,7 @@
 //! The token meter: the figure compaction acts on, kept incrementally.
 
+use std::collections::HashMap;
+
 use abridge_llm::Message;
 use abridge_llm::ModelEntry;
 use abridge_llm::Role;
@@ -11,6 +13,9 @@ use serde::Serialize;
 
 use crate::cost::CostModel;
 use crate::cost::PriorThinking;
+use crate::kept::KeptCost;
+use crate::kept::KeptCounts;
+use crate::kept::content_hash;
 
 /// What the meter says about a session's surface.
 ///
@@ -154,6 +159,11 @@ pub struct TokenMeter {
     /// The session the cache belongs to (by id).
     bound: Option<String>,
     cache: Vec<Cost>,
+    /// Each tool call's cost, for messages with tool calls, by seq.
+    calls: HashMap<Seq, Box<[u64]>>,
+    /// Counts kept between processes, read before counting and given every
+    /// new count.
+    kept: Option<KeptCounts>,
     state: Option<Synced>,
 }
 
@@ -209,8 +219,47 @@ impl TokenMeter {
             cost,
             bound: None,
             cache: Vec::new(),
+            calls: HashMap::new(),
+            kept: None,
             state: None,
         }
+    }
+
+    /// Reads message costs from `kept` before counting, and records there
+    /// every message it counts (see [`KeptCounts`]). A kept count is used
+    /// only when the message at its seq hashes the same as when it was
+    /// counted; a stale one is counted again and replaced. Counts made for
+    /// another cost model are never used: `kept` is ignored (and replaced
+    /// by an empty set for this model) when its
+    /// [`model`](KeptCounts::model) is not [`CostModel::kept_id`], or when
+    /// this model keeps no counts.
+    pub fn keep_counts(&mut self, kept: KeptCounts) {
+        self.kept = match self.cost.kept_id() {
+            Some(id) if id == kept.model() => Some(kept),
+            Some(id) => Some(KeptCounts::new(id)),
+            None => None,
+        };
+    }
+
+    /// The kept counts, with every message counted since
+    /// [`keep_counts`](Self::keep_counts) added: write them back when
+    /// [`KeptCounts::changed`] says so.
+    pub fn kept_counts(&self) -> Option<&KeptCounts> {
+        self.kept.as_ref()
+    }
+
+    /// Takes the kept counts out of the meter (it keeps none after).
+    pub fn take_kept_counts(&mut self) -> Option<KeptCounts> {
+        self.kept.take()
+    }
+
+    /// Each tool call block's cost in the message at `seq`, in block order
+    /// (empty when it calls no tool), from the same single count as
+    /// [`seq_tokens`](Self::seq_tokens).
+    pub fn call_tokens(&mut self, session: &Session, seq: Seq) -> &[u64] {
+        self.bind(session);
+        self.cached(session, seq);
+        self.calls.get(&seq).map_or(&[], |calls| calls)
     }
 
     /// A meter for a catalog entry's tokenizer and image billing.
@@ -237,6 +286,7 @@ impl TokenMeter {
         let id = &session.header().session_id;
         if self.bound.as_ref() != Some(id) {
             self.cache.clear();
+            self.calls.clear();
             self.state = None;
             self.bound = Some(id.clone());
         }
@@ -256,20 +306,55 @@ impl TokenMeter {
         {
             return cached;
         }
-        let cost = session.message(seq).map_or(none, |m| {
-            let (rest, thinking) = self.cost.split(m);
-            Cost {
-                rest,
-                thinking,
-                user: m.role == Role::User,
-            }
-        });
+        let cost = session
+            .message(seq)
+            .map_or(none, |m| self.count(seq, m.as_ref()));
         if index >= self.cache.len() {
             let want = (index + 1).max(session.len());
             self.cache.resize(want, UNCOUNTED);
         }
         self.cache[index] = cost;
         cost
+    }
+
+    /// Counts the message at `seq` once, or reads its kept count when its
+    /// content hash matches; records its tool calls' costs.
+    fn count(&mut self, seq: Seq, message: &Message) -> Cost {
+        let user = message.role == Role::User;
+        let hash = self.kept.as_ref().map(|_| content_hash(message));
+        if let (Some(kept), Some(hash)) = (&self.kept, &hash)
+            && let Some(found) = kept.get(seq, hash)
+        {
+            if !found.calls.is_empty() {
+                self.calls.insert(seq, found.calls.clone());
+            }
+            return Cost {
+                rest: found.rest,
+                thinking: found.thinking,
+                user,
+            };
+        }
+        let priced = self.cost.priced(message);
+        let calls: Box<[u64]> = priced.calls.into();
+        if !calls.is_empty() {
+            self.calls.insert(seq, calls.clone());
+        }
+        if let (Some(kept), Some(hash)) = (&mut self.kept, hash) {
+            kept.put(
+                seq,
+                KeptCost {
+                    hash,
+                    rest: priced.rest,
+                    thinking: priced.thinking,
+                    calls,
+                },
+            );
+        }
+        Cost {
+            rest: priced.rest,
+            thinking: priced.thinking,
+            user,
+        }
     }
 
     /// Tokens of the surface positions `start..end` (clamped to the

@@ -92,10 +92,19 @@ pub fn token_stats(meter: &mut TokenMeter, session: &Session, top: usize) -> Tok
         let Some(message) = session.message(seq) else {
             continue;
         };
+        // Every figure below comes from the meter's one count of this
+        // message: a tool call's cost is kept beside the message's.
         let tokens = meter.seq_tokens(session, seq);
         *by_role
             .entry(message.role.as_str().to_string())
             .or_default() += tokens;
+        let call_tokens = meter.call_tokens(session, seq).to_vec();
+        let results = message
+            .content
+            .iter()
+            .filter(|b| matches!(b, Block::ToolResult { .. }))
+            .count();
+        let mut calls_seen = 0;
         let mut tool = None;
         for block in &message.content {
             match block {
@@ -103,7 +112,8 @@ pub fn token_stats(meter: &mut TokenMeter, session: &Session, top: usize) -> Tok
                     call_names.insert(id.clone(), name.clone());
                     let t = by_tool.entry(name.clone()).or_default();
                     t.calls += 1;
-                    t.call_tokens += cost.block(block);
+                    t.call_tokens += call_tokens.get(calls_seen).copied().unwrap_or(0);
+                    calls_seen += 1;
                     tool.get_or_insert_with(|| name.clone());
                 }
                 Block::ToolResult { call_id, .. } => {
@@ -116,7 +126,14 @@ pub fn token_stats(meter: &mut TokenMeter, session: &Session, top: usize) -> Tok
                     };
                     let t = by_tool.entry(name.clone()).or_default();
                     t.results += 1;
-                    t.result_tokens += cost.block(block) + MESSAGE_OVERHEAD;
+                    // A tool message carries its one result: the message's
+                    // cost is the result's. A message of several results
+                    // (never written by abridge itself) prices each alone.
+                    t.result_tokens += if results == 1 {
+                        tokens
+                    } else {
+                        cost.block(block) + MESSAGE_OVERHEAD
+                    };
                     tool.get_or_insert(name);
                 }
                 _ => {}

@@ -53,6 +53,7 @@
 //! ```
 mod archive;
 mod budget;
+mod canvas;
 mod error;
 mod fallback;
 mod font;

@@ -513,9 +513,16 @@ fn prepend_walk(session: &Session) -> usize {
 /// every message on the path is on the surface. The active-path and the
 /// simulate benches both measure this one session.
 pub(crate) fn entries_38k() -> anyhow::Result<Session> {
+    let mut session = Session::in_memory("path");
+    fill_38k(&mut session)?;
+    Ok(session)
+}
+
+/// Appends the 38k entries of [`entries_38k`] to `session` (empty), for
+/// benches that need them in a file.
+pub(crate) fn fill_38k(session: &mut Session) -> anyhow::Result<()> {
     let corpus = Corpus::new();
     let mut rng = Rng(11);
-    let mut session = Session::in_memory("path");
     let mut n = 0;
     while session.len() < 38_000 {
         session.append_batch(turn(&mut rng, &corpus, n))?;
@@ -526,7 +533,7 @@ pub(crate) fn entries_38k() -> anyhow::Result<Session> {
             session.navigate(back)?;
         }
     }
-    Ok(session)
+    Ok(())
 }
 
 fn active_path() -> anyhow::Result<Section> {

@@ -368,7 +368,7 @@ pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
 }
 
 /// The 1-minute load average, as `/proc/loadavg` gives it.
-fn load_average() -> String {
+pub(crate) fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|text| text.split_whitespace().next().map(str::to_string))

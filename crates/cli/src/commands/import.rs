@@ -51,6 +51,13 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (session, report) = imported
         .into_session(Box::new(store))
         .with_context(|| format!("cannot write {}", out.display()))?;
+    // Each message is counted once, now, for the model that wrote the
+    // session; later commands read the counts back instead of tokenizing.
+    let mut meter =
+        abridge_meter::TokenMeter::for_model(&crate::model::last_or_default(&session).entry);
+    crate::kept::load(&mut meter, &out);
+    meter.measure(&session);
+    crate::kept::save(&mut meter, &out);
     progress.finish();
     if args.json {
         let value = serde_json::json!({
