@@ -27,6 +27,7 @@ mod arch;
 mod bench;
 mod e2e;
 mod e2e_checks;
+mod e2e_serve;
 mod eval;
 mod mutants;
 

@@ -21,6 +21,8 @@ use crate::error::ApiError;
 use crate::error::ServeError;
 use crate::routes;
 use crate::sessions::Registry;
+use crate::state::AppState;
+use crate::state::Shared;
 use crate::stores::SessionStores;
 use crate::tasks::Compactions;
 use crate::tasks::DrainReport;
@@ -70,20 +72,6 @@ impl ServiceConfig {
         }
     }
 }
-
-/// What every handler reaches.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) tokens: Tokens,
-    pub(crate) registry: Registry,
-    pub(crate) tasks: Compactions,
-    pub(crate) sources: MethodSources,
-    /// Flips to true when shutdown begins; event streams end on it.
-    pub(crate) closing: watch::Sender<bool>,
-}
-
-/// The state handlers get.
-pub(crate) type AppState = Arc<Shared>;
 
 /// A built service: route it in a test, or run it on a listener.
 #[derive(Debug, Clone)]

@@ -37,6 +37,7 @@ mod error;
 pub mod report;
 mod routes;
 mod sessions;
+mod state;
 mod stores;
 mod tasks;
 

@@ -24,9 +24,9 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
 
 use super::sessions::session;
-use crate::app::AppState;
 use crate::auth::Tenant;
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// Where a stream is.
 struct Cursor {

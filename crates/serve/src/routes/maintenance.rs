@@ -12,9 +12,9 @@ use serde::Deserialize;
 use serde::Serialize;
 
 use super::sessions::session;
-use crate::app::AppState;
 use crate::auth::Tenant;
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// `POST /v1/sessions/{id}/after-turn`: a threshold pass when the context
 /// is over the threshold (the answer's `status` says `not_needed`

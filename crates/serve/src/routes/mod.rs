@@ -14,7 +14,7 @@ use axum::routing::MethodRouter;
 use axum::routing::get;
 use axum::routing::post;
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// The OpenAPI 3.1 document of the API, served at `/openapi.json`.
 pub const OPENAPI: &str = include_str!("../openapi.json");

@@ -31,9 +31,9 @@ use serde_json::Value;
 
 use super::sessions::Figures;
 use super::sessions::session;
-use crate::app::AppState;
 use crate::auth::Tenant;
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// The query of `GET .../request`.
 #[derive(Debug, Deserialize)]

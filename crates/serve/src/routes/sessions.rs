@@ -16,11 +16,11 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde::Serialize;
 
-use crate::app::AppState;
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::sessions::Live;
 use crate::sessions::SessionSpec;
+use crate::state::AppState;
 
 /// The caller's session `id`.
 pub(super) fn session(state: &AppState, tenant: &Tenant, id: &str) -> Result<Arc<Live>, ApiError> {

@@ -15,9 +15,9 @@ use axum::extract::State;
 use serde::Deserialize;
 use serde::Serialize;
 
-use crate::app::AppState;
 use crate::auth::Tenant;
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// The request body.
 #[derive(Debug, Deserialize)]
