@@ -38,7 +38,14 @@ pub(crate) fn run(root: &Path, filter: Option<&str>) -> anyhow::Result<()> {
     std::fs::create_dir_all(&work)?;
     let checks = crate::e2e_checks::run(&binary, &server.base_url(), root, &work, filter);
     drop(server);
-    checks
+    let serve = crate::e2e_serve::run(&binary, root, &work);
+    match &serve {
+        Ok(()) => {
+            println!("e2e: ok     a Python client keeps a session compacted through abridge serve")
+        }
+        Err(error) => println!("e2e: FAILED abridge serve with the Python client: {error:#}"),
+    }
+    checks.and(serve)
 }
 
 fn cache_dir() -> PathBuf {

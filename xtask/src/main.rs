@@ -35,6 +35,7 @@ mod bench;
 mod e2e;
 mod e2e_checks;
 mod e2e_faults;
+mod e2e_serve;
 mod eval;
 mod fault_proxy;
 mod fuzz;

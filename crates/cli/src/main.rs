@@ -59,6 +59,9 @@ enum Command {
     /// Replay a recorded session under a given window and methods: when
     /// compaction fires and what the input tokens cost.
     Simulate(Box<commands::simulate::Args>),
+    /// Serve sessions over HTTP to agents in any language (bearer tokens,
+    /// one directory of sessions per tenant).
+    Serve(Box<commands::serve::Args>),
 }
 
 /// A reader that goes away (`abridge context s.jsonl | head`) makes the
@@ -101,6 +104,7 @@ fn main() -> std::process::ExitCode {
         Command::Simulate(args) => commands::simulate::run(&args),
         Command::Branch(args) => commands::branch::run(&args),
         Command::Repair(args) => commands::repair::run(&args),
+        Command::Serve(args) => commands::serve::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -18,6 +18,7 @@
 
 pub mod cli;
 pub mod fixtures;
+pub mod logs;
 pub mod messages;
 pub mod samples;
 pub mod scripted;

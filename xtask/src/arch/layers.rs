@@ -19,7 +19,7 @@ use super::Finding;
 
 /// DESIGN.md "Layout", lowest layer first: `llm <- session <- {import,
 /// meter} <- compact <- {compact-basic, prune, snapcompact} <- abridge <-
-/// {serve, cli}`, with `store-postgres` beside the session's consumers.
+/// serve <- cli` (the CLI's `serve` subcommand runs the service), with `store-postgres` beside the session's consumers.
 const LAYERS: &[&[&str]] = &[
     &["abridge-llm"],
     &["abridge-session"],
@@ -31,7 +31,9 @@ const LAYERS: &[&[&str]] = &[
         "abridge-snapcompact",
     ],
     &["abridge"],
-    &["abridge-serve", "abridge-cli"],
+    // The CLI's `serve` subcommand calls the service, so serve sits below it.
+    &["abridge-serve"],
+    &["abridge-cli"],
 ];
 
 /// The layer whose crates never depend on each other, not even in tests.

@@ -9,5 +9,6 @@ pub(crate) mod recall;
 pub(crate) mod render;
 pub(crate) mod repair;
 pub(crate) mod report;
+pub(crate) mod serve;
 pub(crate) mod simulate;
 pub(crate) mod stats;

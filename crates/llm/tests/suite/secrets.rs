@@ -1,14 +1,11 @@
 //! Keys never appear in `Debug`, errors or logs.
 
-use std::io::Write;
-use std::sync::Arc;
-use std::sync::Mutex;
-
 use abridge_llm::LlmClient;
 use abridge_llm::LlmError;
 use abridge_llm::Purpose;
 use abridge_llm::RetryPolicy;
 use abridge_llm::RetryingClient;
+use abridge_test_support::logs::LogCapture;
 use serde_json::json;
 use wiremock::Mock;
 use wiremock::MockServer;
@@ -20,19 +17,6 @@ use super::support::Kind;
 use super::support::TEST_KEY;
 use super::support::request;
 
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn assert_clean(kind: Kind, what: &str, text: &str) {
     assert!(
         !text.contains(TEST_KEY),
@@ -43,14 +27,7 @@ fn assert_clean(kind: Kind, what: &str, text: &str) {
 
 #[tokio::test]
 async fn keys_stay_out_of_debug_errors_and_logs() {
-    let logs = Capture::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let logs = LogCapture::start();
 
     for kind in KINDS {
         let server = MockServer::start().await;
@@ -102,7 +79,7 @@ async fn keys_stay_out_of_debug_errors_and_logs() {
         assert!(matches!(error, LlmError::Transport { .. }), "{error:?}");
         assert_clean(kind, "transport error", &format!("{error} {error:?}"));
     }
-    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let logs = logs.text();
     assert!(logs.contains("model request failed"), "{logs}");
     assert!(!logs.contains(TEST_KEY), "key leaked in logs: {logs}");
 }

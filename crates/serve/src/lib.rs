@@ -1,0 +1,64 @@
+//! abridge over HTTP, for agents written in any language: sessions,
+//! requests shaped per provider, Maintenance after each turn, recall,
+//! reports, and the summary endpoint another abridge's `remote` method
+//! calls. `abridge serve` runs it; a host can embed it with [`Service`].
+//!
+//! - Every route but `/openapi.json` needs `Authorization: Bearer TOKEN`;
+//!   each token stands for one tenant ([`Tokens`]), and a tenant sees only
+//!   its own sessions (another tenant's session answers 404, as a missing
+//!   one does).
+//! - Sessions live in a [`SessionStores`] chosen by the `--store` value
+//!   ([`open_stores`]): JSONL files under a directory today.
+//! - Request bodies over the limit answer 413.
+//! - Maintenance passes run as tracked tasks; shutdown ([`Service::run`])
+//!   lets them finish within a grace period and aborts the rest so the log
+//!   records them as cancelled.
+//!
+//! The routes and their bodies are in the OpenAPI document
+//! ([`OPENAPI`], served at `/openapi.json`) and docs/serve.md.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use abridge_serve::{Service, ServiceConfig, Tokens, open_stores, shutdown_signal};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let tokens = Tokens::single("a-token-of-16-chars-or-more", "team-a")?;
+//! let service = Service::new(ServiceConfig::new(open_stores("sessions")?, tokens));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8787").await?;
+//! service.run(listener, shutdown_signal()).await?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod app;
+mod auth;
+mod error;
+pub mod report;
+mod routes;
+mod sessions;
+mod state;
+mod stores;
+mod tasks;
+
+pub use app::DEFAULT_BODY_LIMIT;
+pub use app::DEFAULT_GRACE;
+pub use app::Service;
+pub use app::ServiceConfig;
+pub use app::ShutdownReport;
+pub use app::shutdown_signal;
+pub use auth::MIN_TOKEN_LEN;
+pub use auth::Tenant;
+pub use auth::Tokens;
+pub use error::ApiError;
+pub use error::ServeError;
+pub use error::StoreChoiceError;
+pub use error::TokensError;
+pub use routes::OPENAPI;
+pub use sessions::SessionSpec;
+pub use sessions::TYPE_SERVE_SESSION;
+pub use stores::JsonlDir;
+pub use stores::SessionStores;
+pub use stores::open_stores;
+pub use stores::valid_id;
+pub use tasks::DrainReport;

@@ -1,0 +1,278 @@
+//! What a session holds, read without changing it: the next request, the
+//! context, its figures, recall and the HTML report.
+
+use abridge::RequestTarget;
+use abridge::build_request;
+use abridge_compact::lock_session;
+use abridge_llm::AnthropicClient;
+use abridge_llm::AnthropicOptions;
+use abridge_llm::ChatOptions;
+use abridge_llm::LlmClient;
+use abridge_llm::LlmError;
+use abridge_llm::Message;
+use abridge_llm::OpenAiChatClient;
+use abridge_llm::OpenAiResponsesClient;
+use abridge_llm::ProviderConfig;
+use abridge_llm::ProviderKind;
+use abridge_llm::Purpose;
+use abridge_llm::Request;
+use abridge_meter::PriorThinking;
+use abridge_session::Seq;
+use axum::Extension;
+use axum::Json;
+use axum::extract::Path;
+use axum::extract::Query;
+use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
+use serde::Deserialize;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::sessions::Figures;
+use super::sessions::session;
+use crate::auth::Tenant;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The query of `GET .../request`.
+#[derive(Debug, Deserialize)]
+pub(super) struct RequestQuery {
+    /// `openai-chat`, `openai-responses` or `anthropic`; absent: the
+    /// messages in abridge's own form only.
+    #[serde(default)]
+    provider: Option<String>,
+}
+
+/// The answer of `GET .../request`.
+#[derive(Debug, Serialize)]
+pub(super) struct NextRequest {
+    model: String,
+    /// The provider the request is shaped for, if one was asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provider: Option<String>,
+    /// The messages to send, in abridge's form.
+    messages: Vec<Message>,
+    /// The provider's request body for them (no tools, no output cap:
+    /// add the agent's own before sending).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<Value>,
+}
+
+/// `GET /v1/sessions/{id}/request?provider=...`: exactly what the next
+/// model call should send.
+pub(super) async fn request(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Path(id): Path<String>,
+    Query(query): Query<RequestQuery>,
+) -> Result<Json<NextRequest>, ApiError> {
+    let live = session(&state, &tenant, &id)?;
+    let model = live.harness.model();
+    let Some(name) = query.provider else {
+        return Ok(Json(NextRequest {
+            model,
+            provider: None,
+            messages: live.harness.request()?,
+            body: None,
+        }));
+    };
+    let kind: ProviderKind = name.parse().map_err(ApiError::BadRequest)?;
+    let encoder = Encoder::new(kind).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let client = encoder.client();
+    let target = RequestTarget {
+        provider: Some(client.provider().to_string()),
+        native_dialect: client.native_dialect().map(str::to_string),
+        prior_thinking: PriorThinking::for_model(live.harness.entry()),
+    };
+    let messages = build_request(&lock_session(live.harness.session()), &target)?;
+    let wire = Request::new(model.clone(), messages.clone(), Purpose::Turn);
+    let body = encoder
+        .body(&wire)
+        .map_err(|e| ApiError::Rejected(e.to_string()))?;
+    Ok(Json(NextRequest {
+        model,
+        provider: Some(name),
+        messages,
+        body: Some(body),
+    }))
+}
+
+/// A provider client used only for its request encoder (it never sends).
+enum Encoder {
+    Chat(OpenAiChatClient),
+    Responses(OpenAiResponsesClient),
+    Anthropic(AnthropicClient),
+}
+
+impl Encoder {
+    fn new(kind: ProviderKind) -> Result<Self, LlmError> {
+        let config = ProviderConfig::default();
+        Ok(match kind {
+            ProviderKind::OpenAiChat => {
+                Encoder::Chat(OpenAiChatClient::new(config, ChatOptions::openai())?)
+            }
+            ProviderKind::OpenAiResponses => Encoder::Responses(OpenAiResponsesClient::new(
+                config,
+                abridge_llm::ResponsesOptions::default(),
+            )?),
+            ProviderKind::Anthropic => {
+                Encoder::Anthropic(AnthropicClient::new(config, AnthropicOptions::default())?)
+            }
+        })
+    }
+
+    fn client(&self) -> &dyn LlmClient {
+        match self {
+            Encoder::Chat(c) => c,
+            Encoder::Responses(c) => c,
+            Encoder::Anthropic(c) => c,
+        }
+    }
+
+    fn body(&self, request: &Request) -> Result<Value, LlmError> {
+        match self {
+            Encoder::Chat(c) => c.build_body(request, false),
+            Encoder::Responses(c) => c.build_body(request, false),
+            Encoder::Anthropic(c) => c.build_body(request, false),
+        }
+    }
+}
+
+/// One message on the surface.
+#[derive(Debug, Serialize)]
+pub(super) struct Visible {
+    seq: Seq,
+    message: Message,
+}
+
+/// The answer of `GET .../context`.
+#[derive(Debug, Serialize)]
+pub(super) struct Context {
+    #[serde(flatten)]
+    figures: Figures,
+    /// The surface: what the model sees, with the seq of each message.
+    messages: Vec<Visible>,
+}
+
+/// `GET /v1/sessions/{id}/context`: the surface with seqs and figures.
+pub(super) async fn context(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Path(id): Path<String>,
+) -> Result<Json<Context>, ApiError> {
+    let live = session(&state, &tenant, &id)?;
+    let messages = {
+        let session = lock_session(live.harness.session());
+        session
+            .surface()
+            .seqs()
+            .iter()
+            .filter_map(|seq| {
+                Some(Visible {
+                    seq: *seq,
+                    message: (**session.message(*seq)?).clone(),
+                })
+            })
+            .collect()
+    };
+    Ok(Json(Context {
+        figures: Figures::of(&live),
+        messages,
+    }))
+}
+
+/// The answer of `GET .../stats`.
+#[derive(Debug, Serialize)]
+pub(super) struct Stats {
+    #[serde(flatten)]
+    figures: Figures,
+    /// The meter's full measure.
+    measure: abridge_meter::Measure,
+    /// Events in the log.
+    events: usize,
+    /// Messages on the surface.
+    surface_messages: usize,
+    /// Grows on every compaction that changed the surface.
+    generation: u64,
+    /// Failed automatic passes in a row.
+    consecutive_failures: u32,
+    /// True when automatic maintenance stopped after repeated failures.
+    breaker_open: bool,
+    /// The method order, as built.
+    methods: Vec<String>,
+}
+
+/// `GET /v1/sessions/{id}/stats`.
+pub(super) async fn stats(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Path(id): Path<String>,
+) -> Result<Json<Stats>, ApiError> {
+    let live = session(&state, &tenant, &id)?;
+    let (events, surface_messages, generation) = {
+        let session = lock_session(live.harness.session());
+        (
+            session.len(),
+            session.surface().seqs().len(),
+            session.surface().generation(),
+        )
+    };
+    let maintenance = live.harness.maintenance();
+    Ok(Json(Stats {
+        figures: Figures::of(&live),
+        measure: live.harness.measure(),
+        events,
+        surface_messages,
+        generation,
+        consecutive_failures: maintenance.consecutive_failures(),
+        breaker_open: maintenance.breaker_open(),
+        methods: maintenance
+            .methods()
+            .iter()
+            .map(|m| m.name().to_string())
+            .collect(),
+    }))
+}
+
+/// The answer of `POST .../recall`.
+#[derive(Debug, Serialize)]
+pub(super) struct Recalled {
+    /// What the `recall` tool answers, as the model would read it.
+    text: String,
+}
+
+/// `POST /v1/sessions/{id}/recall`: the `recall` tool's arguments (`ref`,
+/// `query`, `toc`, `page`) in, its answer out.
+pub(super) async fn recall(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Path(id): Path<String>,
+    Json(arguments): Json<Value>,
+) -> Result<Json<Recalled>, ApiError> {
+    let live = session(&state, &tenant, &id)?;
+    let text = live
+        .harness
+        .call_tool(abridge::recall::TOOL_NAME, &arguments)
+        .ok_or_else(|| {
+            ApiError::Unavailable(
+                "recall is off in this session's settings (`recall = false`)".to_string(),
+            )
+        })?;
+    Ok(Json(Recalled { text }))
+}
+
+/// `GET /v1/sessions/{id}/report`: the HTML page `abridge report` writes.
+pub(super) async fn report(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let live = session(&state, &tenant, &id)?;
+    let session = lock_session(live.harness.session());
+    let model = live.harness.model();
+    let label = format!("{tenant}/{id}");
+    let (page, _) = crate::report::build(&session, &label, &model, live.harness.entry())
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(([(CONTENT_TYPE, "text/html; charset=utf-8")], page))
+}

@@ -1,0 +1,157 @@
+//! Creating, listing and appending to sessions.
+
+use std::sync::Arc;
+
+use abridge_compact::lock_session;
+use abridge_llm::Message;
+use abridge_llm::Role;
+use abridge_llm::Usage;
+use abridge_session::Draft;
+use abridge_session::Seq;
+use axum::Extension;
+use axum::Json;
+use axum::extract::Path;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde::Serialize;
+
+use crate::auth::Tenant;
+use crate::error::ApiError;
+use crate::sessions::Live;
+use crate::sessions::SessionSpec;
+use crate::state::AppState;
+
+/// The caller's session `id`.
+pub(super) fn session(state: &AppState, tenant: &Tenant, id: &str) -> Result<Arc<Live>, ApiError> {
+    state.registry.get(tenant, id)
+}
+
+/// A session's figures, answered by create and append.
+#[derive(Debug, Serialize)]
+pub(super) struct Figures {
+    id: String,
+    model: String,
+    limits: abridge::Limits,
+    /// The figure compaction acts on now.
+    tokens: u64,
+    /// True when the next `after-turn` will compact.
+    over_threshold: bool,
+}
+
+impl Figures {
+    pub(super) fn of(live: &Live) -> Self {
+        let limits = live.harness.limits();
+        let tokens = live.harness.tokens();
+        Figures {
+            id: live.id.clone(),
+            model: live.harness.model(),
+            limits,
+            tokens,
+            over_threshold: tokens > limits.threshold,
+        }
+    }
+}
+
+/// `POST /v1/sessions`.
+pub(super) async fn create(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Json(spec): Json<SessionSpec>,
+) -> Result<(StatusCode, Json<Figures>), ApiError> {
+    let live = state.registry.create(&tenant, spec)?;
+    Ok((StatusCode::CREATED, Json(Figures::of(&live))))
+}
+
+/// The body of `GET /v1/sessions`.
+#[derive(Debug, Serialize)]
+pub(super) struct Listing {
+    sessions: Vec<String>,
+}
+
+/// `GET /v1/sessions`: the caller's sessions only.
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+) -> Result<Json<Listing>, ApiError> {
+    Ok(Json(Listing {
+        sessions: state.registry.list(&tenant)?,
+    }))
+}
+
+/// The body of `POST .../messages`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Append {
+    /// Messages in abridge's wire form, appended in order.
+    messages: Vec<Message>,
+    /// The provider's usage for the turn that wrote the last message,
+    /// which must then be the assistant's (it anchors the meter).
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+/// The answer of `POST .../messages`.
+#[derive(Debug, Serialize)]
+pub(super) struct Appended {
+    /// The seqs the messages got, in order.
+    seqs: Vec<Seq>,
+    #[serde(flatten)]
+    figures: Figures,
+}
+
+/// `POST /v1/sessions/{id}/messages`: all of the batch or none of it, and
+/// durable when answered.
+pub(super) async fn append(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Path(id): Path<String>,
+    Json(body): Json<Append>,
+) -> Result<Json<Appended>, ApiError> {
+    let live = session(&state, &tenant, &id)?;
+    let mut messages = body.messages;
+    if messages.is_empty() {
+        return Err(ApiError::BadRequest(
+            "`messages` is empty; send at least one".to_string(),
+        ));
+    }
+    for (index, message) in messages.iter().enumerate() {
+        check_shape(index, message)?;
+    }
+    if let Some(usage) = body.usage {
+        let last = messages.last_mut().filter(|m| m.role == Role::Assistant);
+        let Some(last) = last else {
+            return Err(ApiError::BadRequest(
+                "`usage` belongs to an assistant reply: make the last message the assistant's"
+                    .to_string(),
+            ));
+        };
+        last.meta.usage = Some(usage);
+    }
+    let drafts: Vec<Draft> = messages.into_iter().map(Draft::message).collect();
+    let seqs = lock_session(live.harness.session()).append_batch(drafts)?;
+    Ok(Json(Appended {
+        seqs,
+        figures: Figures::of(&live),
+    }))
+}
+
+/// The vocabulary's rule the log does not check itself: a tool message
+/// answers exactly one call, and only a tool message carries a result.
+fn check_shape(index: usize, message: &Message) -> Result<(), ApiError> {
+    let results = message
+        .content
+        .iter()
+        .filter(|b| matches!(b, abridge_llm::Block::ToolResult { .. }))
+        .count();
+    let fault = match (message.role, results) {
+        (Role::Tool, 1) | (Role::System | Role::Developer | Role::User | Role::Assistant, 0) => {
+            return Ok(());
+        }
+        (Role::Tool, n) => format!("a tool message carries exactly one tool result, not {n}"),
+        (role, _) => format!("a {role} message cannot carry a tool result"),
+    };
+    Err(ApiError::Rejected(format!(
+        "messages[{index}]: {fault}; nothing of the batch was written"
+    )))
+}

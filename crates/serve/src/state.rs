@@ -1,0 +1,25 @@
+//! What every handler reaches: the tokens, the open sessions, the running
+//! passes and the shutdown flag.
+
+use std::sync::Arc;
+
+use abridge::MethodSources;
+use tokio::sync::watch;
+
+use crate::auth::Tokens;
+use crate::sessions::Registry;
+use crate::tasks::Compactions;
+
+/// What every handler reaches.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) tokens: Tokens,
+    pub(crate) registry: Registry,
+    pub(crate) tasks: Compactions,
+    pub(crate) sources: MethodSources,
+    /// Flips to true when shutdown begins; event streams end on it.
+    pub(crate) closing: watch::Sender<bool>,
+}
+
+/// The state handlers get.
+pub(crate) type AppState = Arc<Shared>;

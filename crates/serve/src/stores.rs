@@ -1,0 +1,199 @@
+//! Where the service keeps sessions: one [`SessionStores`] chosen by the
+//! `--store` value. Adding a backend is one arm in [`open_stores`] and one
+//! implementation of the trait.
+
+use std::fmt::Debug;
+use std::path::PathBuf;
+
+use abridge_session::JsonlOptions;
+use abridge_session::JsonlStore;
+use abridge_session::SessionStore;
+use abridge_session::StoreError;
+
+use crate::auth::Tenant;
+use crate::error::StoreChoiceError;
+
+/// Every tenant's sessions in one backend.
+///
+/// # Contract
+///
+/// - Sessions are named by `(tenant, id)`; a tenant never reaches another
+///   tenant's session through these methods, whatever the id.
+/// - `store` hands out the [`SessionStore`] for one session, existing or
+///   not yet created (the session's `load` then answers `None`). The
+///   service holds at most one open store per session at a time.
+/// - `list` returns the ids of a tenant's created sessions, sorted.
+/// - Ids reaching these methods are already checked by [`valid_id`].
+pub trait SessionStores: Send + Sync + Debug {
+    /// The store of session `id` of `tenant`.
+    ///
+    /// # Errors
+    /// The backend's failure (a held lock, I/O).
+    fn store(&self, tenant: &Tenant, id: &str) -> Result<Box<dyn SessionStore>, StoreError>;
+
+    /// True when `tenant` has a session `id`.
+    fn exists(&self, tenant: &Tenant, id: &str) -> bool;
+
+    /// The tenant's session ids, sorted.
+    ///
+    /// # Errors
+    /// The backend's failure.
+    fn list(&self, tenant: &Tenant) -> Result<Vec<String>, StoreError>;
+}
+
+/// Opens the backend a `--store` value names: a `postgres://` or
+/// `postgresql://` URL, else a directory of JSONL files (created when
+/// missing).
+///
+/// # Errors
+/// [`StoreChoiceError::PostgresNotBuilt`] for a PostgreSQL URL (until the
+/// PostgreSQL store lands), [`StoreChoiceError::Directory`] when the
+/// directory cannot be made.
+pub fn open_stores(value: &str) -> Result<Box<dyn SessionStores>, StoreChoiceError> {
+    if value.starts_with("postgres://") || value.starts_with("postgresql://") {
+        return Err(StoreChoiceError::PostgresNotBuilt {
+            url: without_password(value),
+        });
+    }
+    Ok(Box::new(JsonlDir::new(value)?))
+}
+
+/// `scheme://user:secret@host/...` with the secret left out, for errors.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let Some((userinfo, host)) = rest.split_once('@') else {
+        return url.to_string();
+    };
+    let user = userinfo.split(':').next().unwrap_or_default();
+    format!("{scheme}://{user}@{host}")
+}
+
+/// True for a session id the service accepts: 1 to 128 ASCII letters,
+/// digits, `-`, `_` or `.`, not starting with `.` (so it is a safe file
+/// name everywhere).
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// JSONL files: `DIR/TENANT/ID.jsonl`, each with its lock file and blob
+/// directory beside it, fsynced after every batch (an acknowledged append
+/// survives a crash).
+#[derive(Debug)]
+pub struct JsonlDir {
+    root: PathBuf,
+}
+
+impl JsonlDir {
+    /// Serves sessions under `root`, creating it when missing.
+    ///
+    /// # Errors
+    /// [`StoreChoiceError::Directory`] when it cannot be created.
+    pub fn new(root: impl Into<PathBuf>) -> Result<Self, StoreChoiceError> {
+        let root = root.into();
+        std::fs::create_dir_all(&root).map_err(|e| StoreChoiceError::Directory {
+            path: root.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Ok(JsonlDir { root })
+    }
+
+    fn path(&self, tenant: &Tenant, id: &str) -> PathBuf {
+        self.root
+            .join(tenant.as_str())
+            .join(format!("{id}.{EXTENSION}"))
+    }
+}
+
+const EXTENSION: &str = "jsonl";
+
+impl SessionStores for JsonlDir {
+    fn store(&self, tenant: &Tenant, id: &str) -> Result<Box<dyn SessionStore>, StoreError> {
+        let dir = self.root.join(tenant.as_str());
+        std::fs::create_dir_all(&dir).map_err(|source| StoreError::Io {
+            path: dir.clone(),
+            op: "create the tenant directory",
+            source,
+        })?;
+        let store = JsonlStore::open(self.path(tenant, id), JsonlOptions::default())?;
+        Ok(Box::new(store))
+    }
+
+    fn exists(&self, tenant: &Tenant, id: &str) -> bool {
+        self.path(tenant, id).is_file()
+    }
+
+    fn list(&self, tenant: &Tenant) -> Result<Vec<String>, StoreError> {
+        let dir = self.root.join(tenant.as_str());
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => {
+                return Err(StoreError::Io {
+                    path: dir,
+                    op: "list sessions",
+                    source,
+                });
+            }
+        };
+        let mut ids: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                let id = name.strip_suffix(&format!(".{EXTENSION}"))?;
+                valid_id(id).then(|| id.to_string())
+            })
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgres_urls_get_a_typed_error_without_the_password() {
+        let error = open_stores("postgres://abridge:hunter2@db:5432/abridge").unwrap_err();
+        assert!(matches!(error, StoreChoiceError::PostgresNotBuilt { .. }));
+        let text = error.to_string();
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(
+            text.contains("postgres://abridge@db:5432/abridge"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn ids_are_safe_file_names() {
+        for good in ["a", "s-1", "x_y.z", &"a".repeat(128)] {
+            assert!(valid_id(good), "{good}");
+        }
+        for bad in ["", ".hidden", "a/b", "..", "a b", &"a".repeat(129)] {
+            assert!(!valid_id(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tenants_list_only_their_own_sessions() {
+        let dir = tempfile::tempdir().expect("dir");
+        let stores = JsonlDir::new(dir.path()).expect("stores");
+        let a = Tenant::new("a").expect("a");
+        let b = Tenant::new("b").expect("b");
+        let mut store = stores.store(&a, "one").expect("store");
+        store
+            .create(&abridge_session::Header::new("one"))
+            .expect("create");
+        assert_eq!(stores.list(&a).expect("list"), vec!["one".to_string()]);
+        assert!(stores.list(&b).expect("list").is_empty());
+        assert!(stores.exists(&a, "one"));
+        assert!(!stores.exists(&b, "one"));
+    }
+}

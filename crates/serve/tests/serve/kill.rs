@@ -1,0 +1,223 @@
+//! SIGKILL of a serve process in the middle of appends and of a
+//! compaction, then a restart on the same store: nothing acknowledged is
+//! lost, the stale compaction start is recognised and closed, and the
+//! next compaction succeeds.
+//!
+//! The server runs in a child process: this test binary started again
+//! with only [`child_server`] selected and the environment telling it
+//! where to serve from.
+
+use std::path::Path;
+use std::process::Child;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::common::Api;
+use crate::common::Gate;
+use crate::common::Setup;
+use crate::common::TOKEN_A;
+use crate::common::ends;
+use crate::common::open_log;
+use crate::common::small;
+use crate::common::turn;
+use crate::common::wait_in_log;
+
+const CHILD_DIR: &str = "ABRIDGE_SERVE_TEST_CHILD_DIR";
+const CHILD_PORT_FILE: &str = "ABRIDGE_SERVE_TEST_CHILD_PORT_FILE";
+const CHILD_HANG: &str = "ABRIDGE_SERVE_TEST_CHILD_HANG";
+
+/// The server side: does nothing unless started by [`Server::start`].
+#[test]
+fn child_server() {
+    let (Some(dir), Some(port_file)) = (
+        std::env::var_os(CHILD_DIR),
+        std::env::var_os(CHILD_PORT_FILE),
+    ) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async move {
+        let gate = if std::env::var_os(CHILD_HANG).is_some() {
+            Gate::default()
+        } else {
+            Gate::opened()
+        };
+        let mut setup = Setup::new(Path::new(&dir));
+        setup.summarizer = Some(Arc::new(gate));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let service = abridge_serve::Service::new(setup.config());
+        let temp = Path::new(&port_file).with_extension("tmp");
+        std::fs::write(&temp, port.to_string()).expect("port");
+        std::fs::rename(&temp, &port_file).expect("port");
+        service
+            .run(listener, std::future::pending())
+            .await
+            .expect("serve");
+    });
+}
+
+/// A server process, killed on drop.
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    async fn start(dir: &Path, hang: bool) -> Self {
+        let port_file = dir.join(format!("port-{}", std::process::id()));
+        let _ = std::fs::remove_file(&port_file);
+        let mut command = Command::new(std::env::current_exe().expect("exe"));
+        command
+            .args([
+                "--exact",
+                "kill::child_server",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_DIR, dir.join("store"))
+            .env(CHILD_PORT_FILE, &port_file)
+            .env_remove(CHILD_HANG);
+        if hang {
+            command.env(CHILD_HANG, "1");
+        }
+        // The child's own test harness lines would mix into ours.
+        command.stdout(std::process::Stdio::null());
+        let mut server = Server {
+            child: command.spawn().expect("spawn"),
+            base: String::new(),
+        };
+        for _ in 0..3000 {
+            if let Ok(port) = std::fs::read_to_string(&port_file) {
+                server.base = format!("http://127.0.0.1:{port}");
+                return server;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the server process never wrote its port");
+    }
+
+    /// SIGKILL, and wait for the process to be gone.
+    fn kill(mut self) {
+        self.child.kill().expect("kill");
+        self.child.wait().expect("wait");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The marker numbers of the user messages in `context`.
+fn markers(context: &serde_json::Value) -> Vec<usize> {
+    context["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| {
+            let text = m["message"]["content"][0]["text"].as_str()?;
+            text.strip_prefix("marker-")?
+                .split(':')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_append_and_mid_compaction_loses_nothing_acknowledged() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = dir.path().join("store");
+
+    // 1. Appends racing a SIGKILL.
+    let server = Server::start(dir.path(), false).await;
+    let api = Api::new(&server.base, Some(TOKEN_A));
+    api.create(&small("s", &["soft"])).await;
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let writer = tokio::spawn({
+        let api = api.clone();
+        let acked = acked.clone();
+        async move {
+            for i in 0.. {
+                let body = json!({"messages": turn(i)});
+                match api.try_post("/v1/sessions/s/messages", &body).await {
+                    Some((200, _)) => acked.lock().expect("lock").push(i),
+                    _ => return,
+                }
+            }
+        }
+    });
+    while acked.lock().expect("lock").len() < 40 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    server.kill();
+    writer.await.expect("writer");
+    let acked = acked.lock().expect("lock").clone();
+
+    // 2. A compaction caught in flight by a SIGKILL.
+    let server = Server::start(dir.path(), true).await;
+    let api = Api::new(&server.base, Some(TOKEN_A));
+    let (status, context) = api.get("/v1/sessions/s/context").await;
+    assert_eq!(status, 200, "{context}");
+    let seen = markers(&context);
+    for i in &acked {
+        assert!(seen.contains(i), "acknowledged turn {i} was lost");
+    }
+    let compacting = tokio::spawn({
+        let api = api.clone();
+        async move { api.try_post("/v1/sessions/s/compact", &json!({})).await }
+    });
+    wait_in_log(&store, "s", "compaction/start").await;
+    server.kill();
+    assert!(
+        compacting.await.expect("join").is_none(),
+        "no answer from a killed server"
+    );
+    let crashed = open_log(&store, "s");
+    assert_eq!(abridge_compact::unmatched_starts(&crashed).len(), 1);
+
+    // 3. Restarted: the stale start is closed on open, the next
+    // compaction succeeds, and every acknowledged turn is still there.
+    let server = Server::start(dir.path(), false).await;
+    let api = Api::new(&server.base, Some(TOKEN_A));
+    let (status, _) = api.get("/v1/sessions/s/stats").await;
+    assert_eq!(status, 200);
+    let reopened = open_log(&store, "s");
+    assert!(abridge_compact::unmatched_starts(&reopened).is_empty());
+    assert_eq!(ends(&reopened), vec![("stale".to_string(), None)]);
+    let (status, pass) = api.post("/v1/sessions/s/compact", &json!({})).await;
+    assert_eq!(status, 200, "{pass}");
+    assert_eq!(pass["status"], "succeeded", "{pass}");
+    let (_, recalled) = api
+        .post(
+            "/v1/sessions/s/recall",
+            &json!({"query": format!("marker-{}", acked[0])}),
+        )
+        .await;
+    assert!(
+        recalled["text"]
+            .as_str()
+            .is_some_and(|t| t.contains(&format!("marker-{}", acked[0]))),
+        "{recalled}"
+    );
+    let (_, context) = api.get("/v1/sessions/s/context").await;
+    let last = acked.last().expect("acked");
+    assert!(
+        markers(&context).contains(last),
+        "the newest acknowledged turn is on the surface"
+    );
+    server.kill();
+}

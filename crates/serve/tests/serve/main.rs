@@ -1,0 +1,14 @@
+//! The service driven over loopback HTTP: every route, auth, limits,
+//! event streams, shutdown, a remote method pointed at it, and a killed
+//! and restarted server process.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+mod api;
+mod auth;
+mod events;
+mod kill;
+mod remote;
+mod shutdown;
