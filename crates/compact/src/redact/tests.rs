@@ -22,7 +22,7 @@ pub(crate) fn fake(kind: SecretKind) -> String {
                 run("x", 24)
             )
         }
-        SecretKind::GoogleApiKey => format!("AIza{}", run("Fake4Fake", 4)[..35].to_string()),
+        SecretKind::GoogleApiKey => format!("AIza{}", &run("Fake4Fake", 4)[..35]),
         SecretKind::Jwt => format!(
             "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJmYWtlIn0.{}",
             run("FakeSig", 4)
@@ -238,5 +238,70 @@ proptest! {
         let once = r.redact(&text).into_owned();
         let twice = r.redact(&once).into_owned();
         prop_assert_eq!(&twice, &once, "input {:?}", text);
+    }
+}
+
+mod through_the_seam {
+    use super::*;
+    use crate::method::Checkpoint;
+    use crate::method::MethodOutput;
+    use crate::policy::Policy;
+    use abridge_session::Session;
+
+    fn session_with(secret: &str) -> Session {
+        let mut session = Session::in_memory("redact");
+        for i in 0..4 {
+            session
+                .append_message(Message::user(format!(
+                    "step {i}: key {secret} {}",
+                    "x".repeat(300)
+                )))
+                .unwrap();
+            session.append_message(Message::assistant("ok")).unwrap();
+        }
+        session
+    }
+
+    #[test]
+    fn a_plan_hands_methods_redacted_history_and_the_log_keeps_the_original() {
+        let secret = fake(SecretKind::AnthropicKey);
+        let mut session = session_with(&secret);
+        let policy = Policy::default()
+            .with_keep_recent_tokens(150)
+            .with_redactor(Arc::new(redactor()));
+        let plan = crate::plan(&session, &policy).unwrap();
+        let seen = serde_json::to_string(
+            &plan
+                .messages()
+                .iter()
+                .chain(plan.kept())
+                .map(|m| (**m).clone())
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        assert!(!seen.contains(&secret));
+        assert!(seen.contains("[redacted: anthropic-key]"));
+        // Without a redactor, the plan is the log.
+        let plain = crate::plan(&session, &Policy::default().with_keep_recent_tokens(150)).unwrap();
+        assert!(plain.messages()[0].plain_text().contains(&secret));
+
+        // A method that echoes a secret anyway: commit redacts it.
+        let ticket = crate::begin(&mut session, plan, "echo").unwrap();
+        let output = MethodOutput::Checkpoint(Checkpoint::new(format!("the key was {secret}")));
+        let outcome = crate::commit(&mut session, ticket, output).unwrap();
+        let checkpoint = session.message(outcome.checkpoint_seq.unwrap()).unwrap();
+        assert!(!checkpoint.plain_text().contains(&secret));
+        let summary =
+            crate::summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
+        assert_eq!(summary.summary, "the key was [redacted: anthropic-key]");
+        // The kept messages on the surface are the logged originals.
+        let kept_user = session.surface().seqs()[session.surface().len() - 2];
+        assert!(
+            session
+                .message(kept_user)
+                .unwrap()
+                .plain_text()
+                .contains(&secret)
+        );
     }
 }
