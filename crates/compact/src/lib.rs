@@ -139,6 +139,7 @@ pub use redact::REDACTION_OPENING;
 pub use redact::RedactError;
 pub use redact::Redactor;
 pub use redact::SecretKind;
+pub use redact::redact_with;
 pub use run::Target;
 pub use run::attempt;
 pub use run::compact_session;

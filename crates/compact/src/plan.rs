@@ -203,10 +203,7 @@ impl Plan {
 
     /// `text` through the plan's redactor (unchanged without one).
     pub fn redact<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
-        match &self.redactor {
-            Some(redactor) => redactor.redact(text),
-            None => std::borrow::Cow::Borrowed(text),
-        }
+        crate::redact::redact_with(self.redactor.as_deref(), text)
     }
 
     /// Adds context for the prompt (what a `while` hook supplies),

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::path::PathBuf;
 
+use abridge_compact::Redactor;
 use abridge_meter::TokenMeter;
 use abridge_session::EventBody;
 use abridge_session::MessageEvent;
@@ -22,6 +23,7 @@ use anyhow::Context as _;
 use serde::Serialize;
 
 use crate::open::open_session;
+use crate::redaction::RedactArgs;
 use chart::Point;
 use html::escape;
 use transcript::Facts;
@@ -42,6 +44,8 @@ pub(crate) struct Args {
     /// one JSON object (instead of a line on stderr).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    redact: RedactArgs,
 }
 
 /// The figures in the table at the head of the page.
@@ -77,8 +81,15 @@ struct Written<'a> {
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (session, _) = open_session(&args.session, false)?;
     let (model, lookup) = crate::model::resolve(&session, args.model.as_deref());
-    let (page, summary) = build(&session, &args.session, &model, &lookup.entry)?;
-    std::fs::write(&args.output, &page).with_context(|| {
+    let redactor = args.redact.redactor(&args.session)?;
+    let (page, summary) = build(
+        &session,
+        &args.session,
+        &model,
+        &lookup.entry,
+        redactor.as_deref(),
+    )?;
+    abridge_session::write_private(&args.output, page.as_bytes()).with_context(|| {
         format!(
             "cannot write the report to {}; check the directory exists and is writable",
             args.output.display()
@@ -98,12 +109,14 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 /// The whole page for `session`, read from `file`, priced for `model`,
-/// with the figures at its head.
+/// with the figures at its head; every message and log line through
+/// `redactor` when there is one.
 fn build(
     session: &Session,
     file: &Path,
     model: &str,
     entry: &abridge_llm::ModelEntry,
+    redactor: Option<&Redactor>,
 ) -> anyhow::Result<(String, Summary)> {
     let window = entry.context_window;
     let threshold = abridge::Settings::default()
@@ -111,7 +124,7 @@ fn build(
         .map_or(window, |limits| limits.threshold);
     let mut facts = Facts::default();
     let points = replay(session, entry, &mut facts)?;
-    expand(session, &mut facts);
+    expand(session, &mut facts, redactor);
     let mut meter = TokenMeter::for_model(entry);
     let stats = super::stats::collect(session, 0);
     let summary = Summary {
@@ -138,7 +151,7 @@ fn build(
     }
     body.push_str("</table>\n<h2>Tokens on the surface after each event</h2>\n");
     body.push_str(&chart::svg(&points, window, threshold));
-    body.push_str(&transcript::render(session, &facts));
+    body.push_str(&transcript::render(session, &facts, redactor));
     let page = html::page(&format!("abridge report: {}", summary.session_id), &body);
     Ok((page, summary))
 }
@@ -267,11 +280,14 @@ fn replay(
 /// Snapcompact checkpoints on the surface with their frames drawn, so the
 /// page shows the images the model sees. A checkpoint whose archive cannot
 /// be read back is shown with its references and a warning on stderr.
-fn expand(session: &Session, facts: &mut Facts) {
+fn expand(session: &Session, facts: &mut Facts, redactor: Option<&Redactor>) {
     match abridge::expand_frames(session) {
         Ok(expanded) => {
             for (seq, message) in session.surface().seqs().iter().zip(expanded) {
                 if abridge_compact::is_checkpoint(&message) {
+                    let message = redactor
+                        .and_then(|r| r.redact_message(&message))
+                        .unwrap_or(message);
                     facts.expanded.insert(*seq, message);
                 }
             }

@@ -219,6 +219,15 @@ impl Redactor {
     }
 }
 
+/// `text` through `redactor` when there is one, unchanged otherwise: for
+/// callers whose redaction is a setting.
+pub fn redact_with<'t>(redactor: Option<&Redactor>, text: &'t str) -> Cow<'t, str> {
+    match redactor {
+        Some(redactor) => redactor.redact(text),
+        None => Cow::Borrowed(text),
+    }
+}
+
 /// Rejects a user pattern that does not parse or can match empty text.
 fn check_user_pattern(pattern: &str) -> Result<(), RedactError> {
     let hir =
