@@ -70,7 +70,7 @@ fn temp_beside(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
