@@ -197,7 +197,11 @@ impl HarnessBuilder {
                 build_methods(&self.settings, &sources)
             }
         };
-        let policy = Policy::new(counter.clone());
+        let mut policy = Policy::new(counter.clone());
+        if let Some(redactor) = self.settings.redactor()? {
+            policy = policy.with_redactor(redactor);
+        }
+        let recall_redactor = self.settings.recall_redactor()?;
         let artifacts = artifacts.or_else(|| built_artifacts.clone());
         let mut maintenance = Maintenance::new(methods, policy, limits)
             .with_not_configured(skipped)
@@ -226,6 +230,7 @@ impl HarnessBuilder {
             settings: self.settings,
             primer,
             recall: Mutex::new(None),
+            recall_redactor,
             artifacts,
             requested: Pending::default(),
         })
@@ -262,6 +267,8 @@ pub struct Harness {
     primer: Option<CountPrimer>,
     /// Built on the first recall call, refreshed on every later one.
     recall: Mutex<Option<Recall>>,
+    /// What recall answers through (`None`: the logged originals).
+    recall_redactor: Option<Arc<abridge_compact::Redactor>>,
     /// Where shake put what it moved out, for `artifact://` references.
     artifacts: Option<Arc<dyn ArtifactStore>>,
     /// A compaction the model asked for, run by the next `after_turn`.
@@ -556,6 +563,7 @@ impl Harness {
         let recall = slot.get_or_insert_with(|| {
             Recall::open(&session, self.artifacts.clone())
                 .with_page_tokens(self.settings.recall_page_tokens)
+                .with_redactor(self.recall_redactor.clone())
         });
         Some(recall.call(&session, arguments))
     }

@@ -178,6 +178,20 @@ pub struct Settings {
     pub recall: bool,
     /// Tokens one recall answer holds at most before it is paged.
     pub recall_page_tokens: usize,
+    /// Take secrets (API keys, tokens, private keys, passwords in
+    /// addresses) out of everything compaction sends or writes: summarizer
+    /// and remote requests, checkpoints, handoff documents, frames,
+    /// reports. Default on; the log keeps the originals either way. See
+    /// docs/redaction.md.
+    pub redact: bool,
+    /// More secrets to redact, as regular expressions (each match becomes
+    /// `[redacted: custom]`); checked when the settings load.
+    pub redact_patterns: Vec<String>,
+    /// Let `recall` answer with the logged originals instead of redacted
+    /// text. Default off: recall reads back into the model's context,
+    /// and a secret the checkpoint dropped should not come back that way
+    /// unless the user allows it.
+    pub recall_originals: bool,
     /// Offer the model the `compact_context` tool, so it can ask for a
     /// compaction at the end of its turn. Default off: a tool's schema is
     /// sent with every request, and most hosts leave the timing to
@@ -208,6 +222,9 @@ impl Default for Settings {
             trim: TrimConfig::default(),
             recall: true,
             recall_page_tokens: crate::recall::DEFAULT_PAGE_TOKENS,
+            redact: true,
+            redact_patterns: Vec::new(),
+            recall_originals: false,
             model_compaction: false,
         }
     }
@@ -410,6 +427,7 @@ impl Settings {
                 message: "must be at least 1; leave it out to turn idle compaction off".to_string(),
             });
         }
+        self.redactor_unlocated()?;
         if let (Some(Threshold::Tokens(threshold)), Some(keep)) =
             (self.threshold, self.keep_recent_tokens)
             && keep >= threshold
@@ -551,5 +569,6 @@ fn line_of_key(text: &str, key: &str) -> Option<usize> {
         .map(|i| i + 1)
 }
 
+mod redaction;
 #[cfg(test)]
 mod tests;

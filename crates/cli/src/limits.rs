@@ -29,6 +29,11 @@ pub(crate) struct BudgetArgs {
     /// `abridge.toml` beside the session when there is one.
     #[arg(long, value_name = "FILE")]
     pub(crate) settings: Option<PathBuf>,
+    /// Send and write history as logged, secrets included (the settings'
+    /// `redact = false`); by default summarizer requests, checkpoints,
+    /// frames and handoff documents carry `[redacted: KIND]` instead.
+    #[arg(long)]
+    pub(crate) no_redact: bool,
 }
 
 impl BudgetArgs {
@@ -65,6 +70,9 @@ impl BudgetArgs {
         }
         if let Some(keep) = self.keep {
             settings.keep_recent_tokens = Some(keep);
+        }
+        if self.no_redact {
+            settings.redact = false;
         }
         let window = self.window.unwrap_or(model_window);
         let limits = match &source {

@@ -10,6 +10,7 @@ mod methods;
 mod model;
 mod open;
 mod progress;
+mod redaction;
 
 use clap::Parser;
 use clap::Subcommand;

@@ -171,14 +171,10 @@ pub(crate) fn build_handoff_request(
     }
 }
 
-/// Writes `text` to `path` through a temporary file beside it, so a
-/// reader never sees half a document.
+/// Writes `text` to `path` private to its owner (0600) through a
+/// temporary file beside it, so a reader never sees half a document.
 fn save(path: &Path, text: &str) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    abridge_session::write_private(path, text.as_bytes())
 }
 
 /// The handoff compaction method.

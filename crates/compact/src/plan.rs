@@ -11,6 +11,7 @@ use abridge_meter::TokenCounter;
 use abridge_session::Seq;
 
 use crate::details::Details;
+use crate::redact::Redactor;
 use crate::types::FileOps;
 use crate::types::Span;
 use crate::types::Trigger;
@@ -93,6 +94,9 @@ pub struct Plan {
     pub(crate) preserve: Vec<String>,
     /// The counter every figure came from; methods measure with it too.
     pub(crate) counter: Arc<dyn TokenCounter>,
+    /// What took secrets out of the messages above, when the policy had
+    /// one.
+    pub(crate) redactor: Option<Arc<Redactor>>,
 }
 
 impl Plan {
@@ -190,14 +194,31 @@ impl Plan {
         self.generation
     }
 
-    /// Adds context for the prompt (what a `while` hook supplies).
-    pub fn add_extra_context(&mut self, context: impl Into<String>) {
-        self.extra_context.push(context.into());
+    /// What took secrets out of this plan's messages, when anything did:
+    /// a method that builds text from anywhere else (a file, a tool)
+    /// passes it through [`redact`](Self::redact) too.
+    pub fn redactor(&self) -> Option<&Arc<Redactor>> {
+        self.redactor.as_ref()
     }
 
-    /// Adds text to carry into the checkpoint verbatim.
+    /// `text` through the plan's redactor (unchanged without one).
+    pub fn redact<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        crate::redact::redact_with(self.redactor.as_deref(), text)
+    }
+
+    /// Adds context for the prompt (what a `while` hook supplies),
+    /// redacted like the messages.
+    pub fn add_extra_context(&mut self, context: impl Into<String>) {
+        let context = context.into();
+        let context = self.redact(&context).into_owned();
+        self.extra_context.push(context);
+    }
+
+    /// Adds text to carry into the checkpoint verbatim (after redaction).
     pub fn add_preserve(&mut self, text: impl Into<String>) {
-        self.preserve.push(text.into());
+        let text = text.into();
+        let text = self.redact(&text).into_owned();
+        self.preserve.push(text);
     }
 
     /// The hidden messages after the previous checkpoint and before a split

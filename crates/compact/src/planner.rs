@@ -230,12 +230,27 @@ fn build(session: &Session, policy: &Policy, span: Span, trigger: Trigger) -> Pl
     let kept_seqs = all[span.end + 1..].to_vec();
     let (kept, kept_costs) = priced(&kept_seqs);
     let (head, head_costs) = priced(&all[..span.start]);
-    let previous = previous_checkpoint(session, seqs[0]);
+    let mut previous = previous_checkpoint(session, seqs[0]);
     let split_turn = split_turn(&messages, kept.first(), previous.is_some());
     let tokens = PlanTokens {
         hidden: message_costs.iter().sum(),
         kept: kept_costs.iter().sum(),
         head: head_costs.iter().sum(),
+    };
+    // The redacted view: what every method reads. Costs stay those of the
+    // logged messages, which are what the surface holds.
+    let (messages, head, kept) = match &policy.redactor {
+        Some(redactor) => {
+            if let Some(previous) = previous.as_mut() {
+                previous.summary = redactor.redact(&previous.summary).into_owned();
+            }
+            (
+                redactor.redact_messages(&messages),
+                redactor.redact_messages(&head),
+                redactor.redact_messages(&kept),
+            )
+        }
+        None => (messages, head, kept),
     };
     Plan {
         session_id: session.header().session_id.clone(),
@@ -256,6 +271,7 @@ fn build(session: &Session, policy: &Policy, span: Span, trigger: Trigger) -> Pl
         extra_context: Vec::new(),
         preserve: Vec::new(),
         counter: Arc::clone(&policy.counter),
+        redactor: policy.redactor.clone(),
     }
 }
 

@@ -6,6 +6,8 @@ use abridge_meter::EstimateCounter;
 use abridge_meter::TokenCounter;
 use abridge_session::Session;
 
+use crate::redact::Redactor;
+
 /// How many of the newest tokens a compaction keeps verbatim by default.
 pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
 
@@ -26,6 +28,10 @@ pub struct Policy {
     /// caller has one: the retention budget then shrinks by the share of
     /// it the unseen overhead takes (see [`effective_keep`](Self::effective_keep)).
     pub goal: Option<u64>,
+    /// Takes secrets out of every message a plan hands a method (see
+    /// [`Redactor`]); `None` hands them over as logged. The `abridge`
+    /// crate's settings turn it on by default.
+    pub redactor: Option<Arc<Redactor>>,
 }
 
 impl Default for Policy {
@@ -43,6 +49,7 @@ impl Policy {
             counter,
             instructions: None,
             goal: None,
+            redactor: None,
         }
     }
 
@@ -55,6 +62,12 @@ impl Policy {
     /// Sets the figure the compaction must reach.
     pub fn with_goal(mut self, goal: u64) -> Self {
         self.goal = Some(goal);
+        self
+    }
+
+    /// Redacts what plans made under this policy hand a method.
+    pub fn with_redactor(mut self, redactor: Arc<Redactor>) -> Self {
+        self.redactor = Some(redactor);
         self
     }
 

@@ -21,6 +21,7 @@
 
 use std::collections::HashSet;
 
+use abridge_llm::Message;
 use abridge_llm::Role;
 use abridge_session::Draft;
 use abridge_session::Lease;
@@ -43,6 +44,7 @@ use crate::method::Checkpoint;
 use crate::method::MethodOutput;
 use crate::method::Rewrite;
 use crate::plan::Plan;
+use crate::redact::Redactor;
 use crate::service::Outcome;
 
 /// A compaction id unique within the session and, in practice, across
@@ -218,6 +220,10 @@ pub fn commit(
     output: MethodOutput,
 ) -> Result<Outcome, CompactError> {
     let is_checkpoint = matches!(output, MethodOutput::Checkpoint(_));
+    let output = match &ticket.plan.redactor {
+        Some(redactor) => redact_output(redactor, output),
+        None => output,
+    };
     let prepared = match output {
         MethodOutput::Checkpoint(checkpoint) => prepare_checkpoint(session, &ticket, checkpoint),
         MethodOutput::Rewrites { rewrites, details } => {
@@ -259,6 +265,38 @@ pub fn commit(
         short_summary: short,
         failures: Vec::new(),
     })
+}
+
+/// What a method wrote, through the plan's redactor once more before it
+/// lands in the log: a method reads only redacted history, but a model can
+/// still echo something secret-shaped from elsewhere (its own prompt, a
+/// hook), and the checkpoint is what every later request carries.
+fn redact_output(redactor: &Redactor, output: MethodOutput) -> MethodOutput {
+    match output {
+        MethodOutput::Checkpoint(mut checkpoint) => {
+            checkpoint.summary = redactor.redact(&checkpoint.summary).into_owned();
+            checkpoint.short_summary = redactor.redact(&checkpoint.short_summary).into_owned();
+            let body = Message::user(String::new());
+            let body = Message {
+                content: std::mem::take(&mut checkpoint.content),
+                ..body
+            };
+            checkpoint.content = redactor.redact_message(&body).unwrap_or(body).content;
+            MethodOutput::Checkpoint(checkpoint)
+        }
+        MethodOutput::Rewrites { rewrites, details } => MethodOutput::Rewrites {
+            rewrites: rewrites
+                .into_iter()
+                .map(|mut rewrite| {
+                    if let Some(message) = redactor.redact_message(&rewrite.message) {
+                        rewrite.message = message;
+                    }
+                    rewrite
+                })
+                .collect(),
+            details,
+        },
+    }
 }
 
 fn fail(

@@ -347,15 +347,7 @@ impl ArtifactStore for DirArtifactStore {
             std::process::id(),
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let written = options
-            .open(&temp)
+        let written = abridge_session::create_private(&temp)
             .and_then(|mut file| {
                 file.write_all(bytes)?;
                 file.sync_all()

@@ -40,6 +40,7 @@
 mod error;
 mod event;
 mod lease;
+mod private;
 mod reference;
 mod repair;
 mod session;
@@ -64,6 +65,9 @@ pub use event::TYPE_LEAF;
 pub use event::TYPE_MESSAGE;
 pub use lease::Lease;
 pub use lease::Leases;
+pub use private::PRIVATE_FILE_MODE;
+pub use private::create_private;
+pub use private::write_private;
 pub use reference::HIDDEN_NOTE;
 pub use reference::Reference;
 pub use reference::ReferenceError;

@@ -1,6 +1,7 @@
 //! The `recall` tool: its schema, and the handler that keeps the index up
 //! to date and answers each call with plain text for the model.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use abridge_llm::ToolSpec;
@@ -140,6 +141,7 @@ pub struct Recall {
     index: RecallIndex,
     artifacts: Option<Arc<dyn ArtifactStore>>,
     page_chars: usize,
+    redactor: Option<Arc<abridge_compact::Redactor>>,
 }
 
 impl Recall {
@@ -150,7 +152,16 @@ impl Recall {
             index,
             artifacts,
             page_chars: DEFAULT_PAGE_TOKENS * CHARS_PER_TOKEN,
+            redactor: None,
         }
+    }
+
+    /// Reads, search snippets and the table of contents go through
+    /// `redactor` (the settings' `recall_originals` off), or show the
+    /// logged originals (`None`).
+    pub fn with_redactor(mut self, redactor: Option<Arc<abridge_compact::Redactor>>) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     /// Sets the per-call cap in tokens.
@@ -181,7 +192,8 @@ impl Recall {
         page: usize,
     ) -> Result<(String, Page), RecallMiss> {
         let resolved = resolve_text(session, self.artifacts.as_deref(), reference)?;
-        let page = page_of(&resolved.text, page, self.page_chars, reference.trim())?;
+        let text = self.redacted(&resolved.text);
+        let page = page_of(&text, page, self.page_chars, reference.trim())?;
         Ok((resolved.title, page))
     }
 
@@ -200,14 +212,26 @@ impl Recall {
             return Err(RecallMiss::EmptyQuery);
         }
         let skip = page.saturating_sub(1) * RESULTS_PER_PAGE;
-        Ok(search(
+        let mut found = search(
             &self.index,
             session,
             self.artifacts.as_deref(),
             &terms,
             skip,
             RESULTS_PER_PAGE,
-        ))
+        );
+        for hit in &mut found {
+            if let Cow::Owned(snippet) = self.redacted(&hit.snippet) {
+                hit.snippet = snippet;
+            }
+        }
+        Ok(found)
+    }
+
+    /// `text` as recall may show it: redacted unless the settings allow
+    /// the originals.
+    fn redacted<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        abridge_compact::redact_with(self.redactor.as_deref(), text)
     }
 
     /// Page `page` of the table of contents as text.
@@ -216,6 +240,7 @@ impl Recall {
     /// [`RecallMiss::NoPage`] past its last page.
     pub fn toc(&self, session: &Session, page: usize) -> Result<Page, RecallMiss> {
         let text = super::toc::render(&table_of_contents(session));
+        let text = self.redacted(&text);
         page_of(&text, page, self.page_chars, "the table of contents")
     }
 

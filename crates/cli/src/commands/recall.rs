@@ -45,7 +45,10 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     } else {
         None
     };
-    let recall = Recall::open(&session, artifacts);
+    // As the model's tool answers: redacted unless the settings beside the
+    // session allow the originals (`recall_originals`).
+    let settings = abridge::Settings::beside(&args.session)?.unwrap_or_default();
+    let recall = Recall::open(&session, artifacts).with_redactor(settings.recall_redactor()?);
     let where_ = args.session.display();
     if let Some(reference) = &args.reference {
         let (title, page) = recall

@@ -2,6 +2,7 @@
 //! frames, as snapcompact would show it to a vision model.
 
 use std::io::Read;
+use std::path::Path;
 use std::path::PathBuf;
 
 use abridge_llm::Catalog;
@@ -12,6 +13,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::open::open_session;
+use crate::redaction::RedactArgs;
 
 /// Arguments of `abridge render`.
 #[derive(Debug, clap::Args)]
@@ -41,6 +43,8 @@ pub(crate) struct Args {
     /// Print the frames written and the totals as one JSON object.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    redact: RedactArgs,
 }
 
 /// One PNG written, with what the model is billed for it.
@@ -81,15 +85,26 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             args.height.unwrap_or(spec.max_height),
         );
     }
+    // Frames are files a reader can share: what they print is redacted
+    // like everything else abridge writes.
+    let redactor = if args.text {
+        args.redact.redactor(Path::new("."))?
+    } else {
+        args.redact.redactor(&args.input)?
+    };
     let (frames, chars) = if args.text {
         let text = read_text(&args.input)?;
+        let text = abridge_compact::redact_with(redactor.as_deref(), &text).into_owned();
         (
             abridge_snapcompact::render_text(&text, &spec)?,
             text.chars().count(),
         )
     } else {
         let (session, _) = open_session(&args.input, false)?;
-        let messages = session.surface_messages();
+        let mut messages = session.surface_messages();
+        if let Some(redactor) = &redactor {
+            messages = redactor.redact_messages(&messages);
+        }
         let config = SerializeConfig::default();
         let chars = abridge_snapcompact::serialize(&messages, &config)
             .iter()
@@ -106,7 +121,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let mut written = Vec::with_capacity(frames.len());
     for (index, frame) in frames.iter().enumerate() {
         let path = args.out.join(format!("frame-{index:03}.png"));
-        std::fs::write(&path, &frame.png)
+        abridge_session::write_private(&path, &frame.png)
             .with_context(|| format!("cannot write {}", path.display()))?;
         written.push(Frame {
             path,

@@ -12,6 +12,7 @@ use anyhow::Context as _;
 use serde::Serialize;
 
 use crate::open::open_session;
+use crate::redaction::RedactArgs;
 
 /// Arguments of `abridge report`.
 #[derive(Debug, clap::Args)]
@@ -29,6 +30,8 @@ pub(crate) struct Args {
     /// one JSON object (instead of a line on stderr).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    redact: RedactArgs,
 }
 
 /// The `--json` form: where the page went, how big it is, and what it says
@@ -45,8 +48,15 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (session, _) = open_session(&args.session, false)?;
     let (model, lookup) = crate::model::resolve(&session, args.model.as_deref());
     let source = args.session.display().to_string();
-    let (page, summary) = report::build(&session, &source, &model, &lookup.entry)?;
-    std::fs::write(&args.output, &page).with_context(|| {
+    let redactor = args.redact.redactor(&args.session)?;
+    let (page, summary) = report::build(
+        &session,
+        &source,
+        &model,
+        &lookup.entry,
+        redactor.as_deref(),
+    )?;
+    abridge_session::write_private(&args.output, page.as_bytes()).with_context(|| {
         format!(
             "cannot write the report to {}; check the directory exists and is writable",
             args.output.display()

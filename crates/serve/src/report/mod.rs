@@ -8,6 +8,7 @@ mod chart;
 mod html;
 mod transcript;
 
+use abridge_compact::Redactor;
 use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -85,7 +86,8 @@ pub struct Summary {
 
 /// The whole page for `session`, read from `source` (a path, or the
 /// service's `tenant/id`), priced for `model`, with the figures at its
-/// head.
+/// head; every message and log line goes through `redactor` when there
+/// is one (secrets must not land in a file or a response in clear).
 ///
 /// # Errors
 /// [`ReportError`] when the active path cannot be replayed.
@@ -94,6 +96,7 @@ pub fn build(
     source: &str,
     model: &str,
     entry: &abridge_llm::ModelEntry,
+    redactor: Option<&Redactor>,
 ) -> Result<(String, Summary), ReportError> {
     let window = entry.context_window;
     let threshold = abridge::Settings::default()
@@ -101,7 +104,7 @@ pub fn build(
         .map_or(window, |limits| limits.threshold);
     let mut facts = Facts::default();
     let points = replay(session, entry, &mut facts)?;
-    expand(session, &mut facts);
+    expand(session, &mut facts, redactor);
     let mut meter = TokenMeter::for_model(entry);
     let stats = census::collect(session, 0);
     let summary = Summary {
@@ -128,7 +131,7 @@ pub fn build(
     }
     body.push_str("</table>\n<h2>Tokens on the surface after each event</h2>\n");
     body.push_str(&chart::svg(&points, window, threshold));
-    body.push_str(&transcript::render(session, &facts));
+    body.push_str(&transcript::render(session, &facts, redactor));
     let page = html::page(&format!("abridge report: {}", summary.session_id), &body);
     Ok((page, summary))
 }
@@ -259,11 +262,14 @@ fn replay(
 /// Snapcompact checkpoints on the surface with their frames drawn, so the
 /// page shows the images the model sees. A checkpoint whose archive cannot
 /// be read back is shown with its references (and a logged warning).
-fn expand(session: &Session, facts: &mut Facts) {
+fn expand(session: &Session, facts: &mut Facts, redactor: Option<&Redactor>) {
     match abridge::expand_frames(session) {
         Ok(expanded) => {
             for (seq, message) in session.surface().seqs().iter().zip(expanded) {
                 if abridge_compact::is_checkpoint(&message) {
+                    let message = redactor
+                        .and_then(|r| r.redact_message(&message))
+                        .unwrap_or(message);
                     facts.expanded.insert(*seq, message);
                 }
             }

@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+use abridge_compact::Redactor;
+use abridge_compact::redact_with;
 use abridge_llm::Block;
 use abridge_llm::ImageSource;
 use abridge_llm::Message;
@@ -35,22 +37,27 @@ pub(crate) struct Facts {
     pub(crate) expanded: HashMap<Seq, Message>,
 }
 
-/// The transcript `<section>`.
-pub(crate) fn render(session: &Session, facts: &Facts) -> String {
+/// The transcript `<section>`, every message and log line through
+/// `redactor` when there is one.
+pub(crate) fn render(session: &Session, facts: &Facts, redactor: Option<&Redactor>) -> String {
     let mut out = String::from("<section class=\"transcript\">\n<h2>Transcript</h2>\n");
     for seq in session.active_path() {
         let Some(event) = session.event(seq) else {
             continue;
         };
         match &event.body {
-            EventBody::Message(m) => match m.op {
-                SurfaceOp::Append => message(&mut out, seq, &m.message, facts),
-                SurfaceOp::Replace { start, end } => {
-                    checkpoint(&mut out, seq, &m.message, end + 1 - start, facts);
+            EventBody::Message(m) => {
+                let redacted = redactor.and_then(|r| r.redact_message(&m.message));
+                let shown = redacted.as_ref().unwrap_or(&m.message);
+                match m.op {
+                    SurfaceOp::Append => message(&mut out, seq, shown, facts),
+                    SurfaceOp::Replace { start, end } => {
+                        checkpoint(&mut out, seq, shown, end + 1 - start, facts);
+                    }
+                    SurfaceOp::Rewrite { target } => rewrite(&mut out, seq, target, shown, facts),
                 }
-                SurfaceOp::Rewrite { target } => rewrite(&mut out, seq, target, &m.message, facts),
-            },
-            EventBody::Log(log) => log_line(&mut out, seq, log),
+            }
+            EventBody::Log(log) => log_line(&mut out, seq, log, redactor),
             EventBody::Leaf => {}
         }
     }
@@ -135,7 +142,7 @@ fn rewrite(out: &mut String, seq: Seq, target: Seq, message: &Message, facts: &F
     out.push_str("</div>\n");
 }
 
-fn log_line(out: &mut String, seq: Seq, log: &LogEvent) {
+fn log_line(out: &mut String, seq: Seq, log: &LogEvent, redactor: Option<&Redactor>) {
     let data = &log.data;
     let field = |name: &str| data.get(name).and_then(|v| v.as_str()).map(str::to_string);
     let mut detail = Vec::new();
@@ -150,7 +157,7 @@ fn log_line(out: &mut String, seq: Seq, log: &LogEvent) {
         out,
         "<div class=\"log\" id=\"e{seq}\">#{seq} {} {}</div>",
         escape(&log.kind),
-        escape(&detail.join(", "))
+        escape(&redact_with(redactor, &detail.join(", ")))
     );
 }
 

@@ -272,7 +272,18 @@ pub(super) async fn report(
     let session = lock_session(live.harness.session());
     let model = live.harness.model();
     let label = format!("{tenant}/{id}");
-    let (page, _) = crate::report::build(&session, &label, &model, live.harness.entry())
+    let redactor = live
+        .harness
+        .settings()
+        .redactor()
         .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let (page, _) = crate::report::build(
+        &session,
+        &label,
+        &model,
+        live.harness.entry(),
+        redactor.as_deref(),
+    )
+    .map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(([(CONTENT_TYPE, "text/html; charset=utf-8")], page))
 }

@@ -11,14 +11,9 @@ use std::path::Path;
 
 use crate::error::StoreError;
 
-/// Creates a file readable and writable by its owner only.
-pub(super) fn create_private(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-}
+/// Creates a file readable and writable by its owner only (the crate's
+/// one helper, shared with everything abridge writes).
+pub(super) use crate::private::create_private;
 
 /// Forces to disk the directory entry of `path` (its parent directory), so
 /// a file just created, renamed or made there survives a power loss: an
