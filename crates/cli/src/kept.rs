@@ -9,7 +9,6 @@
 
 use std::fs::File;
 use std::io::BufReader;
-use std::io::BufWriter;
 use std::path::Path;
 use std::path::PathBuf;
 
@@ -59,8 +58,8 @@ pub(crate) fn load(meter: &mut TokenMeter, session: &Path) {
 }
 
 /// Writes `meter`'s kept counts beside `session` when it counted anything
-/// new. The file is written whole to a temporary name and renamed over
-/// the old one, so a reader never sees half of it. A failure is a note,
+/// new, through `write_private` (whole, renamed into place, 0600), so a
+/// reader never sees half of it. A failure is a note,
 /// not an error: the counts are a cache.
 pub(crate) fn save(meter: &mut TokenMeter, session: &Path) {
     let Some(mut kept) = meter.take_kept_counts() else {
@@ -71,28 +70,14 @@ pub(crate) fn save(meter: &mut TokenMeter, session: &Path) {
         return;
     }
     let path = counts_path(session);
-    let mut temp = path.as_os_str().to_owned();
-    temp.push(".tmp");
-    let temp = PathBuf::from(temp);
-    let written = create(&temp)
-        .map_err(KeptError::from)
-        .and_then(|file| kept.write(BufWriter::new(file)))
-        .and_then(|()| std::fs::rename(&temp, &path).map_err(KeptError::from));
+    let mut bytes = Vec::new();
+    let written = kept
+        .write(&mut bytes)
+        .and_then(|()| abridge_session::write_private(&path, &bytes).map_err(KeptError::from));
     if let Err(error) = written {
-        let _ = std::fs::remove_file(&temp);
         eprintln!("note: {}: {error}; counts not kept", path.display());
     }
     meter.keep_counts(kept);
-}
-
-/// Creates (or truncates) `path`, readable by its owner only, as the
-/// session file itself is.
-fn create(path: &Path) -> std::io::Result<File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)
 }
 
 #[cfg(test)]

@@ -3,12 +3,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::io::Write;
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering;
 
 use sha2::Digest;
 
@@ -238,7 +235,8 @@ impl ArtifactStore for MemoryArtifactStore {
 /// Artifacts as files in one directory, by default beside the session:
 /// `<session file>.artifacts/<id>`.
 ///
-/// Files are written to a temporary name and renamed, so a reader never
+/// Files are written through `abridge_session::write_private` (a private
+/// temporary name, then a rename), so a reader never
 /// sees a partial artifact; they are created 0600 in a 0700 directory
 /// (Unix). Every path is checked to resolve inside the directory, and a
 /// symbolic link where an artifact should be is refused.
@@ -246,8 +244,6 @@ impl ArtifactStore for MemoryArtifactStore {
 pub struct DirArtifactStore {
     root: PathBuf,
 }
-
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl DirArtifactStore {
     /// A store in `root`, created if missing.
@@ -341,22 +337,7 @@ impl ArtifactStore for DirArtifactStore {
             // Content-addressed: the same id holds the same bytes already.
             return Ok(id);
         }
-        let temp = self.root.join(format!(
-            ".{}.{}.{}.tmp",
-            id,
-            std::process::id(),
-            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = abridge_session::create_private(&temp)
-            .and_then(|mut file| {
-                file.write_all(bytes)?;
-                file.sync_all()
-            })
-            .and_then(|()| std::fs::rename(&temp, &path));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&temp);
-            return Err(PruneError::io(&path, e));
-        }
+        abridge_session::write_private(&path, bytes).map_err(|e| PruneError::io(&path, e))?;
         tracing::debug!(%id, bytes = bytes.len(), root = %self.root.display(), "artifact stored");
         Ok(id)
     }
