@@ -29,8 +29,6 @@ use std::fmt;
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 
-use crate::error::TokensError;
-
 /// The tenant a request acts for, once its token is accepted.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Tenant(String);
@@ -212,6 +210,64 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
         return false;
     }
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A tokens file or variable that cannot be used. Messages name the place,
+/// never a token's value.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokensError {
+    /// The file could not be read.
+    #[error("cannot read the tokens file {path}: {message}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        message: String,
+    },
+    /// A line is not two words.
+    #[error("{origin} line {line}: expected `TOKEN TENANT` (two words)")]
+    BadLine {
+        /// The file.
+        origin: String,
+        /// 1-based line number.
+        line: usize,
+    },
+    /// The JSON form does not parse as an object of strings.
+    #[error("{origin}: expected a JSON object mapping each token to its tenant: {message}")]
+    Json {
+        /// The file.
+        origin: String,
+        /// The parser's complaint.
+        message: String,
+    },
+    /// A token is too short or holds spaces or control characters.
+    #[error(
+        "{place}: a token must be at least {} printable characters without spaces",
+        MIN_TOKEN_LEN
+    )]
+    Short {
+        /// Where it is (file and line, or the variable).
+        place: String,
+    },
+    /// The same token twice.
+    #[error("{place}: this token is listed twice")]
+    Duplicate {
+        /// Where the second one is.
+        place: String,
+    },
+    /// A tenant name that is not 1-64 of `A-Za-z0-9-_`.
+    #[error("tenant {tenant:?}: use 1 to 64 ASCII letters, digits, `-` or `_`")]
+    BadTenant {
+        /// The name given.
+        tenant: String,
+    },
+    /// Nothing to accept: every request would be refused.
+    #[error("{origin}: no tokens; add a `TOKEN TENANT` line")]
+    Empty {
+        /// The file or variable.
+        origin: String,
+    },
 }
 
 #[cfg(test)]

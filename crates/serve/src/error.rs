@@ -7,63 +7,7 @@ use axum::response::IntoResponse;
 use axum::response::Response;
 use serde_json::json;
 
-/// A tokens file or variable that cannot be used. Messages name the place,
-/// never a token's value.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TokensError {
-    /// The file could not be read.
-    #[error("cannot read the tokens file {path}: {message}")]
-    Read {
-        /// The file.
-        path: String,
-        /// The I/O error.
-        message: String,
-    },
-    /// A line is not two words.
-    #[error("{origin} line {line}: expected `TOKEN TENANT` (two words)")]
-    BadLine {
-        /// The file.
-        origin: String,
-        /// 1-based line number.
-        line: usize,
-    },
-    /// The JSON form does not parse as an object of strings.
-    #[error("{origin}: expected a JSON object mapping each token to its tenant: {message}")]
-    Json {
-        /// The file.
-        origin: String,
-        /// The parser's complaint.
-        message: String,
-    },
-    /// A token is too short or holds spaces or control characters.
-    #[error(
-        "{place}: a token must be at least {} printable characters without spaces",
-        crate::auth::MIN_TOKEN_LEN
-    )]
-    Short {
-        /// Where it is (file and line, or the variable).
-        place: String,
-    },
-    /// The same token twice.
-    #[error("{place}: this token is listed twice")]
-    Duplicate {
-        /// Where the second one is.
-        place: String,
-    },
-    /// A tenant name that is not 1-64 of `A-Za-z0-9-_`.
-    #[error("tenant {tenant:?}: use 1 to 64 ASCII letters, digits, `-` or `_`")]
-    BadTenant {
-        /// The name given.
-        tenant: String,
-    },
-    /// Nothing to accept: every request would be refused.
-    #[error("{origin}: no tokens; add a `TOKEN TENANT` line")]
-    Empty {
-        /// The file or variable.
-        origin: String,
-    },
-}
+use crate::auth::TokensError;
 
 /// A `--store` value that cannot be served from.
 #[derive(Debug, thiserror::Error)]
