@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use anyhow::bail;
+use anyhow::ensure;
 
 const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 /// Flags that build llama.cpp for this machine class; a native build dies
@@ -36,7 +37,7 @@ pub(crate) fn run(root: &Path, filter: Option<&str>) -> anyhow::Result<()> {
     let work = root.join("target").join("e2e");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)?;
-    let checks = crate::e2e_checks::run(&binary, &server.base_url(), root, &work, filter);
+    let checks = run_checks(&binary, &server.base_url(), root, &work, filter);
     drop(server);
     let serve = crate::e2e_serve::run(&binary, root, &work);
     match &serve {
@@ -167,4 +168,35 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Runs every check whose name contains `filter` (all without one) and
+/// prints the tally; fails when any check failed.
+fn run_checks(
+    binary: &Path,
+    base_url: &str,
+    root: &Path,
+    work: &Path,
+    filter: Option<&str>,
+) -> anyhow::Result<()> {
+    let checks = crate::e2e_checks::CHECKS
+        .into_iter()
+        .chain(crate::e2e_faults::CHECKS)
+        .filter(|(name, _)| filter.is_none_or(|f| name.contains(f)));
+    let (mut passed, mut failed) = (0, 0);
+    for (name, check) in checks {
+        match check(binary, base_url, root, work) {
+            Ok(()) => {
+                passed += 1;
+                println!("e2e: ok     {name}");
+            }
+            Err(error) => {
+                failed += 1;
+                println!("e2e: FAILED {name}: {error:#}");
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    ensure!(failed == 0, "{failed} end-to-end checks failed");
+    Ok(())
 }

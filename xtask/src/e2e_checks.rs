@@ -11,54 +11,26 @@ use anyhow::Context;
 use anyhow::bail;
 use anyhow::ensure;
 
-use crate::e2e_faults::Check;
-
 /// The bundled real session the checks compact: small enough for a 135M
 /// model on two cores (about 8k tokens).
 const SAMPLE: &str =
     "assets/sessions/swe-agent__marshmallow-1867__function_calling_replace_from_source.traj";
 
-/// Runs every check whose name contains `filter` (all without one) and
-/// prints the tally; fails when any check failed.
-pub(crate) fn run(
-    binary: &Path,
-    base_url: &str,
-    root: &Path,
-    work: &Path,
-    filter: Option<&str>,
-) -> anyhow::Result<()> {
-    let own: [(&str, Check); 3] = [
-        ("soft compaction against the real server lands", soft_lands),
-        (
-            "rejected model output falls through to digest, nothing lost",
-            fall_through,
-        ),
-        (
-            "the example agent stays under its window while Maintenance fires",
-            example_agent,
-        ),
-    ];
-    let checks = own
-        .into_iter()
-        .chain(crate::e2e_faults::CHECKS)
-        .filter(|(name, _)| filter.is_none_or(|f| name.contains(f)));
-    let (mut passed, mut failed) = (0, 0);
-    for (name, check) in checks {
-        match check(binary, base_url, root, work) {
-            Ok(()) => {
-                passed += 1;
-                println!("e2e: ok     {name}");
-            }
-            Err(error) => {
-                failed += 1;
-                println!("e2e: FAILED {name}: {error:#}");
-            }
-        }
-    }
-    println!("{passed} passed, {failed} failed");
-    ensure!(failed == 0, "{failed} end-to-end checks failed");
-    Ok(())
-}
+/// A check: (binary, server base URL, workspace root, work dir).
+pub(crate) type Check = fn(&Path, &str, &Path, &Path) -> anyhow::Result<()>;
+
+/// The checks of the compaction path, in the order they run.
+pub(crate) const CHECKS: [(&str, Check); 3] = [
+    ("soft compaction against the real server lands", soft_lands),
+    (
+        "rejected model output falls through to digest, nothing lost",
+        fall_through,
+    ),
+    (
+        "the example agent stays under its window while Maintenance fires",
+        example_agent,
+    ),
+];
 
 /// Imports the sample and compacts it through `soft` on the server: a
 /// checkpoint lands, the surface shrinks, invariants hold, and the file

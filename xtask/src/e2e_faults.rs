@@ -46,11 +46,9 @@ use anyhow::Context;
 use anyhow::ensure;
 use futures::StreamExt;
 
+use crate::e2e_checks::Check;
 use crate::fault_proxy::Fault;
 use crate::fault_proxy::FaultProxy;
-
-/// A check: (binary, server base URL, workspace root, work dir).
-pub(crate) type Check = fn(&Path, &str, &Path, &Path) -> anyhow::Result<()>;
 
 /// The fault checks, in the order they run.
 pub(crate) const CHECKS: [(&str, Check); 7] = [
