@@ -1,5 +1,7 @@
-//! `cargo xtask fuzz [--minutes N] [--target T] [--seed S]`: fuzzing on
-//! the stable toolchain.
+//! `cargo xtask fuzz [--minutes N] [--target T] [--seed S] [--jobs J]`:
+//! fuzzing on the stable toolchain. `--minutes` is the total of the
+//! targets' shares; `--jobs` runs that many targets at once (one core
+//! each), so the wall time is about `N / J` minutes.
 //!
 //! Each target runs in a child process of its own (`xtask fuzz-child`),
 //! because a stack overflow aborts a process and cannot be caught: the
@@ -37,6 +39,8 @@ struct Options {
     targets: Vec<Target>,
     seed: u64,
     report: bool,
+    /// Targets fuzzed at the same time, each in its own child process.
+    jobs: usize,
 }
 
 fn parse(args: &[String]) -> anyhow::Result<Options> {
@@ -45,6 +49,7 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
         targets: Target::ALL.to_vec(),
         seed: seed_from_clock(),
         report: true,
+        jobs: 1,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -74,6 +79,10 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
             }
             "--seed" => options.seed = value()?.parse().context("--seed takes an integer")?,
             "--no-report" => options.report = false,
+            "--jobs" => {
+                options.jobs = value()?.parse().context("--jobs takes a whole number")?;
+                anyhow::ensure!(options.jobs > 0, "--jobs must be above 0");
+            }
             other => bail!("unknown fuzz option {other:?}"),
         }
     }
@@ -102,27 +111,16 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let options = parse(args)?;
     let share = options.total / options.targets.len() as u32;
     println!(
-        "xtask fuzz: seed {} ({} target(s), {:.0} s each); replay with --seed {}",
+        "xtask fuzz: seed {} ({} target(s), {:.0} s each, {} at a time); replay with --seed {}",
         options.seed,
         options.targets.len(),
         share.as_secs_f64(),
+        options.jobs,
         options.seed
     );
     let scratch = root.join("target/fuzz");
     std::fs::create_dir_all(&scratch).context("cannot create target/fuzz")?;
-    let mut results = Vec::new();
-    for target in &options.targets {
-        let tally = fuzz_target(*target, options.seed, share, &scratch)?;
-        println!(
-            "fuzz {}: {} inputs ({} accepted), {} failure(s), {} crash(es)",
-            target.name(),
-            tally.inputs,
-            tally.accepted,
-            tally.failures,
-            tally.crashes
-        );
-        results.push((*target, tally));
-    }
+    let results = fuzz_all(&options, share, &scratch)?;
     let failures: u64 = results.iter().map(|(_, t)| t.failures + t.crashes).sum();
     if options.report {
         write_report(root, &options, share, &results)?;
@@ -134,6 +132,50 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Fuzzes every target for `share`, `options.jobs` of them at a time,
+/// and returns their tallies in the order the targets were given.
+fn fuzz_all(
+    options: &Options,
+    share: Duration,
+    scratch: &Path,
+) -> anyhow::Result<Vec<(Target, Tally)>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs.min(options.targets.len()) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(target) = options.targets.get(index) else {
+                        return;
+                    };
+                    let tally = fuzz_target(*target, options.seed, share, scratch);
+                    if let Ok(tally) = &tally {
+                        println!(
+                            "fuzz {}: {} inputs ({} accepted), {} failure(s), {} crash(es)",
+                            target.name(),
+                            tally.inputs,
+                            tally.accepted,
+                            tally.failures,
+                            tally.crashes
+                        );
+                    }
+                    done.lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push((index, *target, tally));
+                }
+            });
+        }
+    });
+    let mut done = done
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    done.sort_by_key(|(index, _, _)| *index);
+    done.into_iter()
+        .map(|(_, target, tally)| Ok((target, tally?)))
+        .collect()
 }
 
 /// Runs children for `target` until `share` is spent, restarting one that
@@ -343,8 +385,9 @@ fn write_report(
     let existing = std::fs::read_to_string(&path).unwrap_or_default();
     let mut markdown = section.to_markdown();
     markdown.push_str(&format!(
-        "Written by `cargo xtask fuzz --minutes {:.0}` on {}, {}.\n\n",
+        "Written by `cargo xtask fuzz --minutes {:.0} --jobs {}` on {}, {}.\n\n",
         options.total.as_secs_f64() / 60.0,
+        options.jobs,
         abridge_session::time::now_rfc3339(),
         crate::machine()
     ));
@@ -399,10 +442,14 @@ mod tests {
             "import-pi",
             "--seed",
             "9",
+            "--jobs",
+            "2",
         ]))
         .unwrap();
         assert_eq!(options.total, Duration::from_secs(120));
         assert_eq!(options.seed, 9);
+        assert_eq!(options.jobs, 2);
+        assert!(parse(&args(&["--jobs", "0"])).is_err());
         assert_eq!(options.targets.len(), 1);
         let error = parse(&args(&["--target", "nope"])).unwrap_err().to_string();
         assert!(error.contains("unknown target \"nope\""), "{error}");

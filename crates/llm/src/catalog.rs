@@ -229,6 +229,33 @@ impl Lookup {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Catalog {
     entries: Vec<ModelEntry>,
+    /// Each entry's id and patterns normalized once, in step with
+    /// `entries`: a lookup runs on every request and every pricing, and
+    /// normalizing the whole list each time cost more than the rest of
+    /// a request's path.
+    keys: Vec<EntryKeys>,
+}
+
+/// The normalized forms a lookup compares against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct EntryKeys {
+    id: String,
+    /// The id first, then the entry's patterns, each with its original
+    /// text (what a family match reports).
+    patterns: Vec<(String, String)>,
+}
+
+impl EntryKeys {
+    fn of(entry: &ModelEntry) -> Self {
+        let patterns = std::iter::once(&entry.id)
+            .chain(entry.patterns.iter())
+            .map(|pattern| (normalize(pattern), pattern.clone()))
+            .collect();
+        EntryKeys {
+            id: normalize(&entry.id),
+            patterns,
+        }
+    }
 }
 
 impl Default for Catalog {
@@ -240,9 +267,7 @@ impl Default for Catalog {
 impl Catalog {
     /// The built-in entries.
     pub fn builtin() -> Self {
-        Catalog {
-            entries: builtin_entries(),
-        }
+        Catalog::from_entries(builtin_entries())
     }
 
     /// The built-in catalog, built once and shared, for per-request
@@ -255,7 +280,8 @@ impl Catalog {
     /// A catalog holding only `entries`, for tests and for users who want
     /// none of the built-in figures.
     pub fn from_entries(entries: Vec<ModelEntry>) -> Self {
-        Catalog { entries }
+        let keys = entries.iter().map(EntryKeys::of).collect();
+        Catalog { entries, keys }
     }
 
     /// The entries, built-in first, later additions last.
@@ -267,9 +293,13 @@ impl Catalog {
     /// entries win ties against earlier ones in family matching.
     pub fn add(&mut self, entries: impl IntoIterator<Item = ModelEntry>) {
         for entry in entries {
-            let key = normalize(&entry.id);
-            self.entries.retain(|e| normalize(&e.id) != key);
+            let keys = EntryKeys::of(&entry);
+            while let Some(at) = self.keys.iter().position(|k| k.id == keys.id) {
+                self.entries.remove(at);
+                self.keys.remove(at);
+            }
             self.entries.push(entry);
+            self.keys.push(keys);
         }
     }
 
@@ -277,22 +307,20 @@ impl Catalog {
     /// order of matching).
     pub fn lookup(&self, model_id: &str) -> Lookup {
         let id = canonical_id(model_id);
-        if let Some(entry) = self.entries.iter().rev().find(|e| normalize(&e.id) == id) {
+        if let Some(at) = self.keys.iter().rposition(|k| k.id == id) {
             return Lookup {
-                entry: entry.clone(),
+                entry: self.entries[at].clone(),
                 matched: Match::Exact,
             };
         }
         let mut best: Option<(usize, &ModelEntry, &str)> = None;
-        for entry in self.entries.iter() {
-            let id_pattern = std::iter::once(entry.id.as_str());
-            for pattern in id_pattern.chain(entry.patterns.iter().map(String::as_str)) {
-                let norm = normalize(pattern);
+        for (entry, keys) in self.entries.iter().zip(&self.keys) {
+            for (norm, pattern) in &keys.patterns {
                 if !norm.is_empty()
-                    && prefix_at_boundary(&id, &norm)
+                    && prefix_at_boundary(&id, norm)
                     && best.is_none_or(|(len, _, _)| norm.len() >= len)
                 {
-                    best = Some((norm.len(), entry, pattern));
+                    best = Some((norm.len(), entry, pattern.as_str()));
                 }
             }
         }

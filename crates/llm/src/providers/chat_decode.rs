@@ -1,9 +1,14 @@
 //! Chat Completions answers: whole bodies and streamed chunks, read into
 //! typed structs straight from the bytes.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt;
 
 use serde::Deserialize;
+use serde::Deserializer;
+use serde::de::SeqAccess;
+use serde::de::Visitor;
 use serde_json::Value;
 
 use super::classify;
@@ -80,62 +85,125 @@ struct WireToolCall {
     function: Option<WireFunction>,
 }
 
+/// A message or a streamed delta. Text is borrowed from the event's bytes
+/// unless it holds escapes, so a chunk costs no allocation before its
+/// text becomes a [`StreamEvent`].
 #[derive(Debug, Default, Deserialize)]
-struct WireMessage {
-    #[serde(default)]
-    content: Option<Value>,
-    #[serde(default)]
-    reasoning_content: Option<String>,
-    #[serde(default)]
-    reasoning: Option<String>,
-    #[serde(default)]
-    refusal: Option<String>,
+struct WireMessage<'a> {
+    #[serde(borrow, default)]
+    content: Option<WireContent<'a>>,
+    #[serde(borrow, default)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    refusal: Option<Cow<'a, str>>,
     #[serde(default)]
     tool_calls: Option<Vec<WireToolCall>>,
 }
 
+/// `content`: text, or an array of parts whose `text` fields are joined
+/// (servers that send parts in a chat answer).
+#[derive(Debug, Default)]
+struct WireContent<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for WireContent<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ContentVisitor;
+        impl<'de> Visitor<'de> for ContentVisitor {
+            type Value = WireContent<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("text or an array of content parts")
+            }
+
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(WireContent(Cow::Borrowed(text)))
+            }
+
+            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(WireContent(Cow::Owned(text.to_string())))
+            }
+
+            fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
+                Ok(WireContent(Cow::Owned(text)))
+            }
+
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(WireContent::default())
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut parts: A) -> Result<Self::Value, A::Error> {
+                let mut text = String::new();
+                while let Some(part) = parts.next_element::<Value>()? {
+                    if let Some(piece) = part.get("text").and_then(Value::as_str) {
+                        text.push_str(piece);
+                    }
+                }
+                Ok(WireContent(Cow::Owned(text)))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                // Any other object carries no text we can show.
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(WireContent::default())
+            }
+        }
+        deserializer.deserialize_any(ContentVisitor)
+    }
+}
+
 #[derive(Debug, Deserialize)]
-struct WireChoice {
-    #[serde(default, alias = "delta")]
-    message: WireMessage,
-    #[serde(default)]
-    finish_reason: Option<String>,
+struct WireChoice<'a> {
+    #[serde(borrow, default, alias = "delta")]
+    message: WireMessage<'a>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
 }
 
 /// A whole answer or one streamed chunk (`delta` in place of `message`).
 #[derive(Debug, Deserialize)]
-pub(crate) struct WireAnswer {
-    #[serde(default)]
-    model: Option<String>,
+pub(crate) struct WireAnswer<'a> {
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
     /// Present (and not null) when a stream reports a failure.
     #[serde(default)]
     error: Option<serde::de::IgnoredAny>,
-    #[serde(default)]
-    choices: Vec<WireChoice>,
+    #[serde(borrow, default)]
+    choices: Vec<WireChoice<'a>>,
     #[serde(default)]
     usage: Option<WireUsage>,
 }
 
-fn content_text(content: Option<Value>) -> String {
-    match content {
-        Some(Value::String(text)) => text,
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|part| part.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
+fn content_text<'a>(content: Option<WireContent<'a>>) -> Cow<'a, str> {
+    content.map(|c| c.0).unwrap_or_default()
+}
+
+/// Non-empty text, owned.
+fn owned_text(text: Option<Cow<'_, str>>) -> Option<String> {
+    text.filter(|t| !t.is_empty()).map(Cow::into_owned)
 }
 
 /// Our answer from a whole (non-streamed) chat completion.
-pub(crate) fn answer_to_response(provider: &str, requested: &str, answer: WireAnswer) -> Response {
+pub(crate) fn answer_to_response(
+    provider: &str,
+    requested: &str,
+    answer: WireAnswer<'_>,
+) -> Response {
     let usage = answer
         .usage
         .as_ref()
         .map(WireUsage::to_usage)
         .unwrap_or_default();
-    let model = answer.model.unwrap_or_else(|| requested.to_string());
+    let model = answer
+        .model
+        .map_or_else(|| requested.to_string(), Cow::into_owned);
     let Some(choice) = answer.choices.into_iter().next() else {
         return stream::response(
             provider,
@@ -148,21 +216,16 @@ pub(crate) fn answer_to_response(provider: &str, requested: &str, answer: WireAn
     };
     let message = choice.message;
     let mut content = Vec::new();
-    if let Some(thinking) = message
-        .reasoning_content
-        .or(message.reasoning)
-        .filter(|t| !t.is_empty())
-    {
+    if let Some(thinking) = owned_text(message.reasoning_content.or(message.reasoning)) {
         content.push(Block::Thinking {
             thinking,
             signature: None,
         });
     }
-    let text = content_text(message.content);
-    if !text.is_empty() {
+    if let Some(text) = owned_text(message.content.map(|c| c.0)) {
         content.push(Block::Text { text });
     }
-    if let Some(refusal) = message.refusal.filter(|t| !t.is_empty()) {
+    if let Some(refusal) = owned_text(message.refusal) {
         content.push(Block::Text { text: refusal });
     }
     for call in message.tool_calls.unwrap_or_default() {
@@ -256,7 +319,7 @@ impl Decoder for ChatDecoder {
             out.push(StreamEvent::Done(Box::new(response)));
             return Ok(true);
         }
-        let chunk: WireAnswer = stream::parse_event(&self.provider, event.data)?;
+        let chunk: WireAnswer<'_> = stream::parse_event(&self.provider, event.data)?;
         if chunk.error.is_some() {
             let value = stream::event_json(&self.provider, event.data)?;
             return Err(classify::classify_stream_error(
@@ -265,26 +328,23 @@ impl Decoder for ChatDecoder {
                 &classify::error_from_value(&value),
             ));
         }
-        if let Some(model) = chunk.model.filter(|m| !m.is_empty()) {
-            self.model = model;
+        // Every chunk names the model; copy it only when it changes.
+        if let Some(model) = chunk.model.filter(|m| !m.is_empty() && **m != *self.model) {
+            self.model = model.into_owned();
         }
         if let Some(usage) = &chunk.usage {
             self.usage = usage.to_usage();
         }
         for choice in chunk.choices {
             let delta = choice.message;
-            if let Some(thinking) = delta
-                .reasoning_content
-                .or(delta.reasoning)
-                .filter(|t| !t.is_empty())
-            {
+            if let Some(thinking) = owned_text(delta.reasoning_content.or(delta.reasoning)) {
                 self.push_text(&thinking, true);
                 out.push(StreamEvent::ThinkingDelta(thinking));
             }
             let text = content_text(delta.content);
             if !text.is_empty() {
                 self.push_text(&text, false);
-                out.push(StreamEvent::TextDelta(text));
+                out.push(StreamEvent::TextDelta(text.into_owned()));
             }
             for call in delta.tool_calls.unwrap_or_default() {
                 let key = call.index.unwrap_or(self.tool_slots.len());
@@ -318,7 +378,7 @@ impl Decoder for ChatDecoder {
                 }
             }
             if let Some(finish) = choice.finish_reason {
-                self.finish = Some(finish);
+                self.finish = Some(finish.into_owned());
             }
         }
         Ok(false)
@@ -329,6 +389,50 @@ impl Decoder for ChatDecoder {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Content as text (plain or escaped), as parts, or null, read from
+    /// a chunk's bytes and from a parsed value alike.
+    #[test]
+    fn content_reads_text_parts_and_null_from_bytes_and_values() {
+        let cases = [
+            (r#"{"choices":[{"delta":{"content":"plain"}}]}"#, "plain"),
+            (
+                r#"{"choices":[{"delta":{"content":"a\"b\u00e9"}}]}"#,
+                "a\"bé",
+            ),
+            (
+                r#"{"choices":[{"message":{"content":[{"type":"text","text":"x"},{"type":"text","text":"y"}]}}]}"#,
+                "xy",
+            ),
+            (r#"{"choices":[{"delta":{"content":null}}]}"#, ""),
+            (r#"{"choices":[{"delta":{}}]}"#, ""),
+        ];
+        for (json, want) in cases {
+            let from_bytes: WireAnswer<'_> = serde_json::from_str(json).unwrap();
+            let text = content_text(
+                from_bytes
+                    .choices
+                    .into_iter()
+                    .next()
+                    .unwrap()
+                    .message
+                    .content,
+            );
+            assert_eq!(text, want, "{json}");
+            let value: Value = serde_json::from_str(json).unwrap();
+            let from_value = WireAnswer::deserialize(value).unwrap();
+            let text = content_text(
+                from_value
+                    .choices
+                    .into_iter()
+                    .next()
+                    .unwrap()
+                    .message
+                    .content,
+            );
+            assert_eq!(text, want, "{json} via a value");
+        }
+    }
 
     #[test]
     fn cached_tokens_leave_the_input_bucket() {

@@ -2,6 +2,7 @@
 //! llama.cpp, vLLM, Ollama and most gateways also speak.
 
 use async_trait::async_trait;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::chat_decode;
@@ -162,7 +163,9 @@ impl LlmClient for OpenAiChatClient {
                 &body,
             ));
         }
-        let answer: chat_decode::WireAnswer = serde_json::from_value(value).map_err(|e| {
+        // Read through `deserialize` (not `from_value`): the wire structs
+        // borrow where they can, and from a `Value` they own.
+        let answer = chat_decode::WireAnswer::deserialize(value).map_err(|e| {
             self.http
                 .malformed(format!("the answer is not a chat completion ({e})"))
         })?;

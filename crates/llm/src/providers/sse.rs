@@ -68,7 +68,7 @@ impl SseParser {
 }
 
 fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    memchr::memchr(b'\n', bytes)
 }
 
 fn take_line(

@@ -2,6 +2,9 @@
 //! partial blocks a stream fills, and the finished [`Response`].
 
 use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::Context;
+use std::task::Poll;
 
 use futures::StreamExt;
 
@@ -83,33 +86,41 @@ impl<D: Decoder> Driver<D> {
             self.fail(message);
         }
     }
+}
 
-    async fn next(mut self) -> Option<(Result<StreamEvent, LlmError>, Self)> {
+impl<D: Decoder + Unpin> futures::Stream for Driver<D> {
+    type Item = Result<StreamEvent, LlmError>;
+
+    /// Hands out queued events first; reads the body only when the queue
+    /// is empty, so one network chunk's events are decoded together and
+    /// then returned one poll each without touching the socket.
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
         loop {
-            if let Some(item) = self.queue.pop_front() {
-                return Some((item, self));
+            if let Some(item) = this.queue.pop_front() {
+                return Poll::Ready(Some(item));
             }
-            if self.ended {
-                return None;
+            if this.ended {
+                return Poll::Ready(None);
             }
-            match self.body.next().await {
-                Some(Ok(chunk)) if chunk.len() > self.budget => {
-                    self.queue
-                        .push_back(Err(super::http::too_large(&self.provider, self.cap)));
-                    self.ended = true;
+            match std::task::ready!(this.body.poll_next_unpin(cx)) {
+                Some(Ok(chunk)) if chunk.len() > this.budget => {
+                    this.queue
+                        .push_back(Err(super::http::too_large(&this.provider, this.cap)));
+                    this.ended = true;
                     // Let go of the connection now, not when the caller
                     // drops the stream.
-                    self.body = futures::stream::empty().boxed();
+                    this.body = futures::stream::empty().boxed();
                 }
                 Some(Ok(chunk)) => {
-                    self.budget -= chunk.len();
-                    self.feed(&chunk);
+                    this.budget -= chunk.len();
+                    this.feed(&chunk);
                 }
                 Some(Err(error)) => {
                     let error = error.without_url();
-                    self.fail(format!("the stream broke off: {error}"));
+                    this.fail(format!("the stream broke off: {error}"));
                 }
-                None => self.fail("the stream ended before its terminal event".to_string()),
+                None => this.fail("the stream ended before its terminal event".to_string()),
             }
         }
     }
@@ -122,7 +133,7 @@ impl<D: Decoder> Driver<D> {
 /// with `Unusable` once more than `cap` bytes have come (the connection is
 /// dropped then, so a runaway stream is never held whole). Dropping the
 /// stream drops the connection.
-pub(crate) fn drive<D: Decoder>(
+pub(crate) fn drive<D: Decoder + Unpin>(
     provider: &str,
     cap: usize,
     response: reqwest::Response,
@@ -138,7 +149,7 @@ pub(crate) fn drive<D: Decoder>(
         queue: VecDeque::new(),
         ended: false,
     };
-    Box::pin(futures::stream::unfold(driver, Driver::next))
+    Box::pin(driver)
 }
 
 /// A block being written by a stream.
