@@ -188,3 +188,32 @@ async fn a_rejected_batch_writes_nothing() {
     assert_eq!(status, 400, "usage needs an assistant reply: {body}");
     server.shutdown().await;
 }
+
+// Issue 11, point 7: an inline image whose header claims 100000x100000
+// pixels is refused with 422, naming its JSON path; nothing is written.
+#[tokio::test]
+async fn an_image_claiming_past_the_pixel_cap_is_refused_with_its_path() {
+    let dir = tempfile::tempdir().expect("dir");
+    let server = Setup::new(dir.path()).start().await;
+    let api = server.client(TOKEN_A);
+    api.create(&small("s", &["digest"])).await;
+    let image = json!({"type": "image", "source": {"kind": "base64", "media_type": "image/png",
+        "data": abridge_llm::png_header_base64(100_000, 100_000)}});
+    let (status, body) = api
+        .post(
+            "/v1/sessions/s/messages",
+            &json!({"messages": [
+                {"role": "user", "content": [{"type": "text", "text": "hello"}]},
+                {"role": "user", "content": [{"type": "text", "text": "look"}, image]}
+            ]}),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        "messages[1].content[1]: the image claims 100000x100000 pixels, over the limit of 50000000 pixels"
+    );
+    let (_, context) = api.get("/v1/sessions/s/context").await;
+    assert_eq!(context["messages"], json!([]));
+    server.shutdown().await;
+}
