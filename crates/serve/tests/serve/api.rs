@@ -217,3 +217,40 @@ async fn an_image_claiming_past_the_pixel_cap_is_refused_with_its_path() {
     assert_eq!(context["messages"], json!([]));
     server.shutdown().await;
 }
+
+// Issue 11: what `/v1/summarize` forwards to the summarizer model is
+// redacted, as every request abridge sends for a session is.
+#[tokio::test]
+async fn summarize_forwards_no_secret() {
+    use abridge_test_support::secrets;
+    let dir = tempfile::tempdir().expect("dir");
+    let model = abridge_test_support::scripted::ScriptedClient::new(Vec::new())
+        .fallback("the summary")
+        .shared();
+    let mut setup = Setup::new(dir.path());
+    setup.summarizer = Some(model.clone());
+    setup.settings =
+        abridge::Settings::from_toml(&secrets::settings_toml(), "abridge.toml").expect("settings");
+    let server = setup.start().await;
+    let api = server.client(TOKEN_A);
+    let prompt = format!(
+        "{}\n{}",
+        secrets::user_message().plain_text(),
+        secrets::tool_output()
+    );
+    let (status, answer) = api
+        .post(
+            "/v1/summarize",
+            &json!({"system_prompt": secrets::tool_output(), "prompt": prompt}),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let sent = format!("{:?}", model.requests());
+    secrets::assert_no_secret("the forwarded summary request", &sent);
+    secrets::assert_placeholders(
+        "the forwarded summary request",
+        &sent,
+        &["openai-key", "private-key", "jwt", "custom"],
+    );
+    server.shutdown().await;
+}
