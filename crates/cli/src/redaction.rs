@@ -1,6 +1,6 @@
-//! What the commands that write files (`report`, `render`) redact: the
-//! settings beside the session (`redact`, `redact_patterns`), unless
-//! `--no-redact` asks for the logged text.
+//! What the commands that write what a session holds (`report`, `render`,
+//! `branch --summary`) redact: the settings beside the session (`redact`,
+//! `redact_patterns`), unless `--no-redact` asks for the logged text.
 
 use std::path::Path;
 use std::sync::Arc;

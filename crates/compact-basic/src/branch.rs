@@ -8,9 +8,11 @@ use abridge_compact::BeforeNavigation;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionHooks;
 use abridge_compact::FileOps;
+use abridge_compact::Redactor;
 use abridge_compact::Summarizer;
 use abridge_compact::SummaryRequest;
 use abridge_compact::TokenCounter;
+use abridge_compact::redact_with;
 use abridge_llm::Block;
 use abridge_llm::Message;
 use abridge_llm::Meta;
@@ -29,13 +31,19 @@ use crate::files::render_files;
 use crate::prompts::BRANCH_OPENING;
 
 /// Knobs of branch summaries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct BranchConfig {
     /// Tokens of the abandoned branch given to the summarizer, newest
     /// first. Default 20000.
     pub budget_tokens: u64,
     /// Cap on the summary's length. Default 1024.
     pub max_output_tokens: u32,
+    /// What the abandoned branch passes through before the summarizer (or
+    /// the digest) reads it, and what the summary passes through before it
+    /// is appended: a branch summary leaves the process and lands on the
+    /// surface like a checkpoint, so it is redacted like one. Default
+    /// `None`; hosts pass the settings' redactor.
+    pub redactor: Option<Arc<Redactor>>,
 }
 
 impl Default for BranchConfig {
@@ -43,6 +51,7 @@ impl Default for BranchConfig {
         BranchConfig {
             budget_tokens: 20_000,
             max_output_tokens: 1024,
+            redactor: None,
         }
     }
 }
@@ -112,6 +121,11 @@ pub async fn summarize_branch(
     if messages.is_empty() {
         return Ok(None);
     }
+    // Read outside a plan, so redacted here, through the same redactor.
+    let messages = match &config.redactor {
+        Some(redactor) => redactor.redact_messages(&messages),
+        None => messages,
+    };
     let files = collect_file_ops(&messages);
     let mut text = None;
     if let Some(summarizer) = summarizer {
@@ -128,6 +142,8 @@ pub async fn summarize_branch(
         state.absorb(&messages);
         state.render(&FileOps::default())
     });
+    // A summarizer may echo something secret-shaped; the digest cannot.
+    let text = redact_with(config.redactor.as_deref(), &text).into_owned();
     let seq = session.append(Draft::message(branch_message(&text, &files)))?;
     Ok(Some(seq))
 }

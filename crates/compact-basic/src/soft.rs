@@ -155,7 +155,10 @@ impl SoftMethod {
             match self.summarizer.summarize(&request).await {
                 Ok(summary) => {
                     folded.calls += 1;
-                    folded.text = summary.text.trim().to_string();
+                    // The running summary goes back out with the next
+                    // window: a model that echoed a secret must not get
+                    // it sent again.
+                    folded.text = plan.redact(summary.text.trim()).into_owned();
                     folded.short = summary.short.or(folded.short);
                     if let Some(usage) = summary.usage {
                         folded.usage.add(&usage);

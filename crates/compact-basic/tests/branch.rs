@@ -257,3 +257,89 @@ fn the_llm_branch_summary_asks_with_the_branch_prompt() {
     assert!(prompt.contains(BRANCH_SUMMARY.trim()), "{prompt}");
     assert!(!prompt.contains(SUMMARIZE_INITIAL.trim()), "{prompt}");
 }
+
+/// A summarizer that records what it was sent and echoes a secret back,
+/// as a model quoting its input would.
+#[derive(Debug, Default)]
+struct Echoing(std::sync::Mutex<Vec<SummaryRequest>>);
+
+#[async_trait]
+impl Summarizer for Echoing {
+    fn name(&self) -> &str {
+        "echoing"
+    }
+    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, CompactError> {
+        self.0.lock().unwrap().push(request.clone());
+        Ok(Summary::text(format!(
+            "- deployed with {}",
+            abridge_test_support::secrets::secret("openai-key")
+        )))
+    }
+}
+
+/// The shared redaction session's secrets on a branch that is left.
+fn session_with_secret_branch() -> (Session, u64) {
+    let mut s = Session::in_memory("b");
+    let fork = s.append_message(Message::user("Deploy the app.")).unwrap();
+    for message in abridge_test_support::secrets::secret_messages() {
+        s.append_message(message).unwrap();
+    }
+    (s, fork)
+}
+
+fn redacting() -> BranchConfig {
+    let patterns = [abridge_test_support::secrets::USER_PATTERN.to_string()];
+    BranchConfig {
+        redactor: Some(Arc::new(Redactor::new(&patterns).unwrap())),
+        ..BranchConfig::default()
+    }
+}
+
+// Issue 11: a branch summary read the abandoned branch outside a plan and
+// sent it unredacted.
+#[test]
+fn a_branch_summary_sends_and_appends_no_secret() {
+    use abridge_test_support::secrets;
+    let (mut session, fork) = session_with_secret_branch();
+    let recorder = Arc::new(Echoing::default());
+    let counter = EstimateCounter::new();
+    let (_, summary) = run(navigate_with_summary(
+        &mut session,
+        Some(fork),
+        Some(recorder.clone()),
+        &NoHooks,
+        &counter,
+        redacting(),
+    ))
+    .unwrap();
+    let sent = format!("{:?}", recorder.0.lock().unwrap()[0].messages);
+    secrets::assert_no_secret("the branch summary request", &sent);
+    secrets::assert_placeholders("the branch summary request", &sent, &secrets::all_kinds());
+    let appended = session.message(summary.unwrap()).unwrap().plain_text();
+    secrets::assert_no_secret("the branch summary", &appended);
+    secrets::assert_placeholders("the branch summary", &appended, &["openai-key"]);
+    let logged: String = (1..5)
+        .filter_map(|seq| session.message(seq))
+        .map(|m| format!("{m:?}"))
+        .collect();
+    secrets::assert_originals("the abandoned branch in the log", &logged);
+}
+
+#[test]
+fn a_branch_digest_appends_no_secret() {
+    use abridge_test_support::secrets;
+    let (mut session, fork) = session_with_secret_branch();
+    let counter = EstimateCounter::new();
+    let (_, summary) = run(navigate_with_summary(
+        &mut session,
+        Some(fork),
+        None,
+        &NoHooks,
+        &counter,
+        redacting(),
+    ))
+    .unwrap();
+    let appended = session.message(summary.unwrap()).unwrap().plain_text();
+    secrets::assert_no_secret("the branch digest", &appended);
+    secrets::assert_placeholders("the branch digest", &appended, &["openai-key"]);
+}

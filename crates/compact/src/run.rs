@@ -27,6 +27,7 @@ use crate::txn::Ticket;
 use crate::txn::abort;
 use crate::txn::begin;
 use crate::txn::commit;
+use crate::txn::redact_output;
 use crate::types::Span;
 use crate::types::Trigger;
 
@@ -185,8 +186,10 @@ async fn run_attempt<A: Access>(
             reason: "the compaction's ticket was lost".to_string(),
         }));
     };
-    // Kept for the method's `committed`, which runs only once the commit
-    // has landed.
+    // Redacted before a copy is kept for the method's `committed` (which
+    // runs only once the commit has landed): what a method saves beside the
+    // session, such as a handoff file, holds what the log holds.
+    let output = output.map(|output| redact_output(ticket.plan(), output));
     let landed = output.as_ref().ok().cloned();
     let outcome = guard.access.with(|session| match output {
         Ok(output) => commit(session, ticket, output),

@@ -220,10 +220,7 @@ pub fn commit(
     output: MethodOutput,
 ) -> Result<Outcome, CompactError> {
     let is_checkpoint = matches!(output, MethodOutput::Checkpoint(_));
-    let output = match &ticket.plan.redactor {
-        Some(redactor) => redact_output(redactor, output),
-        None => output,
-    };
+    let output = redact_output(&ticket.plan, output);
     let prepared = match output {
         MethodOutput::Checkpoint(checkpoint) => prepare_checkpoint(session, &ticket, checkpoint),
         MethodOutput::Rewrites { rewrites, details } => {
@@ -271,7 +268,18 @@ pub fn commit(
 /// lands in the log: a method reads only redacted history, but a model can
 /// still echo something secret-shaped from elsewhere (its own prompt, a
 /// hook), and the checkpoint is what every later request carries.
-fn redact_output(redactor: &Redactor, output: MethodOutput) -> MethodOutput {
+///
+/// Idempotent, so the driver can redact before it keeps a copy for the
+/// method's `committed` (a handoff file must hold what the log holds) and
+/// the commit can redact again for callers that commit directly.
+pub(crate) fn redact_output(plan: &Plan, output: MethodOutput) -> MethodOutput {
+    let Some(redactor) = &plan.redactor else {
+        return output;
+    };
+    redact_with_redactor(redactor, output)
+}
+
+fn redact_with_redactor(redactor: &Redactor, output: MethodOutput) -> MethodOutput {
     match output {
         MethodOutput::Checkpoint(mut checkpoint) => {
             checkpoint.summary = redactor.redact(&checkpoint.summary).into_owned();

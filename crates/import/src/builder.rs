@@ -583,6 +583,7 @@ impl Builder {
             }
         }
         self.report.branch_points = self.nodes.iter().filter(|n| n.children > 1).count();
+        self.report.lines = self.nodes.iter().map(|n| n.line).collect();
         Ok((self.drafts, self.report))
     }
 }

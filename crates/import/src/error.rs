@@ -130,6 +130,28 @@ pub enum ImportError {
         /// What is wrong, naming the value found.
         reason: String,
     },
+    /// An image claims more pixels than
+    /// [`ReadOptions::max_image_pixels`](crate::ReadOptions::max_image_pixels)
+    /// (by its header, else its stated size). Nothing is imported.
+    #[error(
+        "{file}{}: field `{field}`: the image claims {width}x{height} pixels, over the limit of {limit} pixels",
+        line.map(|l| format!(":{l}")).unwrap_or_default()
+    )]
+    ImageTooLarge {
+        /// The file.
+        file: String,
+        /// 1-based line of the record the image came from, when known.
+        line: Option<u64>,
+        /// Where the image is in the imported message
+        /// (`message.content[1]`, `message.content[0].content[2]`).
+        field: String,
+        /// Width it claims.
+        width: u32,
+        /// Height it claims.
+        height: u32,
+        /// The limit.
+        limit: u64,
+    },
     /// A parent chain came back to an entry already visited. The importer
     /// builds parents that only point backwards, so this means a bug; it is
     /// an error rather than an endless loop.

@@ -198,6 +198,11 @@ pub struct ReadOptions {
     /// parsed, so a hostile line costs no memory: the import fails with
     /// [`ImportError::TooLong`] naming the file and line.
     pub max_record_bytes: u64,
+    /// Most pixels an image may claim (by its header, else its stated
+    /// size). Default [`DEFAULT_MAX_IMAGE_PIXELS`](abridge_llm::DEFAULT_MAX_IMAGE_PIXELS),
+    /// 50 megapixels. Past it the import fails with
+    /// [`ImportError::ImageTooLarge`] naming the file, line and field.
+    pub max_image_pixels: u64,
 }
 
 impl Default for ReadOptions {
@@ -206,6 +211,7 @@ impl Default for ReadOptions {
             format: None,
             session: None,
             max_record_bytes: MAX_RECORD_BYTES,
+            max_image_pixels: abridge_llm::DEFAULT_MAX_IMAGE_PIXELS,
         }
     }
 }
@@ -296,6 +302,7 @@ pub fn read_bytes_with(
         Format::Aider => aider::import(file, bytes, options.session),
         Format::OpenHands => openhands::import(file, bytes, options.session),
     }?;
+    check_images(file, &imported, options.max_image_pixels)?;
     if imported.report.message_count() == 0 {
         return Err(ImportError::NoMessages {
             file: file.to_string(),
@@ -309,6 +316,27 @@ pub fn read_bytes_with(
         "imported"
     );
     Ok(imported)
+}
+
+/// Refuses the first imported image claiming more than `limit` pixels,
+/// naming the source line it came from.
+fn check_images(file: &str, imported: &Imported, limit: u64) -> Result<(), ImportError> {
+    for (index, draft) in imported.drafts.iter().enumerate() {
+        let abridge_session::EventBody::Message(event) = &draft.body else {
+            continue;
+        };
+        if let Err(fault) = abridge_llm::check_image_pixels(&event.message, limit) {
+            return Err(ImportError::ImageTooLarge {
+                file: file.to_string(),
+                line: imported.report.lines.get(index).copied().flatten(),
+                field: format!("message.{}", fault.field),
+                width: fault.width,
+                height: fault.height,
+                limit,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Which of `count` sessions to import (0-based): `asked` (1-based) when

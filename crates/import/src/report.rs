@@ -205,6 +205,10 @@ pub struct ImportReport {
     pub skipped: BTreeMap<String, u64>,
     /// What had to be worked around, in source order.
     pub warnings: Vec<ImportWarning>,
+    /// The source line of each draft, by seq (`None` for events the
+    /// importer made up), for errors found after the drafts are built.
+    #[serde(skip)]
+    pub(crate) lines: Vec<Option<u64>>,
 }
 
 impl ImportReport {
@@ -228,6 +232,7 @@ impl ImportReport {
             reordered: 0,
             skipped: BTreeMap::new(),
             warnings: Vec::new(),
+            lines: Vec::new(),
         }
     }
 

@@ -134,3 +134,97 @@ fn a_document_nested_past_the_depth_limit_is_a_json_error_with_its_line() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A Claude Code user line holding an inline PNG whose header claims
+/// `width` x `height`.
+fn claude_image_line(width: u32, height: u32) -> String {
+    serde_json::json!({
+        "type": "user", "uuid": "b", "parentUuid": "a", "sessionId": "s",
+        "timestamp": "2026-01-01T00:00:01Z",
+        "message": {"role": "user", "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                "data": abridge_llm::png_header_base64(width, height)}},
+        ]},
+    })
+    .to_string()
+}
+
+/// A pi user line holding the same image.
+fn pi_image_line(width: u32, height: u32) -> String {
+    serde_json::json!({
+        "type": "message", "id": "m1", "parentId": null, "timestamp": "2026-01-01T00:00:01Z",
+        "message": {"role": "user", "timestamp": 1, "content": [
+            {"type": "image", "mimeType": "image/png",
+                "data": abridge_llm::png_header_base64(width, height)},
+        ]},
+    })
+    .to_string()
+}
+
+fn with_image_cap(
+    format: Format,
+    bytes: &[u8],
+    limit: u64,
+) -> Result<import::Imported, ImportError> {
+    import::read_bytes_with(
+        "hostile.jsonl",
+        bytes,
+        &ReadOptions {
+            format: Some(format),
+            max_image_pixels: limit,
+            ..ReadOptions::default()
+        },
+    )
+}
+
+#[test]
+fn an_image_claiming_past_the_pixel_cap_is_refused_naming_file_line_and_field() {
+    for (format, line) in [
+        (Format::ClaudeCode, claude_image_line(100_000, 100_000)),
+        (Format::Pi, pi_image_line(100_000, 100_000)),
+    ] {
+        let bytes = format!("{}\n{line}\n", first_line(format));
+        let error = with_image_cap(
+            format,
+            bytes.as_bytes(),
+            ReadOptions::default().max_image_pixels,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ImportError::ImageTooLarge {
+                    line: Some(2),
+                    width: 100_000,
+                    height: 100_000,
+                    ..
+                }
+            ),
+            "{format:?}: {error:?}"
+        );
+        let text = error.to_string();
+        assert!(
+            text.starts_with("hostile.jsonl:2: field `message.content[")
+                && text.ends_with(
+                    "]`: the image claims 100000x100000 pixels, over the limit of 50000000 pixels"
+                ),
+            "{format:?}: {text}"
+        );
+    }
+}
+
+#[test]
+fn the_pixel_cap_is_configurable_and_defaults_to_50_megapixels() {
+    assert_eq!(ReadOptions::default().max_image_pixels, 50_000_000);
+    let bytes = format!(
+        "{}\n{}\n",
+        first_line(Format::ClaudeCode),
+        claude_image_line(1000, 1000)
+    );
+    assert!(with_image_cap(Format::ClaudeCode, bytes.as_bytes(), 1_000_000).is_ok());
+    assert!(matches!(
+        with_image_cap(Format::ClaudeCode, bytes.as_bytes(), 999_999),
+        Err(ImportError::ImageTooLarge { .. })
+    ));
+}

@@ -36,6 +36,7 @@
 mod catalog;
 mod client;
 mod error;
+mod image;
 mod message;
 #[cfg(feature = "providers")]
 mod providers;
@@ -59,6 +60,11 @@ pub use client::StreamEvent;
 pub use client::ToolChoice;
 pub use client::ToolSpec;
 pub use error::LlmError;
+pub use image::DEFAULT_MAX_IMAGE_PIXELS;
+pub use image::ImageTooLarge;
+pub use image::check_image_pixels;
+pub use image::png_header_base64;
+pub use image::sniff_size;
 pub use message::Block;
 pub use message::ImageSource;
 pub use message::Message;

@@ -8,7 +8,7 @@
 
 use abridge_llm::ImageBilling;
 use abridge_llm::ImageSource;
-use base64::Engine;
+use abridge_llm::sniff_size;
 
 /// Largest edge in pixels the formulas take; larger edges are clamped.
 pub const MAX_IMAGE_EDGE: u32 = 65_535;
@@ -157,91 +157,11 @@ pub fn image_block_tokens(
     image_tokens(family, w, h)
 }
 
-/// Base64 characters decoded when looking for a header: 64 KiB of image,
-/// enough to pass the EXIF block that precedes a JPEG's frame header.
-const SNIFF_BASE64_CHARS: usize = 87_384;
-
-/// The pixel size in an inline image's header, if it has one we read.
-pub fn sniff_size(source: &ImageSource) -> Option<(u32, u32)> {
-    let data = match source {
-        ImageSource::Base64 { data, .. } => data.as_str(),
-        ImageSource::Url { url } => url.strip_prefix("data:")?.split_once(";base64,")?.1,
-        ImageSource::Blob { .. } => return None,
-    };
-    let mut take = data.len().min(SNIFF_BASE64_CHARS);
-    take -= take % 4;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(data.get(..take)?)
-        .ok()?;
-    header_size(&bytes)
-}
-
-fn be16(b: &[u8], i: usize) -> Option<u32> {
-    Some(u32::from(u16::from_be_bytes([*b.get(i)?, *b.get(i + 1)?])))
-}
-
-fn le16(b: &[u8], i: usize) -> Option<u32> {
-    Some(u32::from(u16::from_le_bytes([*b.get(i)?, *b.get(i + 1)?])))
-}
-
-fn be32(b: &[u8], i: usize) -> Option<u32> {
-    Some(u32::from_be_bytes(b.get(i..i + 4)?.try_into().ok()?))
-}
-
-fn le24(b: &[u8], i: usize) -> Option<u32> {
-    Some(u32::from(*b.get(i)?) | u32::from(*b.get(i + 1)?) << 8 | u32::from(*b.get(i + 2)?) << 16)
-}
-
-/// Width and height from the first bytes of a PNG, GIF, JPEG or WebP.
-fn header_size(b: &[u8]) -> Option<(u32, u32)> {
-    if b.starts_with(b"\x89PNG\r\n\x1a\n") {
-        return Some((be32(b, 16)?, be32(b, 20)?));
-    }
-    if b.starts_with(b"GIF87a") || b.starts_with(b"GIF89a") {
-        return Some((le16(b, 6)?, le16(b, 8)?));
-    }
-    if b.starts_with(b"RIFF") && b.get(8..12) == Some(b"WEBP") {
-        return match b.get(12..16)? {
-            b"VP8X" => Some((le24(b, 24)? + 1, le24(b, 27)? + 1)),
-            b"VP8 " => Some((le16(b, 26)? & 0x3fff, le16(b, 28)? & 0x3fff)),
-            b"VP8L" => {
-                let bits = u32::from_le_bytes(b.get(21..25)?.try_into().ok()?);
-                Some(((bits & 0x3fff) + 1, ((bits >> 14) & 0x3fff) + 1))
-            }
-            _ => None,
-        };
-    }
-    if b.starts_with(&[0xff, 0xd8]) {
-        return jpeg_size(b);
-    }
-    None
-}
-
-/// Walks JPEG segments to the first start-of-frame marker.
-fn jpeg_size(b: &[u8]) -> Option<(u32, u32)> {
-    let mut i = 2;
-    while i + 4 <= b.len() {
-        if b[i] != 0xff {
-            return None;
-        }
-        let marker = b[i + 1];
-        if marker == 0xff {
-            i += 1;
-            continue;
-        }
-        let len = usize::try_from(be16(b, i + 2)?).ok()?;
-        let is_sof = matches!(marker, 0xc0..=0xcf) && !matches!(marker, 0xc4 | 0xc8 | 0xcc);
-        if is_sof {
-            return Some((be16(b, i + 7)?, be16(b, i + 5)?));
-        }
-        i += 2 + len;
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use pretty_assertions::assert_eq;
+
+    use base64::Engine;
 
     use super::*;
 
@@ -357,29 +277,6 @@ mod tests {
             media_type: "image/png".into(),
             data: base64::engine::general_purpose::STANDARD.encode(bytes),
         }
-    }
-
-    #[test]
-    fn sizes_are_read_from_headers() {
-        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
-        png.extend(640u32.to_be_bytes());
-        png.extend(480u32.to_be_bytes());
-        png.extend([8, 6, 0, 0, 0]);
-        assert_eq!(sniff_size(&b64(&png)), Some((640, 480)));
-        let gif = b"GIF89a\x20\x03\x58\x02\0\0";
-        assert_eq!(sniff_size(&b64(gif)), Some((800, 600)));
-        // SOI, an APP0 segment of 16 bytes, then SOF0 with 300 x 200.
-        let mut jpeg = vec![0xff, 0xd8, 0xff, 0xe0, 0, 16];
-        jpeg.extend([0; 14]);
-        jpeg.extend([0xff, 0xc0, 0, 17, 8, 0, 200, 1, 44, 3]);
-        assert_eq!(sniff_size(&b64(&jpeg)), Some((300, 200)));
-        let data_url = ImageSource::Url {
-            url: format!(
-                "data:image/png;base64,{}",
-                base64::engine::general_purpose::STANDARD.encode(&png)
-            ),
-        };
-        assert_eq!(sniff_size(&data_url), Some((640, 480)));
     }
 
     #[test]

@@ -74,6 +74,9 @@ mod rank_table;
 mod stats;
 mod tokenizer;
 
+/// The header reader lives with the vocabulary (one owner for the meter
+/// and the image cap); re-exported where it was.
+pub use abridge_llm::sniff_size;
 pub use correction::CLAUDE_4_7_TOKENIZER_GROWTH;
 pub use correction::CLAUDE_O200K_CORRECTION;
 pub use correction::o200k_correction;
@@ -95,7 +98,6 @@ pub use image::UNKNOWN_IMAGE_EDGE;
 pub use image::anthropic_standard_size;
 pub use image::image_block_tokens;
 pub use image::image_tokens;
-pub use image::sniff_size;
 pub use kept::ContentHash;
 pub use kept::KEPT_MAGIC;
 pub use kept::KEPT_VERSION;

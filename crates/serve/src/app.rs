@@ -93,6 +93,13 @@ pub struct ShutdownReport {
 impl Service {
     /// Builds the service.
     pub fn new(config: ServiceConfig) -> Self {
+        // Settings are validated when they load, so this fails only for
+        // settings built by hand with a bad pattern: then the built-in
+        // patterns still apply rather than none.
+        let redactor = config.settings.redactor().unwrap_or_else(|error| {
+            tracing::warn!(%error, "redact_patterns unusable; redacting with the built-in patterns");
+            abridge_compact::Redactor::builtin().ok().map(Arc::new)
+        });
         let registry = Registry::new(
             config.stores,
             config.sources.clone(),
@@ -105,6 +112,7 @@ impl Service {
                 registry,
                 tasks: Compactions::default(),
                 sources: config.sources,
+                redactor,
                 closing: watch::channel(false).0,
             }),
             body_limit: config.body_limit,

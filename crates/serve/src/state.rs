@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use abridge::MethodSources;
+use abridge_compact::Redactor;
 use tokio::sync::watch;
 
 use crate::auth::Tokens;
@@ -17,6 +18,10 @@ pub(crate) struct Shared {
     pub(crate) registry: Registry,
     pub(crate) tasks: Compactions,
     pub(crate) sources: MethodSources,
+    /// What `/v1/summarize` passes a prompt through before it goes to the
+    /// summarizer model: the service's settings' (`redact`,
+    /// `redact_patterns`), as its sessions' requests are.
+    pub(crate) redactor: Option<Arc<Redactor>>,
     /// Flips to true when shutdown begins; event streams end on it.
     pub(crate) closing: watch::Sender<bool>,
 }

@@ -61,6 +61,8 @@ pub struct Session {
     epoch: u64,
     store: Box<dyn SessionStore>,
     leases: Leases,
+    /// Appended images claiming more pixels are refused.
+    max_image_pixels: u64,
 }
 
 impl Session {
@@ -78,6 +80,7 @@ impl Session {
             epoch: 0,
             store,
             leases: Leases::default(),
+            max_image_pixels: abridge_llm::DEFAULT_MAX_IMAGE_PIXELS,
         })
     }
 
@@ -101,6 +104,7 @@ impl Session {
             epoch: 0,
             store: Box::new(store),
             leases: Leases::default(),
+            max_image_pixels: abridge_llm::DEFAULT_MAX_IMAGE_PIXELS,
         }
     }
 
@@ -134,6 +138,7 @@ impl Session {
             epoch: 0,
             store,
             leases: Leases::default(),
+            max_image_pixels: abridge_llm::DEFAULT_MAX_IMAGE_PIXELS,
         };
         session
             .refold()
@@ -278,6 +283,15 @@ impl Session {
         Ok(seqs[0])
     }
 
+    /// Refuses appended images that claim more than `limit` pixels (by
+    /// their header, else their stated size), default
+    /// [`DEFAULT_MAX_IMAGE_PIXELS`](abridge_llm::DEFAULT_MAX_IMAGE_PIXELS).
+    /// Events already in the log are not checked: they are history, and
+    /// nothing in abridge decodes an image.
+    pub fn set_max_image_pixels(&mut self, limit: u64) {
+        self.max_image_pixels = limit;
+    }
+
     /// Appends a message on the active leaf.
     ///
     /// # Errors
@@ -392,6 +406,10 @@ impl Session {
             body: draft.body,
         };
         check_links(&event, seq)?;
+        if let EventBody::Message(m) = &event.body {
+            abridge_llm::check_image_pixels(&m.message, self.max_image_pixels)
+                .map_err(|e| ("data.message.content", e.to_string()))?;
+        }
         if parent == leaf {
             if let EventBody::Message(m) = &event.body {
                 self.check_message(seq, m)?;

@@ -39,6 +39,7 @@ use crate::middle::slice_runs;
 use crate::normalize::NEWLINE;
 use crate::render::Frame;
 use crate::render::Grid;
+use crate::render::Page;
 use crate::render::paginate;
 use crate::serialize::SerializeConfig;
 use crate::serialize::plain_text;
@@ -219,6 +220,26 @@ impl Archive {
     ///
     /// Font and PNG errors from rendering.
     pub fn frames(&self, cache: &FrameCache) -> Result<Vec<FrameRef>, Error> {
+        self.pages()?
+            .iter()
+            .map(|(page, grid)| {
+                Ok(FrameRef {
+                    frame: cache.render(page, grid)?,
+                    shape: grid.shape.name,
+                })
+            })
+            .collect()
+    }
+
+    /// Every frame's page with the grid it is drawn on, in order: the text
+    /// exactly as laid out on each frame. [`frames`](Self::frames) draws
+    /// these and nothing else, so a reader (or a test checking that no
+    /// secret is printed) can know what a frame shows without its pixels.
+    ///
+    /// # Errors
+    ///
+    /// An unknown shape name, or a grid that holds no cell.
+    pub fn pages(&self) -> Result<Vec<(Page, Grid)>, Error> {
         let runs = reink(&self.middle);
         let mut out = Vec::new();
         for segment in &self.segments {
@@ -226,10 +247,7 @@ impl Archive {
             let grid = Grid::new(shape, self.width, self.max_height, self.line_spacing)?;
             let slice = slice_runs(&runs, segment.start, segment.end);
             for page in paginate(&slice, &grid)? {
-                out.push(FrameRef {
-                    frame: cache.render(&page, &grid)?,
-                    shape: shape.name,
-                });
+                out.push((page, grid));
             }
         }
         Ok(out)

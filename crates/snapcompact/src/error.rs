@@ -67,6 +67,18 @@ pub enum Error {
     /// The archive's record did not serialize for the log.
     #[error(transparent)]
     Record(#[from] abridge_compact::DetailsError),
+    /// Drawing would take more frames than the caller allows (`abridge
+    /// render --max-frames`); refused after layout, before any frame is
+    /// drawn.
+    #[error(
+        "the text needs {frames} frames, over the limit of {limit}; raise --max-frames or render less"
+    )]
+    TooManyFrames {
+        /// Frames the text needs.
+        frames: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// The model cannot read images.
     #[error("model {model:?} has no vision input; snapcompact needs one")]
     NoVision {

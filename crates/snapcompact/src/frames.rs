@@ -24,11 +24,32 @@ use crate::shape::FrameSpec;
 /// [`Error::FrameTooSmall`] for a spec that holds no cell; font and PNG
 /// errors from rendering.
 pub fn render_runs(runs: &[Run], spec: &FrameSpec, line_spacing: u16) -> Result<Vec<Frame>, Error> {
+    render_runs_within(runs, spec, line_spacing, usize::MAX)
+}
+
+/// As [`render_runs`], refusing with [`Error::TooManyFrames`] when the
+/// runs need more than `max_frames` frames. The pages are laid out first
+/// (cheap) and counted before any is drawn, so a huge input costs no
+/// drawing and leaves nothing half done.
+///
+/// # Errors
+///
+/// [`Error::TooManyFrames`]; otherwise as [`render_runs`].
+pub fn render_runs_within(
+    runs: &[Run],
+    spec: &FrameSpec,
+    line_spacing: u16,
+    max_frames: usize,
+) -> Result<Vec<Frame>, Error> {
     let grid = Grid::new(spec.shape, spec.width, spec.max_height, line_spacing)?;
-    paginate(runs, &grid)?
-        .iter()
-        .map(|page| render_page(page, &grid))
-        .collect()
+    let pages = paginate(runs, &grid)?;
+    if pages.len() > max_frames {
+        return Err(Error::TooManyFrames {
+            frames: pages.len(),
+            limit: max_frames,
+        });
+    }
+    pages.iter().map(|page| render_page(page, &grid)).collect()
 }
 
 /// Normalizes `text` and draws it in black ink.
@@ -66,6 +87,20 @@ mod tests {
         assert_eq!(frames.len(), 9999usize.div_ceil(1420));
         assert!(frames.iter().all(|f| f.width == 1568 && f.height <= 160));
         assert!(frames.iter().all(|f| f.png.starts_with(b"\x89PNG")));
+    }
+
+    #[test]
+    fn more_frames_than_allowed_is_refused_before_drawing() {
+        let spec = FrameSpec::for_model("claude-sonnet-4-5").with_size(1568, 160);
+        let runs = [Run::new(Ink::Normal, normalize(&"word ".repeat(2000)))];
+        assert_eq!(
+            render_runs_within(&runs, &spec, 0, 3),
+            Err(Error::TooManyFrames {
+                frames: 9999usize.div_ceil(1420),
+                limit: 3
+            })
+        );
+        assert_eq!(render_runs_within(&runs, &spec, 0, 8).unwrap().len(), 8);
     }
 
     #[test]

@@ -85,6 +85,7 @@ pub use error::Error;
 pub use frame_cache::FrameCache;
 pub use frames::render_messages;
 pub use frames::render_runs;
+pub use frames::render_runs_within;
 pub use frames::render_text;
 pub use inline::INLINE_NOTE;
 pub use inline::InlineConfig;

@@ -10,6 +10,8 @@
 //!   from a script and records every request.
 //! - [`cli`]: running the `abridge` binary and reading what it printed.
 //! - [`fixtures`]: provider answers in their documented shapes.
+//! - [`secrets`]: the redaction test session, one fake secret of every
+//!   kind, and the checks that none leaked.
 //!
 //! Helpers panic on setup failures with a message naming what failed:
 //! a test that cannot set up has nothing else to report.
@@ -22,3 +24,4 @@ pub mod logs;
 pub mod messages;
 pub mod samples;
 pub mod scripted;
+pub mod secrets;

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::model;
 use crate::open::open_session;
+use crate::redaction::RedactArgs;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -31,6 +32,8 @@ pub(crate) struct Args {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    redact: RedactArgs,
 }
 
 /// One branch: the tip event and what it holds.
@@ -63,7 +66,10 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
                 None,
                 &NoHooks,
                 &counter,
-                BranchConfig::default(),
+                BranchConfig {
+                    redactor: args.redact.redactor(&args.session)?,
+                    ..BranchConfig::default()
+                },
             ))?;
             summary
         } else {

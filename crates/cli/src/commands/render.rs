@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use abridge_llm::Catalog;
 use abridge_snapcompact::FrameSpec;
+use abridge_snapcompact::Ink;
+use abridge_snapcompact::Run;
 use abridge_snapcompact::SerializeConfig;
 use abridge_snapcompact::Shape;
 use anyhow::Context;
@@ -43,9 +45,18 @@ pub(crate) struct Args {
     /// Print the frames written and the totals as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Refuse, writing nothing, when the input needs more frames than
+    /// this. The default, 1,000 full frames, is about 90 MB of PNG and ten
+    /// times what any provider reads in one request (Anthropic takes 100
+    /// images); a larger render is almost certainly a mistake.
+    #[arg(long, default_value_t = DEFAULT_MAX_FRAMES)]
+    max_frames: usize,
     #[command(flatten)]
     redact: RedactArgs,
 }
+
+/// `--max-frames` when not given.
+const DEFAULT_MAX_FRAMES: usize = 1000;
 
 /// One PNG written, with what the model is billed for it.
 #[derive(Debug, Serialize)]
@@ -95,8 +106,9 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (frames, chars) = if args.text {
         let text = read_text(&args.input)?;
         let text = abridge_compact::redact_with(redactor.as_deref(), &text).into_owned();
+        let runs = [Run::new(Ink::Normal, abridge_snapcompact::normalize(&text))];
         (
-            abridge_snapcompact::render_text(&text, &spec)?,
+            abridge_snapcompact::render_runs_within(&runs, &spec, 0, args.max_frames)?,
             text.chars().count(),
         )
     } else {
@@ -105,13 +117,10 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         if let Some(redactor) = &redactor {
             messages = redactor.redact_messages(&messages);
         }
-        let config = SerializeConfig::default();
-        let chars = abridge_snapcompact::serialize(&messages, &config)
-            .iter()
-            .map(|run| run.text.chars().count())
-            .sum();
+        let runs = abridge_snapcompact::serialize(&messages, &SerializeConfig::default());
+        let chars = runs.iter().map(|run| run.text.chars().count()).sum();
         (
-            abridge_snapcompact::render_messages(&messages, &spec, &config)?,
+            abridge_snapcompact::render_runs_within(&runs, &spec, 0, args.max_frames)?,
             chars,
         )
     };

@@ -30,6 +30,11 @@ pub(crate) struct Args {
     /// one JSON object (instead of a line on stderr).
     #[arg(long)]
     json: bool,
+    /// Refuse, writing nothing, when the page would pass this many bytes
+    /// (default 256 MiB: frames are inlined, so a small log can ask for a
+    /// huge page).
+    #[arg(long, default_value_t = report::DEFAULT_MAX_REPORT_BYTES)]
+    max_bytes: u64,
     #[command(flatten)]
     redact: RedactArgs,
 }
@@ -55,6 +60,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         &model,
         &lookup.entry,
         redactor.as_deref(),
+        args.max_bytes,
     )?;
     abridge_session::write_private(&args.output, page.as_bytes()).with_context(|| {
         format!(

@@ -30,6 +30,12 @@ use chart::Point;
 use html::escape;
 use transcript::Facts;
 
+/// The largest page [`build`] returns by default: 256 MiB. A report
+/// inlines every frame of every snapcompact checkpoint as base64, so a
+/// small log can ask for a huge page; a page this size no browser opens
+/// comfortably, and larger is almost certainly hostile input or a mistake.
+pub const DEFAULT_MAX_REPORT_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Why a report could not be drawn.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -41,6 +47,18 @@ pub enum ReportError {
         seq: Seq,
         /// Its target.
         target: Seq,
+    },
+    /// The page would be larger than the cap (`abridge report
+    /// --max-bytes`, [`DEFAULT_MAX_REPORT_BYTES`]); nothing is written.
+    #[error(
+        "the report would be at least {bytes} bytes, over the limit of {limit} bytes; raise --max-bytes"
+    )]
+    TooLarge {
+        /// Bytes of the page when the limit was found passed (at least
+        /// this much).
+        bytes: u64,
+        /// The limit.
+        limit: u64,
     },
     /// Replaying an event into the copy the chart is measured on failed.
     #[error("replaying event #{seq} of {location}: {error}")]
@@ -87,16 +105,20 @@ pub struct Summary {
 /// The whole page for `session`, read from `source` (a path, or the
 /// service's `tenant/id`), priced for `model`, with the figures at its
 /// head; every message and log line goes through `redactor` when there
-/// is one (secrets must not land in a file or a response in clear).
+/// is one (secrets must not land in a file or a response in clear). The
+/// page is refused once it passes `max_bytes` (checked after the
+/// transcript, the bulk of it, and again on the whole page).
 ///
 /// # Errors
-/// [`ReportError`] when the active path cannot be replayed.
+/// [`ReportError`] when the active path cannot be replayed;
+/// [`ReportError::TooLarge`] past `max_bytes`.
 pub fn build(
     session: &Session,
     source: &str,
     model: &str,
     entry: &abridge_llm::ModelEntry,
     redactor: Option<&Redactor>,
+    max_bytes: u64,
 ) -> Result<(String, Summary), ReportError> {
     let window = entry.context_window;
     let threshold = abridge::Settings::default()
@@ -132,8 +154,19 @@ pub fn build(
     body.push_str("</table>\n<h2>Tokens on the surface after each event</h2>\n");
     body.push_str(&chart::svg(&points, window, threshold));
     body.push_str(&transcript::render(session, &facts, redactor));
+    within(&body, max_bytes)?;
     let page = html::page(&format!("abridge report: {}", summary.session_id), &body);
+    within(&page, max_bytes)?;
     Ok((page, summary))
+}
+
+/// [`ReportError::TooLarge`] when `text` is over `limit` bytes.
+fn within(text: &str, limit: u64) -> Result<(), ReportError> {
+    let bytes = text.len() as u64;
+    if bytes > limit {
+        return Err(ReportError::TooLarge { bytes, limit });
+    }
+    Ok(())
 }
 
 /// The head table's rows, in words.

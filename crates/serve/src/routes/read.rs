@@ -283,6 +283,7 @@ pub(super) async fn report(
         &model,
         live.harness.entry(),
         redactor.as_deref(),
+        crate::report::DEFAULT_MAX_REPORT_BYTES,
     )
     .map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(([(CONTENT_TYPE, "text/html; charset=utf-8")], page))

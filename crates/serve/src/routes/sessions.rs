@@ -117,6 +117,9 @@ pub(super) async fn append(
     }
     for (index, message) in messages.iter().enumerate() {
         check_shape(index, message)?;
+        // The session refuses it too; here the answer names the JSON path.
+        abridge_llm::check_image_pixels(message, abridge_llm::DEFAULT_MAX_IMAGE_PIXELS)
+            .map_err(|fault| ApiError::Rejected(format!("messages[{index}].{fault}")))?;
     }
     if let Some(usage) = body.usage {
         let last = messages.last_mut().filter(|m| m.role == Role::Assistant);

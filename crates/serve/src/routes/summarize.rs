@@ -5,6 +5,7 @@
 //! In: `{"system_prompt", "prompt", "max_tokens"}`. Out: `{"summary",
 //! "model", "usage": {"input_tokens", "output_tokens"}}`.
 
+use abridge_compact::redact_with;
 use abridge_llm::Message;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
@@ -56,11 +57,14 @@ pub(super) async fn summarize(
                 .to_string(),
         ));
     };
+    // The prompt is a history leaving for a third party: redacted like
+    // every request abridge sends on a session's behalf.
+    let redact = |text: &str| redact_with(state.redactor.as_deref(), text).into_owned();
     let mut messages = Vec::new();
     if !call.system_prompt.is_empty() {
-        messages.push(Message::system(call.system_prompt));
+        messages.push(Message::system(redact(&call.system_prompt)));
     }
-    messages.push(Message::user(call.prompt));
+    messages.push(Message::user(redact(&call.prompt)));
     let mut request = Request::new(model.model.clone(), messages, Purpose::Compaction);
     request.max_output_tokens = call.max_tokens;
     tracing::info!(%tenant, model = %model.model, "summary requested");

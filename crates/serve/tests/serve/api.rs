@@ -188,3 +188,69 @@ async fn a_rejected_batch_writes_nothing() {
     assert_eq!(status, 400, "usage needs an assistant reply: {body}");
     server.shutdown().await;
 }
+
+// Issue 11, point 7: an inline image whose header claims 100000x100000
+// pixels is refused with 422, naming its JSON path; nothing is written.
+#[tokio::test]
+async fn an_image_claiming_past_the_pixel_cap_is_refused_with_its_path() {
+    let dir = tempfile::tempdir().expect("dir");
+    let server = Setup::new(dir.path()).start().await;
+    let api = server.client(TOKEN_A);
+    api.create(&small("s", &["digest"])).await;
+    let image = json!({"type": "image", "source": {"kind": "base64", "media_type": "image/png",
+        "data": abridge_llm::png_header_base64(100_000, 100_000)}});
+    let (status, body) = api
+        .post(
+            "/v1/sessions/s/messages",
+            &json!({"messages": [
+                {"role": "user", "content": [{"type": "text", "text": "hello"}]},
+                {"role": "user", "content": [{"type": "text", "text": "look"}, image]}
+            ]}),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        "messages[1].content[1]: the image claims 100000x100000 pixels, over the limit of 50000000 pixels"
+    );
+    let (_, context) = api.get("/v1/sessions/s/context").await;
+    assert_eq!(context["messages"], json!([]));
+    server.shutdown().await;
+}
+
+// Issue 11: what `/v1/summarize` forwards to the summarizer model is
+// redacted, as every request abridge sends for a session is.
+#[tokio::test]
+async fn summarize_forwards_no_secret() {
+    use abridge_test_support::secrets;
+    let dir = tempfile::tempdir().expect("dir");
+    let model = abridge_test_support::scripted::ScriptedClient::new(Vec::new())
+        .fallback("the summary")
+        .shared();
+    let mut setup = Setup::new(dir.path());
+    setup.summarizer = Some(model.clone());
+    setup.settings =
+        abridge::Settings::from_toml(&secrets::settings_toml(), "abridge.toml").expect("settings");
+    let server = setup.start().await;
+    let api = server.client(TOKEN_A);
+    let prompt = format!(
+        "{}\n{}",
+        secrets::user_message().plain_text(),
+        secrets::tool_output()
+    );
+    let (status, answer) = api
+        .post(
+            "/v1/summarize",
+            &json!({"system_prompt": secrets::tool_output(), "prompt": prompt}),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let sent = format!("{:?}", model.requests());
+    secrets::assert_no_secret("the forwarded summary request", &sent);
+    secrets::assert_placeholders(
+        "the forwarded summary request",
+        &sent,
+        &["openai-key", "private-key", "jwt", "custom"],
+    );
+    server.shutdown().await;
+}

@@ -48,6 +48,8 @@ pub(crate) struct Setup {
     pub(crate) summarizer: Option<Arc<dyn LlmClient>>,
     pub(crate) body_limit: usize,
     pub(crate) grace: Duration,
+    /// The service's settings (default: the defaults).
+    pub(crate) settings: abridge::Settings,
 }
 
 impl Setup {
@@ -57,6 +59,7 @@ impl Setup {
             summarizer: None,
             body_limit: abridge_serve::DEFAULT_BODY_LIMIT,
             grace: Duration::from_secs(30),
+            settings: abridge::Settings::default(),
         }
     }
 
@@ -70,6 +73,7 @@ impl Setup {
             model: "gpt-4o".to_string(),
             body_limit: self.body_limit,
             grace: self.grace,
+            settings: self.settings.clone(),
             ..ServiceConfig::new(stores, tokens)
         }
     }
