@@ -120,7 +120,11 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     );
     let scratch = root.join("target/fuzz");
     std::fs::create_dir_all(&scratch).context("cannot create target/fuzz")?;
-    let results = fuzz_all(&options, share, &scratch)?;
+    // Read once: a rebuild during the run replaces the file, and the
+    // kernel then names this process's image "... (deleted)", so asking
+    // again would find nothing to start children from.
+    let exe = std::env::current_exe().context("cannot find the xtask binary")?;
+    let results = fuzz_all(&options, &exe, share, &scratch)?;
     let failures: u64 = results.iter().map(|(_, t)| t.failures + t.crashes).sum();
     if options.report {
         write_report(root, &options, share, &results)?;
@@ -138,6 +142,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
 /// and returns their tallies in the order the targets were given.
 fn fuzz_all(
     options: &Options,
+    exe: &Path,
     share: Duration,
     scratch: &Path,
 ) -> anyhow::Result<Vec<(Target, Tally)>> {
@@ -151,7 +156,7 @@ fn fuzz_all(
                     let Some(target) = options.targets.get(index) else {
                         return;
                     };
-                    let tally = fuzz_target(*target, options.seed, share, scratch);
+                    let tally = fuzz_target(exe, *target, options.seed, share, scratch);
                     if let Ok(tally) = &tally {
                         println!(
                             "fuzz {}: {} inputs ({} accepted), {} failure(s), {} crash(es)",
@@ -181,12 +186,12 @@ fn fuzz_all(
 /// Runs children for `target` until `share` is spent, restarting one that
 /// dies after saving the input it died on.
 fn fuzz_target(
+    exe: &Path,
     target: Target,
     seed: u64,
     share: Duration,
     scratch: &Path,
 ) -> anyhow::Result<Tally> {
-    let exe = std::env::current_exe().context("cannot find the xtask binary")?;
     let current = scratch.join(format!("current-{}.bin", target.name()));
     let started = Instant::now();
     let mut tally = Tally::default();
@@ -196,7 +201,7 @@ fn fuzz_target(
     while started.elapsed() < share {
         let left = share.saturating_sub(started.elapsed());
         let _ = std::fs::remove_file(&current);
-        let output = Command::new(&exe)
+        let output = Command::new(exe)
             .args([
                 "fuzz-child",
                 &target.name(),
