@@ -21,6 +21,13 @@ use crate::ImportError;
 use crate::json::Record;
 use crate::json::parse_record;
 
+/// Parses every non-blank line of `bytes` (see
+/// [`Input::records`]), for the formats that
+/// need all their records at once.
+pub(crate) fn parse_lines(file: &str, bytes: &[u8]) -> Result<Vec<Record>, ImportError> {
+    Input::Bytes(bytes).records(file)?.collect()
+}
+
 /// Read buffer of a file source: large enough that reading costs few
 /// system calls, small beside any file worth streaming.
 const BUFFER_BYTES: usize = 256 * 1024;
@@ -67,9 +74,8 @@ impl<'a> Input<'a> {
     }
 
     /// Every non-blank line of the source, parsed one at a time as the
-    /// iterator is advanced. Errors are those of
-    /// [`parse_lines`](crate::json::parse_lines): a bad line names its line
-    /// and column, a cut-short last line is [`ImportError::Truncated`].
+    /// iterator is advanced. A bad line is an error naming its line and
+    /// column; a last line cut short is [`ImportError::Truncated`].
     pub(crate) fn records(&self, file: &str) -> Result<Records<'a>, ImportError> {
         Ok(Records {
             file: file.to_string(),
@@ -380,5 +386,41 @@ mod tests {
             .record_at("f", 1, records[0].offset, records[0].len)
             .unwrap();
         assert_eq!(first.value["n"], 1);
+    }
+
+    #[test]
+    fn truncated_last_line_is_named() {
+        let err = parse_lines("f.jsonl", b"{\"a\":1}\n{\"b\":").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "f.jsonl:2: the last line is cut short (5 bytes, no closing brace); the file was truncated while being written"
+        );
+    }
+
+    #[test]
+    fn bad_line_in_the_middle_names_line_and_column() {
+        let err = parse_lines("f.jsonl", b"{\"a\":1}\n{\"b\":}\n{}\n").unwrap_err();
+        assert!(
+            err.to_string().starts_with("f.jsonl:2:6: invalid JSON"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_overlong_line_is_refused_before_parsing() {
+        let bytes = b"{}\n{\"a\":\"0123456789\"}\n";
+        let input = Input::Bytes(bytes);
+        scan("f.jsonl", &input, 18).unwrap();
+        let err = scan("f.jsonl", &input, 17).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "f.jsonl:2: record is 18 bytes, over the limit of 17 bytes"
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_names_line_and_column() {
+        let err = parse_lines("f.jsonl", b"{}\n{\"a\":\"\xff\"}\n").unwrap_err();
+        assert_eq!(err.to_string(), "f.jsonl:2:7: invalid UTF-8");
     }
 }

@@ -18,13 +18,6 @@ pub(crate) struct Record {
     pub(crate) value: Value,
 }
 
-/// Parses every non-blank line of `bytes` (see
-/// [`Input::records`](crate::input::Input::records)), for the formats that
-/// need all their records at once.
-pub(crate) fn parse_lines(file: &str, bytes: &[u8]) -> Result<Vec<Record>, ImportError> {
-    crate::input::Input::Bytes(bytes).records(file)?.collect()
-}
-
 /// Parses one whole document (SWE-agent trajectories).
 pub(crate) fn parse_document(file: &str, bytes: &[u8]) -> Result<Value, ImportError> {
     parse_record(file, 1, bytes, true)
@@ -222,42 +215,6 @@ impl<'a> At<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn truncated_last_line_is_named() {
-        let err = parse_lines("f.jsonl", b"{\"a\":1}\n{\"b\":").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "f.jsonl:2: the last line is cut short (5 bytes, no closing brace); the file was truncated while being written"
-        );
-    }
-
-    #[test]
-    fn bad_line_in_the_middle_names_line_and_column() {
-        let err = parse_lines("f.jsonl", b"{\"a\":1}\n{\"b\":}\n{}\n").unwrap_err();
-        assert!(
-            err.to_string().starts_with("f.jsonl:2:6: invalid JSON"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn an_overlong_line_is_refused_before_parsing() {
-        let bytes = b"{}\n{\"a\":\"0123456789\"}\n";
-        let input = crate::input::Input::Bytes(bytes);
-        crate::input::scan("f.jsonl", &input, 18).unwrap();
-        let err = crate::input::scan("f.jsonl", &input, 17).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "f.jsonl:2: record is 18 bytes, over the limit of 17 bytes"
-        );
-    }
-
-    #[test]
-    fn invalid_utf8_names_line_and_column() {
-        let err = parse_lines("f.jsonl", b"{}\n{\"a\":\"\xff\"}\n").unwrap_err();
-        assert_eq!(err.to_string(), "f.jsonl:2:7: invalid UTF-8");
-    }
 
     #[test]
     fn wrong_type_names_the_field_path() {
