@@ -7,7 +7,7 @@
 //! [`Imported`]: a [`Header`] taken from the source (session id, creation
 //! time, working directory), the events as [`Draft`]s with explicit
 //! parents, and an [`ImportReport`]. Nothing touches a disk until the
-//! caller writes the drafts, in one batch, with [`Imported::into_session`]
+//! caller writes the drafts, in batches, with [`Imported::into_session`]
 //! or [`Imported::append_to`]. The format is read from the content
 //! ([`Format::detect`]); a file of several sessions (aider chats, OpenHands
 //! evaluation records) gives one, chosen with [`read_with`] and
@@ -116,7 +116,7 @@ pub const MAX_RECORD_BYTES: u64 = 64 * 1024 * 1024;
 /// How many events [`Imported::into_session`] writes at a time: enough
 /// that a write costs few system calls, few enough that their encoded
 /// lines stay small beside the session itself.
-pub const WRITE_BATCH: usize = 1024;
+const WRITE_BATCH: usize = 1024;
 
 /// How many leading bytes [`read`] shows [`Format::detect`].
 pub const DETECT_BYTES: usize = 64 * 1024;
@@ -137,7 +137,7 @@ pub struct Imported {
 
 impl Imported {
     /// Creates a session in `store` with [`Imported::header`] and writes
-    /// every draft, in batches of [`WRITE_BATCH`]. The drafts are validated
+    /// every draft, 1024 events per write. The drafts are validated
     /// in memory first, so a rejected import leaves `store` untouched.
     ///
     /// # Errors
