@@ -147,6 +147,7 @@ fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
         ("session", bench::session::run),
         ("meter", bench::meter::run),
         ("reopen", bench::reopen::run),
+        ("import", bench::import::run),
         ("claude", bench::claude_counts::run),
         ("compact", bench::compact::run),
         ("maintenance", bench::maintenance::run),

@@ -26,6 +26,10 @@ pub enum HarnessError {
     /// `Harness::complete` needs a client.
     #[error("the harness has no client; build it with .client(...)")]
     NoClient,
+    /// The kept-counts file could not be written (see
+    /// `HarnessBuilder::kept_counts`).
+    #[error(transparent)]
+    Counts(#[from] abridge_meter::KeptError),
     /// A snapcompact checkpoint's frames cannot be drawn.
     #[error("checkpoint {seq}: {reason}")]
     Frames {

@@ -10,6 +10,8 @@
 //!    (or `mid_turn()` inside a tool loop); on an error,
 //!    `harness.on_error(&error)` and retry when it says so.
 
+mod kept;
+
 use std::sync::Arc;
 use std::sync::Mutex;
 
@@ -30,7 +32,6 @@ use abridge_llm::Purpose;
 use abridge_llm::Request;
 use abridge_llm::Response;
 use abridge_meter::CostModel;
-use abridge_meter::TokenMeter;
 use abridge_prune::ArtifactStore;
 use abridge_session::Seq;
 use abridge_session::Session;
@@ -67,6 +68,7 @@ pub struct HarnessBuilder {
     hooks: Option<Arc<dyn CompactionHooks>>,
     observer: Option<ObserverSlot>,
     count_endpoint: Option<Arc<dyn CountEndpoint>>,
+    kept: Option<abridge_meter::KeptFile>,
 }
 
 struct ObserverSlot(Observer);
@@ -98,6 +100,7 @@ impl HarnessBuilder {
             hooks: None,
             observer: None,
             count_endpoint: None,
+            kept: None,
         }
     }
 
@@ -183,7 +186,7 @@ impl HarnessBuilder {
             Some(primer) => cost.with_known(primer.cache().clone()),
             None => cost,
         };
-        let counter = Arc::new(MeterCounter::new(TokenMeter::new(cost)));
+        let counter = Arc::new(MeterCounter::new(kept::meter(cost, self.kept.as_ref())));
         let artifacts = self.sources.as_ref().map(|s| s.artifacts.clone());
         let mut built_artifacts = None;
         let (methods, skipped) = match self.methods {
@@ -233,6 +236,7 @@ impl HarnessBuilder {
             recall_redactor,
             artifacts,
             requested: Pending::default(),
+            kept: self.kept,
         })
     }
 }
@@ -273,6 +277,8 @@ pub struct Harness {
     artifacts: Option<Arc<dyn ArtifactStore>>,
     /// A compaction the model asked for, run by the next `after_turn`.
     requested: Pending,
+    /// Where message counts are kept between processes.
+    kept: Option<abridge_meter::KeptFile>,
 }
 
 impl Harness {
@@ -412,6 +418,7 @@ impl Harness {
                     .await?
             }
         };
+        self.save_counts_after(&pass);
         if pass.status == PassStatus::Succeeded
             && let Some(text) = &self.settings.auto_continue
         {
@@ -524,10 +531,12 @@ impl Harness {
         methods: &[String],
         instructions: Option<String>,
     ) -> Result<Pass, HarnessError> {
-        Ok(self
+        let pass = self
             .maintenance
             .run_with(&self.session, Trigger::Manual, methods, instructions)
-            .await?)
+            .await?;
+        self.save_counts_after(&pass);
+        Ok(pass)
     }
 
     /// The tools this harness answers, to offer the model beside the host's

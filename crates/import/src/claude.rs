@@ -40,10 +40,10 @@ use crate::TYPE_IMPORTED_COMPACTION;
 use crate::builder::Builder;
 use crate::builder::Keep;
 use crate::injected::Markers;
+use crate::input::Input;
 use crate::json::At;
 use crate::json::Record;
 use crate::json::kind_of;
-use crate::json::parse_lines;
 
 /// What Claude Code writes as user messages of its own: reminders, the
 /// notifications of background tasks, slash commands and the output of
@@ -74,14 +74,16 @@ const MARKERS: Markers = Markers {
     ],
 };
 
-pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
-    let records = parse_lines(file, bytes)?;
+pub(crate) fn import(file: &str, input: &Input<'_>) -> Result<Imported, ImportError> {
     let mut b = Builder::new(file, Format::ClaudeCode);
-    b.report.records = records.len() as u64;
+    // Pass 1, over a first read of the file: whether it is a sub-agent's
+    // transcript, and where each assistant message's lines are.
+    let survey = survey(input.records(file)?)?;
+    b.report.records = survey.records;
 
     // A sub-agent's own transcript: every message line is a sidechain of
     // the session that started it. Its sidechain is its main line.
-    let subagent = subagent_of(&records);
+    let subagent = survey.subagent;
     if let Some((agent, parent)) = &subagent {
         b.report.warn(ImportWarning::Note {
             line: None,
@@ -92,23 +94,19 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
             ),
         });
     }
-    let main_line =
-        |value: &Value| subagent.is_some() || value.get("isSidechain") != Some(&Value::Bool(true));
-
-    // Pass 1: the lines of each assistant message, by `message.id`.
-    let mut parts: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (index, record) in records.iter().enumerate() {
-        if record.value.get("type").and_then(Value::as_str) == Some("assistant")
-            && main_line(&record.value)
-            && let Some(id) = record
-                .value
-                .get("message")
-                .and_then(|m| m.get("id"))
-                .and_then(Value::as_str)
-        {
-            parts.entry(id).or_default().push(index);
-        }
-    }
+    // The lines of each assistant message on the main line, by `message.id`.
+    let parts: HashMap<String, Vec<Part>> = survey
+        .parts
+        .into_iter()
+        .map(|(id, parts)| {
+            let main: Vec<Part> = parts
+                .into_iter()
+                .filter(|p| subagent.is_some() || !p.sidechain)
+                .collect();
+            (id, main)
+        })
+        .filter(|(_, parts)| !parts.is_empty())
+        .collect();
 
     let mut session_id = None;
     let mut created = None;
@@ -116,7 +114,8 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
     let mut ids: HashMap<String, (Option<Seq>, u64)> = HashMap::new();
     let mut emitted: HashMap<String, Seq> = HashMap::new();
     let mut leaf: Option<Option<Seq>> = None;
-    for record in &records {
+    for record in input.records(file)? {
+        let record = record?;
         let at = At::line(file, record.line);
         let value = &record.value;
         let line = record.line;
@@ -164,11 +163,30 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
                     match id.and_then(|id| emitted.get(id)) {
                         Some(seq) => Some(*seq),
                         None => {
-                            let lines: Vec<&Record> = match id.and_then(|id| parts.get(id)) {
-                                Some(indexes) => {
-                                    indexes.iter().filter_map(|i| records.get(*i)).collect()
-                                }
-                                None => vec![record],
+                            // The reply's other lines are read back by offset.
+                            let own = id.and_then(|id| parts.get(id));
+                            let mut others = Vec::new();
+                            for part in own.into_iter().flatten().filter(|p| p.line != line) {
+                                others.push(input.record_at(
+                                    file,
+                                    part.line,
+                                    part.offset,
+                                    part.len,
+                                )?);
+                            }
+                            let mut others = others.iter();
+                            let lines: Vec<&Record> = match own {
+                                Some(own) => own
+                                    .iter()
+                                    .filter_map(|p| {
+                                        if p.line == line {
+                                            Some(&record)
+                                        } else {
+                                            others.next()
+                                        }
+                                    })
+                                    .collect(),
+                                None => vec![&record],
                             };
                             let merged = assistant(&mut b, file, &lines)?;
                             let seq = b.message(merged, parent, time, Some(line));
@@ -248,24 +266,66 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
     })
 }
 
-/// When the file is a sub-agent's transcript (Claude Code writes one per
-/// agent a task starts: every `user` and `assistant` line `isSidechain`,
-/// the lines naming the agent in `agentId` and the parent in `sessionId`),
-/// the agent's id and the parent session's id.
-fn subagent_of(records: &[Record]) -> Option<(Option<String>, Option<String>)> {
-    let mut messages = records.iter().map(|r| &r.value).filter(|v| {
-        matches!(
-            v.get("type").and_then(Value::as_str),
-            Some("user" | "assistant")
-        )
-    });
-    let first = messages.next()?;
-    let sidechain = |v: &Value| v.get("isSidechain") == Some(&Value::Bool(true));
-    if !sidechain(first) || !messages.all(sidechain) {
-        return None;
+/// One line of an assistant message, found by the first pass.
+#[derive(Debug)]
+struct Part {
+    line: u64,
+    offset: u64,
+    len: usize,
+    sidechain: bool,
+}
+
+/// What the first pass over a transcript learns.
+#[derive(Debug, Default)]
+struct Survey {
+    /// Records read.
+    records: u64,
+    /// When the file is a sub-agent's transcript (Claude Code writes one
+    /// per agent a task starts: every `user` and `assistant` line
+    /// `isSidechain`, the lines naming the agent in `agentId` and the
+    /// parent in `sessionId`), the agent's id and the parent session's id.
+    subagent: Option<(Option<String>, Option<String>)>,
+    /// The lines of each assistant message, by `message.id`, in file order.
+    parts: HashMap<String, Vec<Part>>,
+}
+
+/// Pass 1: reads every record once, keeping only a few facts of each.
+fn survey(
+    records: impl Iterator<Item = Result<Record, ImportError>>,
+) -> Result<Survey, ImportError> {
+    let mut survey = Survey::default();
+    let mut first: Option<(Option<String>, Option<String>)> = None;
+    let mut all_sidechain = true;
+    for record in records {
+        let record = record?;
+        survey.records += 1;
+        let value = &record.value;
+        let kind = value.get("type").and_then(Value::as_str);
+        if !matches!(kind, Some("user" | "assistant")) {
+            continue;
+        }
+        let sidechain = value.get("isSidechain") == Some(&Value::Bool(true));
+        if first.is_none() {
+            let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+            first = Some((text("agentId"), text("sessionId")));
+        }
+        all_sidechain = all_sidechain && sidechain;
+        if kind == Some("assistant")
+            && let Some(id) = value
+                .get("message")
+                .and_then(|m| m.get("id"))
+                .and_then(Value::as_str)
+        {
+            survey.parts.entry(id.to_string()).or_default().push(Part {
+                line: record.line,
+                offset: record.offset,
+                len: record.len,
+                sidechain,
+            });
+        }
     }
-    let text = |key: &str| first.get(key).and_then(Value::as_str).map(str::to_string);
-    Some((text("agentId"), text("sessionId")))
+    survey.subagent = first.filter(|_| all_sidechain);
+    Ok(survey)
 }
 
 /// A `user` line: tool results, then the rest as one user message, or a

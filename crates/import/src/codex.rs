@@ -41,9 +41,10 @@ use crate::UNECHOED;
 use crate::builder::Builder;
 use crate::builder::Keep;
 use crate::format::is_legacy_codex_header;
+use crate::input::Input;
+use crate::input::Records;
 use crate::json::At;
 use crate::json::Record;
-use crate::json::parse_lines;
 
 mod item;
 
@@ -55,10 +56,13 @@ use item::convert;
 /// next item; the context it injects gets no echo. This is the only witness
 /// where the text itself says nothing (redacted rollouts, new tags). Empty
 /// when the rollout has no echoes at all (older versions).
-fn typed_lines(records: &[Record]) -> HashSet<u64> {
+fn typed_lines(
+    records: impl Iterator<Item = Result<Record, ImportError>>,
+) -> Result<HashSet<u64>, ImportError> {
     let mut typed = HashSet::new();
     let mut pending: Option<u64> = None;
     for record in records {
+        let record = record?;
         let value = &record.value;
         let payload = value.get("payload");
         let kind = payload.and_then(|p| p.get("type")).and_then(Value::as_str);
@@ -73,7 +77,7 @@ fn typed_lines(records: &[Record]) -> HashSet<u64> {
             _ => {}
         }
     }
-    typed
+    Ok(typed)
 }
 
 struct Group {
@@ -205,8 +209,7 @@ impl State {
     }
 }
 
-pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
-    let records = parse_lines(file, bytes)?;
+pub(crate) fn import(file: &str, input: &Input<'_>) -> Result<Imported, ImportError> {
     let mut state = State {
         b: Builder::new(file, Format::Codex),
         group: None,
@@ -214,20 +217,23 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
         provider: "openai".to_string(),
         model: None,
     };
-    state.b.report.records = records.len() as u64;
-    if records
-        .first()
-        .is_some_and(|r| is_legacy_codex_header(&r.value) || is_bare_item(&r.value))
+    let mut records = input.records(file)?.peekable();
+    // A first line that fails to parse is reported by the pass below.
+    if matches!(records.peek(), Some(Ok(r)) if is_legacy_codex_header(&r.value) || is_bare_item(&r.value))
     {
-        return legacy(file, &records, state);
+        return legacy(file, records, state);
     }
-    let echoes = typed_lines(&records);
+    // A first pass for the echoes; the conversion reads the file again.
+    let echoes = typed_lines(records)?;
     let echoes = (!echoes.is_empty()).then_some(&echoes);
+    let records = input.records(file)?;
     let mut session_id = None;
     let mut created = None;
     let mut cwd = None;
     let mut last_total: Option<Value> = None;
-    for record in &records {
+    for record in records {
+        let record = record?;
+        state.b.report.records += 1;
         let at = At::line(file, record.line);
         let value = &record.value;
         let line = record.line;
@@ -340,13 +346,17 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
 /// header object (`id`, `timestamp`, `instructions`, `git`), then one bare
 /// response item per line, and `record_type` lines holding saved state.
 /// Items carry no time: every event gets the session's start time.
-fn legacy(file: &str, records: &[Record], mut state: State) -> Result<Imported, ImportError> {
-    let mut items = records;
+fn legacy(
+    file: &str,
+    mut records: std::iter::Peekable<Records<'_>>,
+    mut state: State,
+) -> Result<Imported, ImportError> {
     let mut session_id = None;
     let mut created = None;
-    if let Some((first, rest)) = records.split_first()
-        && is_legacy_codex_header(&first.value)
+    if let Some(Ok(first)) =
+        records.next_if(|r| r.as_ref().is_ok_and(|r| is_legacy_codex_header(&r.value)))
     {
+        state.b.report.records += 1;
         let at = At::line(file, first.line);
         session_id = Some(at.str(&first.value, "id")?.to_string());
         created = crate::time_of(&first.value, "timestamp");
@@ -357,9 +367,10 @@ fn legacy(file: &str, records: &[Record], mut state: State) -> Result<Imported, 
         {
             state.b.report.skip("header instructions");
         }
-        items = rest;
     }
-    for record in items {
+    for record in records {
+        let record = record?;
+        state.b.report.records += 1;
         let at = At::line(file, record.line);
         let value = &record.value;
         if let Some(kind) = value.get("record_type") {

@@ -10,58 +10,12 @@ use crate::ImportError;
 pub(crate) struct Record {
     /// 1-based line number.
     pub(crate) line: u64,
+    /// Byte offset of the line in the source.
+    pub(crate) offset: u64,
+    /// Length of the line in bytes, without its line end.
+    pub(crate) len: usize,
     /// The parsed value.
     pub(crate) value: Value,
-}
-
-/// Refuses `bytes` when one of its lines is longer than `limit` bytes,
-/// naming the first such line. Run before any parsing, so a hostile line
-/// costs a scan and no allocation; a one-line document counts as a line.
-pub(crate) fn check_line_lengths(file: &str, bytes: &[u8], limit: u64) -> Result<(), ImportError> {
-    let mut start = 0;
-    let mut line = 0u64;
-    while start < bytes.len() {
-        line += 1;
-        let end = memchr_newline(&bytes[start..]).map_or(bytes.len(), |i| start + i);
-        let len = (end - start) as u64;
-        if len > limit {
-            return Err(ImportError::TooLong {
-                file: file.to_string(),
-                line,
-                len,
-                limit,
-            });
-        }
-        start = end + 1;
-    }
-    Ok(())
-}
-
-/// Splits `bytes` into lines and parses each non-blank one.
-///
-/// A last line without a newline that fails to parse because it ends early
-/// is [`ImportError::Truncated`]; any other bad line is an error naming its
-/// line and column. Line lengths were checked by [`check_line_lengths`].
-pub(crate) fn parse_lines(file: &str, bytes: &[u8]) -> Result<Vec<Record>, ImportError> {
-    let mut records = Vec::new();
-    let mut start = 0;
-    let mut line = 0u64;
-    while start < bytes.len() {
-        line += 1;
-        let end = memchr_newline(&bytes[start..]).map_or(bytes.len(), |i| start + i);
-        let terminated = end < bytes.len();
-        let raw = &bytes[start..end];
-        start = end + 1;
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        records.push(Record {
-            line,
-            value: parse_record(file, line, raw, !terminated)?,
-        });
-    }
-    Ok(records)
 }
 
 /// Parses one whole document (SWE-agent trajectories).
@@ -69,7 +23,14 @@ pub(crate) fn parse_document(file: &str, bytes: &[u8]) -> Result<Value, ImportEr
     parse_record(file, 1, bytes, true)
 }
 
-fn parse_record(file: &str, line: u64, raw: &[u8], last: bool) -> Result<Value, ImportError> {
+/// Parses one record that starts at `line`; `last` when nothing follows it
+/// (a parse that runs out of input is then a truncated file).
+pub(crate) fn parse_record(
+    file: &str,
+    line: u64,
+    raw: &[u8],
+    last: bool,
+) -> Result<Value, ImportError> {
     if let Err(e) = std::str::from_utf8(raw) {
         // A document spans lines: report the line of the bad byte.
         let before = &raw[..e.valid_up_to()];
@@ -97,10 +58,6 @@ fn parse_record(file: &str, line: u64, raw: &[u8], last: bool) -> Result<Value, 
             }
         }
     })
-}
-
-fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|b| *b == b'\n')
 }
 
 /// How a value is named in error messages.
@@ -258,41 +215,6 @@ impl<'a> At<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn truncated_last_line_is_named() {
-        let err = parse_lines("f.jsonl", b"{\"a\":1}\n{\"b\":").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "f.jsonl:2: the last line is cut short (5 bytes, no closing brace); the file was truncated while being written"
-        );
-    }
-
-    #[test]
-    fn bad_line_in_the_middle_names_line_and_column() {
-        let err = parse_lines("f.jsonl", b"{\"a\":1}\n{\"b\":}\n{}\n").unwrap_err();
-        assert!(
-            err.to_string().starts_with("f.jsonl:2:6: invalid JSON"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn an_overlong_line_is_refused_before_parsing() {
-        let bytes = b"{}\n{\"a\":\"0123456789\"}\n";
-        check_line_lengths("f.jsonl", bytes, 18).unwrap();
-        let err = check_line_lengths("f.jsonl", bytes, 17).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "f.jsonl:2: record is 18 bytes, over the limit of 17 bytes"
-        );
-    }
-
-    #[test]
-    fn invalid_utf8_names_line_and_column() {
-        let err = parse_lines("f.jsonl", b"{}\n{\"a\":\"\xff\"}\n").unwrap_err();
-        assert_eq!(err.to_string(), "f.jsonl:2:7: invalid UTF-8");
-    }
 
     #[test]
     fn wrong_type_names_the_field_path() {

@@ -7,7 +7,7 @@
 //! [`Imported`]: a [`Header`] taken from the source (session id, creation
 //! time, working directory), the events as [`Draft`]s with explicit
 //! parents, and an [`ImportReport`]. Nothing touches a disk until the
-//! caller writes the drafts, in one batch, with [`Imported::into_session`]
+//! caller writes the drafts, in batches, with [`Imported::into_session`]
 //! or [`Imported::append_to`]. The format is read from the content
 //! ([`Format::detect`]); a file of several sessions (aider chats, OpenHands
 //! evaluation records) gives one, chosen with [`read_with`] and
@@ -60,9 +60,11 @@ mod builder;
 mod call_ids;
 mod claude;
 mod codex;
+mod document;
 mod error;
 mod format;
 mod injected;
+mod input;
 mod json;
 mod openhands;
 mod pi;
@@ -111,6 +113,11 @@ pub const TYPE_MODEL_CHANGE: &str = "model_change";
 /// line is a broken or hostile file.
 pub const MAX_RECORD_BYTES: u64 = 64 * 1024 * 1024;
 
+/// How many events [`Imported::into_session`] writes at a time: enough
+/// that a write costs few system calls, few enough that their encoded
+/// lines stay small beside the session itself.
+const WRITE_BATCH: usize = 1024;
+
 /// How many leading bytes [`read`] shows [`Format::detect`].
 pub const DETECT_BYTES: usize = 64 * 1024;
 
@@ -130,12 +137,14 @@ pub struct Imported {
 
 impl Imported {
     /// Creates a session in `store` with [`Imported::header`] and writes
-    /// every draft in one batch. The drafts are validated in memory first,
-    /// so a rejected import leaves `store` untouched.
+    /// every draft, 1024 events per write. The drafts are validated
+    /// in memory first, so a rejected import leaves `store` untouched.
     ///
     /// # Errors
     /// [`ImportError::Session`] when the session refuses the events or the
-    /// store fails (for example a session already exists there).
+    /// store fails (for example a session already exists there). A store
+    /// that fails part way keeps the batches written before the failure:
+    /// whole events, a readable session that ends early.
     pub fn into_session(
         self,
         store: Box<dyn SessionStore>,
@@ -147,8 +156,18 @@ impl Imported {
         };
         let mut check = Session::in_memory(&self.header.session_id);
         check.append_batch(self.drafts.clone()).map_err(wrap)?;
+        drop(check);
         let mut session = Session::create(store, self.header).map_err(wrap)?;
-        session.append_batch(self.drafts).map_err(wrap)?;
+        // Written in batches, so the encoded lines waiting for one write
+        // stay a small part of the import's memory.
+        let mut drafts = self.drafts.into_iter();
+        loop {
+            let batch: Vec<Draft> = drafts.by_ref().take(WRITE_BATCH).collect();
+            if batch.is_empty() {
+                break;
+            }
+            session.append_batch(batch).map_err(wrap)?;
+        }
         Ok((session, self.report))
     }
 
@@ -240,11 +259,7 @@ pub fn read(path: &Path, format: Option<Format>) -> Result<Imported, ImportError
 /// is past the sessions the file holds.
 pub fn read_with(path: &Path, options: &ReadOptions) -> Result<Imported, ImportError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
-        file: file.clone(),
-        source,
-    })?;
-    read_bytes_with(&file, &bytes, options)
+    read_input(&file, input::Input::File(path), options)
 }
 
 /// Reads a session from memory; `file` names it in errors, and its
@@ -276,31 +291,41 @@ pub fn read_bytes_with(
     bytes: &[u8],
     options: &ReadOptions,
 ) -> Result<Imported, ImportError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    read_input(file, input::Input::Bytes(bytes), options)
+}
+
+/// Reads a session from `input` as `options` say: the line-based formats
+/// and SWE-agent's document one record at a time, the others whole.
+fn read_input(
+    file: &str,
+    input: input::Input<'_>,
+    options: &ReadOptions,
+) -> Result<Imported, ImportError> {
+    // Line lengths are checked before anything is parsed.
+    if input::scan(file, &input, options.max_record_bytes)?.blank {
         return Err(ImportError::Empty {
             file: file.to_string(),
         });
     }
     let format = match options.format {
         Some(f) => f,
-        None => Format::detect(Path::new(file), &bytes[..bytes.len().min(DETECT_BYTES)])
+        None => Format::detect(Path::new(file), &input::head(file, &input, DETECT_BYTES)?)
             .ok_or_else(|| ImportError::UnknownFormat {
                 file: file.to_string(),
             })?,
     };
     let _span = tracing::debug_span!("import", file, format = format.name()).entered();
-    json::check_line_lengths(file, bytes, options.max_record_bytes)?;
     if !matches!(format, Format::Aider | Format::OpenHands) {
         // One session per file: only `--session 1` names it.
         pick(file, 1, options.session, |_| true)?;
     }
     let imported = match format {
-        Format::Pi => pi::import(file, bytes),
-        Format::ClaudeCode => claude::import(file, bytes),
-        Format::Codex => codex::import(file, bytes),
-        Format::SweAgent => swe::import(file, bytes),
-        Format::Aider => aider::import(file, bytes, options.session),
-        Format::OpenHands => openhands::import(file, bytes, options.session),
+        Format::Pi => pi::import(file, &input),
+        Format::ClaudeCode => claude::import(file, &input),
+        Format::Codex => codex::import(file, &input),
+        Format::SweAgent => swe::import(file, &input),
+        Format::Aider => aider::import(file, &input.bytes(file)?, options.session),
+        Format::OpenHands => openhands::import(file, &input.bytes(file)?, options.session),
     }?;
     check_images(file, &imported, options.max_image_pixels)?;
     if imported.report.message_count() == 0 {

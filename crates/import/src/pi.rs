@@ -36,12 +36,12 @@ use crate::TYPE_IMPORTED_COMPACTION;
 use crate::TYPE_MODEL_CHANGE;
 use crate::builder::Builder;
 use crate::builder::Keep;
+use crate::input::Input;
 use crate::json::At;
-use crate::json::parse_lines;
 
-pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
-    let records = parse_lines(file, bytes)?;
-    let Some((first, rest)) = records.split_first() else {
+pub(crate) fn import(file: &str, input: &Input<'_>) -> Result<Imported, ImportError> {
+    let mut records = input.records(file)?;
+    let Some(first) = records.next().transpose()? else {
         return Err(ImportError::Empty {
             file: file.to_string(),
         });
@@ -68,14 +68,16 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
         .map(str::to_string);
 
     let mut b = Builder::new(file, Format::Pi);
-    b.report.records = records.len() as u64;
+    b.report.records = 1;
     let tree = version >= 2;
     // Entry index (header = 0, as v1's firstKeptEntryIndex counts) -> where
     // the entry landed and its line.
     let mut entries: Vec<(Option<Seq>, u64)> = vec![(None, first.line)];
     let mut ids: HashMap<String, (Option<Seq>, u64)> = HashMap::new();
     let mut previous: Option<Seq> = None;
-    for record in rest {
+    for record in records {
+        let record = record?;
+        b.report.records += 1;
         let at = At::line(file, record.line);
         let value = &record.value;
         let kind = at.str(value, "type")?;

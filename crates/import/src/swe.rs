@@ -23,40 +23,57 @@ use crate::ImportError;
 use crate::ImportWarning;
 use crate::Imported;
 use crate::builder::Builder;
+use crate::input::Input;
 use crate::json::At;
 use crate::json::kind_of;
-use crate::json::parse_document;
 
-pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
-    let document = parse_document(file, bytes)?;
+pub(crate) fn import(file: &str, input: &Input<'_>) -> Result<Imported, ImportError> {
     let root = At {
         file,
         line: None,
         path: "",
     };
-    if !document.is_object() {
-        return Err(root.error(
-            "",
-            format!("expected a trajectory object, found {}", kind_of(&document)),
-        ));
-    }
     let mut b = Builder::new(file, Format::SweAgent);
     b.report.records = 1;
-    let steps = root.opt_arr(&document, "trajectory")?.len() as u64;
-    if steps > 0 {
-        b.report
-            .skipped
-            .insert("trajectory step".to_string(), steps);
-    }
-    if let Some(map) = document.as_object() {
-        for key in map.keys() {
-            if !matches!(key.as_str(), "trajectory" | "history") {
-                b.report.skip(key.clone());
+    // The history is converted entry by entry as it is parsed; the rest of
+    // the document (mostly the trajectory's steps) is skipped unbuilt.
+    let walk = crate::document::walk(
+        file,
+        input,
+        "a trajectory object",
+        "history",
+        &mut |i, entry| history_entry(&mut b, root, i, &entry),
+    )?;
+    for (key, len) in walk.others {
+        match (key.as_str(), len) {
+            ("trajectory", Some(0)) => {}
+            ("trajectory", Some(steps)) => {
+                *b.report
+                    .skipped
+                    .entry("trajectory step".to_string())
+                    .or_default() += steps as u64;
             }
+            ("trajectory", None) => {}
+            _ => b.report.skip(key),
         }
     }
-    let history = root.arr(&document, "history")?;
-    for (i, entry) in history.iter().enumerate() {
+    let (drafts, report) = b.finish(None)?;
+    Ok(Imported {
+        header: crate::header(crate::id_from_file(file), None, None),
+        drafts,
+        report,
+    })
+}
+
+/// One `history[i]` entry: a message, or one tool message per call it
+/// answers.
+fn history_entry(
+    b: &mut Builder,
+    root: At<'_>,
+    i: usize,
+    entry: &Value,
+) -> Result<(), ImportError> {
+    {
         let path = format!("history[{i}]");
         let at = root.inside(&path);
         let role = at.str(entry, "role")?;
@@ -131,7 +148,7 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
                     };
                     let last = b.last();
                     b.message(message, last, None, None);
-                    continue;
+                    return Ok(());
                 }
                 if ids.len() > 1 {
                     b.report.warn(ImportWarning::Note {
@@ -165,12 +182,7 @@ pub(crate) fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> 
             other => return Err(at.error("role", format!("unknown role {other:?}"))),
         }
     }
-    let (drafts, report) = b.finish(None)?;
-    Ok(Imported {
-        header: crate::header(crate::id_from_file(file), None, None),
-        drafts,
-        report,
-    })
+    Ok(())
 }
 
 /// `content`: a string, or an array of `text` / `image_url` parts.

@@ -244,6 +244,12 @@ impl MeterCounter {
         self.meter().measure(session)
     }
 
+    /// Runs `f` on the meter, under its lock (for example to save its kept
+    /// counts with [`KeptFile::save`](crate::KeptFile::save)).
+    pub fn with_meter<R>(&self, f: impl FnOnce(&mut TokenMeter) -> R) -> R {
+        f(&mut self.meter())
+    }
+
     fn meter(&self) -> std::sync::MutexGuard<'_, TokenMeter> {
         self.meter.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -143,6 +143,11 @@ impl KeptCounts {
         self.costs.get(&seq).filter(|kept| &kept.hash == hash)
     }
 
+    /// Marks the set as needing a write (after a write that failed).
+    pub(crate) fn mark_changed(&mut self) {
+        self.changed = true;
+    }
+
     /// Records the cost counted at `seq`, replacing a stale one.
     pub(crate) fn put(&mut self, seq: Seq, cost: KeptCost) {
         self.costs.insert(seq, cost);

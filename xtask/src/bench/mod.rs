@@ -11,6 +11,7 @@ use anyhow::Context;
 
 pub(crate) mod claude_counts;
 pub(crate) mod compact;
+pub(crate) mod import;
 pub(crate) mod llm;
 pub(crate) mod load;
 pub(crate) mod maintenance;
@@ -130,6 +131,7 @@ pub(crate) fn child(args: &[String]) -> anyhow::Result<()> {
     let rest = args.get(1..).unwrap_or_default();
     match args.first().map(String::as_str) {
         Some("load-peak") => session::load_peak(rest),
+        Some("import-peak") => import::child(rest),
         Some("load") => load::child(rest),
         Some("simulate") => simulate::child(rest),
         Some("first-count") => meter::first_count(rest),

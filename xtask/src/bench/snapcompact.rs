@@ -162,11 +162,17 @@ fn session(tokens: usize) -> (Vec<Message>, usize) {
 }
 
 fn archive_build() -> anyhow::Result<Section> {
+    let spec = FrameSpec::for_model("claude-sonnet-4-5");
     let mut section = Section::new(
         "snapcompact archive build",
-        "A synthetic 200k-token session (o200k) planned into an archive for claude-sonnet-4-5 (11on16-bw on 1568x1568, \
-         foveated to fit) and every frame drawn and encoded, on one core, from a cold frame cache; beside the time to \
-         count the same history with o200k, the step every text method pays first.",
+        &format!(
+            "A synthetic 200k-token session (o200k) planned into an archive for claude-sonnet-4-5 (11on16-bw on frames \
+             {}x{} at most, foveated to fit) and every frame drawn and encoded, on one core, from a cold frame cache; \
+             beside the time to count the same history with o200k, the step every text method pays first. Claude lines \
+             up to 4.6 read frames of at most 1568x752 (so the provider never shrinks one; earlier runs of this table \
+             drew 1568x1568 frames, half as many for the same text).",
+            spec.width, spec.max_height
+        ),
         &[
             "history",
             "frames",
@@ -177,7 +183,6 @@ fn archive_build() -> anyhow::Result<Section> {
         ],
     );
     let (messages, tokens) = session(200_000);
-    let spec = FrameSpec::for_model("claude-sonnet-4-5");
     let unlimited = ArchiveConfig {
         byte_budget: u64::MAX,
         ..ArchiveConfig::default()

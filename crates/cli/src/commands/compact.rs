@@ -69,10 +69,12 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         &settings.method_order,
         !args.budget.method.is_empty(),
     )?;
+    // Messages counted by an earlier command are not tokenized again.
     let mut builder = Harness::builder(session, model_id.clone())
         .settings(settings)
         .window(limits.window)
-        .sources(sources);
+        .sources(sources)
+        .kept_counts(abridge_meter::KeptFile::beside(&args.session));
     if let Some(endpoint) = args.llm.count_endpoint()? {
         builder = builder.count_endpoint(endpoint);
     }

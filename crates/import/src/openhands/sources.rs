@@ -5,10 +5,10 @@
 use serde_json::Value;
 
 use crate::ImportError;
+use crate::input::parse_lines;
 use crate::json::At;
 use crate::json::kind_of;
 use crate::json::parse_document;
-use crate::json::parse_lines;
 
 /// One event and where it sits: its line (JSONL) and its path.
 pub(super) struct Located<'v> {
