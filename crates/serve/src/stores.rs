@@ -42,24 +42,24 @@ pub trait SessionStores: Send + Sync + Debug {
 }
 
 /// Opens the backend a `--store` value names: a `postgres://` or
-/// `postgresql://` URL, else a directory of JSONL files (created when
-/// missing).
+/// `postgresql://` URL (optionally ending in `#SCHEMA`, see
+/// [`PgDir::connect`](crate::PgDir::connect)), shared by every worker
+/// pointed at it, else a directory of JSONL files (created when missing)
+/// for one worker.
 ///
 /// # Errors
-/// [`StoreChoiceError::PostgresNotBuilt`] for a PostgreSQL URL (until the
-/// PostgreSQL store lands), [`StoreChoiceError::Directory`] when the
-/// directory cannot be made.
+/// [`StoreChoiceError::Postgres`] when the database cannot be reached or
+/// migrated, [`StoreChoiceError::Directory`] when the directory cannot be
+/// made.
 pub fn open_stores(value: &str) -> Result<Box<dyn SessionStores>, StoreChoiceError> {
     if value.starts_with("postgres://") || value.starts_with("postgresql://") {
-        return Err(StoreChoiceError::PostgresNotBuilt {
-            url: without_password(value),
-        });
+        return Ok(Box::new(crate::stores_pg::PgDir::connect(value)?));
     }
     Ok(Box::new(JsonlDir::new(value)?))
 }
 
 /// `scheme://user:secret@host/...` with the secret left out, for errors.
-fn without_password(url: &str) -> String {
+pub(crate) fn without_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
@@ -160,13 +160,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn postgres_urls_get_a_typed_error_without_the_password() {
-        let error = open_stores("postgres://abridge:hunter2@db:5432/abridge").unwrap_err();
-        assert!(matches!(error, StoreChoiceError::PostgresNotBuilt { .. }));
+    fn unreachable_postgres_urls_get_a_typed_error_without_the_password() {
+        // Port 1 on loopback: nothing listens, the connect fails at once.
+        let error = open_stores("postgres://abridge:hunter2@127.0.0.1:1/abridge").unwrap_err();
+        assert!(matches!(error, StoreChoiceError::Postgres { .. }));
         let text = error.to_string();
         assert!(!text.contains("hunter2"), "{text}");
         assert!(
-            text.contains("postgres://abridge@db:5432/abridge"),
+            text.contains("postgres://abridge@127.0.0.1:1/abridge"),
             "{text}"
         );
     }
