@@ -183,3 +183,26 @@ impl From<abridge_session::SessionError> for ApiError {
 fn is_store_failure(error: &abridge_session::SessionError) -> bool {
     matches!(error, abridge_session::SessionError::Store(_))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_lost_append_race_is_a_409_naming_both_seqs() {
+        let lost = abridge_session::SessionError::Store(abridge_session::StoreError::Conflict {
+            location: "db/team-a/s".to_string(),
+            expected: 4,
+            found: 6,
+        });
+        let response = ApiError::from(lost).into_response();
+        assert_eq!(response.status(), StatusCode::CONFLICT);
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        let body: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+        assert_eq!(body["error"]["code"], "stale_write", "{body}");
+        assert_eq!(body["error"]["expected_seq"], 4, "{body}");
+        assert_eq!(body["error"]["log_seq"], 6, "{body}");
+    }
+}

@@ -16,7 +16,6 @@ use crate::auth::Tenant;
 use crate::error::StoreChoiceError;
 use crate::stores::SessionStores;
 use crate::stores::valid_id;
-use crate::stores::without_password;
 
 /// Every tenant's sessions in one PostgreSQL schema.
 #[derive(Debug, Clone)]
@@ -59,6 +58,18 @@ impl PgDir {
     pub fn sessions(&self) -> &PgSessions {
         &self.sessions
     }
+}
+
+/// `scheme://user:secret@host/...` with the secret left out, for errors.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let Some((userinfo, host)) = rest.split_once('@') else {
+        return url.to_string();
+    };
+    let user = userinfo.split(':').next().unwrap_or_default();
+    format!("{scheme}://{user}@{host}")
 }
 
 /// The store key of a tenant's session.

@@ -164,6 +164,7 @@ fn measure(
     let mut figures = Figures {
         workers,
         wall,
+        peak_rss,
         ..Figures::default()
     };
     for run in runs {

@@ -28,6 +28,9 @@ use crate::pg::PgSchema;
 
 /// The lease of in-process workers: long, nobody here dies holding it.
 const LEASE: Duration = Duration::from_secs(30);
+/// Turns before a compaction: enough that a manual pass has history to
+/// hide beyond what it keeps.
+const TURNS: usize = 40;
 
 /// A worker on `db` with its own pool, and optionally a summarizer.
 async fn worker(db: &PgSchema, summarizer: Option<Arc<Gate>>) -> (Running, Api) {
@@ -159,8 +162,8 @@ async fn a_compaction_on_one_worker_while_the_other_appends() {
     let gate = Arc::new(Gate::default());
     let (one, api_one) = worker(&db, Some(gate.clone())).await;
     let (two, api_two) = worker(&db, None).await;
-    api_one.create(&small("s", &["soft"])).await;
-    fill(&api_one, "s", 0..12).await;
+    api_one.create(&small("s", &["soft", "digest"])).await;
+    fill(&api_one, "s", 0..TURNS).await;
 
     let compacting = tokio::spawn({
         let api = api_one.clone();
@@ -169,11 +172,18 @@ async fn a_compaction_on_one_worker_while_the_other_appends() {
                 .await
         }
     });
-    while gate.arrived.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+    for _ in 0..4000 {
+        if gate.arrived.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            break;
+        }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    assert!(
+        gate.arrived.load(std::sync::atomic::Ordering::SeqCst) > 0,
+        "the compaction never reached its summarizer"
+    );
     // The first worker's compaction is in flight, holding the lock row.
-    fill(&api_two, "s", 12..15).await;
+    fill(&api_two, "s", TURNS..TURNS + 3).await;
     let (status, refused) = api_two
         .post("/v1/sessions/s/compact", &json!({"methods": ["digest"]}))
         .await;
@@ -188,14 +198,14 @@ async fn a_compaction_on_one_worker_while_the_other_appends() {
     // on the surface behind it.
     let (_, context) = api_two.get("/v1/sessions/s/context").await;
     let visible = markers(&context);
-    for i in 12..15 {
+    for i in TURNS..TURNS + 3 {
         assert!(
             visible.contains(&i),
             "turn {i} left the surface: {visible:?}"
         );
     }
     let session = read(&db.connect(LEASE), "s");
-    assert_eq!(logged_markers(&session), (0..15).collect::<Vec<_>>());
+    assert_eq!(logged_markers(&session), (0..TURNS + 3).collect::<Vec<_>>());
     assert_valid(&session);
     assert!(abridge_compact::unmatched_starts(&session).is_empty());
     one.shutdown().await;
@@ -214,9 +224,9 @@ async fn a_killed_worker_loses_nothing_acknowledged_and_the_other_compacts_next(
     let child = Server::start_on(dir.path(), Some(&target), true).await;
     let api_child = Api::new(&child.base, Some(TOKEN_A));
     let (survivor, api) = worker(&db, None).await;
-    api_child.create(&small("s", &["soft"])).await;
+    api_child.create(&small("s", &["soft", "digest"])).await;
     let mut acked = Vec::new();
-    for i in 0..12 {
+    for i in 0..TURNS {
         let (status, body) = append(&api_child, "s", i).await;
         assert_eq!(status, 200, "{body}");
         acked.push(i);
