@@ -24,10 +24,11 @@ const SAMPLE: &str = "assets/sessions/pi-mono__large-session.jsonl";
 const WINDOW: u64 = 32_000;
 const TOKEN: &str = "e2e-python-client-token-0123456789";
 
-/// A running `abridge serve`, killed on drop if still running.
-struct Serve {
+/// A running `abridge serve`, killed on drop if still running (the serve
+/// bench runs several).
+pub(crate) struct Serve {
     child: Child,
-    base_url: String,
+    pub(crate) base_url: String,
     stderr: std::sync::mpsc::Receiver<String>,
 }
 
@@ -42,11 +43,24 @@ impl Serve {
     fn start(binary: &Path, work: &Path) -> anyhow::Result<Self> {
         let tokens = work.join("tokens.txt");
         std::fs::write(&tokens, format!("{TOKEN} python\n"))?;
+        Self::start_on(binary, work.join("store").as_os_str(), &tokens, &[])
+    }
+
+    /// `abridge serve` on a free loopback port over `store` (a directory
+    /// or a PostgreSQL URL), with the tokens file and any `extra` flags;
+    /// returns once it says where it listens.
+    pub(crate) fn start_on(
+        binary: &Path,
+        store: &std::ffi::OsStr,
+        tokens: &Path,
+        extra: &[&str],
+    ) -> anyhow::Result<Self> {
         let mut child = Command::new(binary)
             .args(["serve", "--listen", "127.0.0.1:0", "--store"])
-            .arg(work.join("store"))
+            .arg(store)
             .arg("--tokens-file")
-            .arg(&tokens)
+            .arg(tokens)
+            .args(extra)
             .stderr(Stdio::piped())
             .spawn()
             .context("cannot start abridge serve")?;
@@ -75,8 +89,13 @@ impl Serve {
         Ok(serve)
     }
 
+    /// The process id, to read its memory figures.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGTERM, then the exit status and what it said on the way out.
-    fn terminate(mut self) -> anyhow::Result<String> {
+    pub(crate) fn terminate(mut self) -> anyhow::Result<String> {
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()?;

@@ -157,6 +157,7 @@ fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
         ("llm", bench::llm::run),
         ("load", bench::load::run),
         ("snapcompact", bench::snapcompact::run),
+        ("serve", bench::serve::run),
     ];
     let mut sections = Vec::new();
     for &(name, run) in all {

@@ -168,6 +168,9 @@ async fn run_attempt<A: Access>(
         });
     }
     let ticket = access.with(|session| {
+        // Other writers of a shared store may have appended since this
+        // session last looked: plan on the current log.
+        session.catch_up()?;
         let plan = target.plan(session, policy)?;
         begin(session, plan, &name)
     })?;

@@ -18,16 +18,30 @@
 //! crash therefore has only stale starts: they are inert, reported by
 //! [`unmatched_starts`](crate::unmatched_starts) and the invariant checker,
 //! and can be closed with [`close_stale`].
+//!
+//! # Several processes
+//!
+//! Leases are one process's knowledge. When the session's store has
+//! several writers (PostgreSQL), `begin` also takes the store's
+//! cross-process hold ([`Session::hold_compaction`]) before writing the
+//! start, so a second worker's `begin` answers [`CompactError::Busy`]; the
+//! ticket keeps the hold, `commit` confirms it is still held, and
+//! [`close_stale`] leaves alone a start another process still holds.
+//! `commit` and `abort` first catch up with events other writers appended
+//! while the method ran ([`Session::catch_up`]), so their batch lands
+//! after them and the span check sees the current surface.
 
 use std::collections::HashSet;
 
 use abridge_llm::Message;
 use abridge_llm::Role;
+use abridge_session::CompactionHold;
 use abridge_session::Draft;
 use abridge_session::Lease;
 use abridge_session::Reference;
 use abridge_session::Seq;
 use abridge_session::Session;
+use abridge_session::StoreError;
 
 use crate::details::Details;
 use crate::error::CompactError;
@@ -70,6 +84,9 @@ pub struct Ticket {
     plan: Plan,
     /// Keeps the start live; dropping the ticket releases it.
     _lease: Lease,
+    /// The store's cross-process hold, when the store has one; dropping
+    /// the ticket frees it.
+    hold: Option<Box<dyn CompactionHold>>,
 }
 
 impl Ticket {
@@ -117,6 +134,15 @@ pub fn begin(session: &mut Session, plan: Plan, method: &str) -> Result<Ticket, 
         });
     }
     let compaction_id = new_compaction_id(session.len() as Seq);
+    let hold = session
+        .hold_compaction(&compaction_id)
+        .map_err(|error| held_elsewhere(session, error))?;
+    if hold.is_some() {
+        // Holding the store's hold, every start no process holds is
+        // stale (a worker died mid-compaction): close it now, so the log
+        // says so. Log events only: the plan's surface is unchanged.
+        close_stale(session)?;
+    }
     let tokens_before = plan.counter.context_tokens(session);
     let data = StartData {
         compaction_id: compaction_id.clone(),
@@ -138,7 +164,38 @@ pub fn begin(session: &mut Session, plan: Plan, method: &str) -> Result<Ticket, 
         tokens_before,
         plan,
         _lease: lease,
+        hold,
     })
+}
+
+/// A refused hold as the error `begin` answers: another process's
+/// compaction is [`CompactError::Busy`] (with its start, once this session
+/// has read it), anything else a persistence failure.
+fn held_elsewhere(session: &Session, error: StoreError) -> CompactError {
+    match error {
+        StoreError::Held { compaction_id, .. } => {
+            let start_seq = unmatched_starts(session)
+                .into_iter()
+                .find(|u| u.compaction_id == compaction_id)
+                .map_or(0, |u| u.seq);
+            CompactError::Busy {
+                compaction_id,
+                start_seq,
+            }
+        }
+        other => CompactError::Persistence(other.into()),
+    }
+}
+
+/// Brings `session` up to date with other writers and confirms the
+/// ticket's hold is still its own: what `commit` checks before writing.
+fn still_ours(session: &mut Session, ticket: &Ticket) -> Result<(), CompactError> {
+    session.catch_up()?;
+    if let Some(hold) = &ticket.hold {
+        hold.check()
+            .map_err(|error| CompactError::Persistence(error.into()))?;
+    }
+    Ok(())
 }
 
 /// An event's data as JSON. The event types here hold only strings,
@@ -170,6 +227,7 @@ pub fn abort(
         usage: error.usage().copied(),
     };
     tracing::warn!(compaction_id = %ticket.compaction_id, method = %ticket.method, %error, "compaction failed");
+    session.catch_up()?;
     let seq = session.append(Draft::log(TYPE_COMPACTION_END, to_json(&data)?))?;
     drop(ticket);
     Ok(seq)
@@ -181,9 +239,19 @@ pub fn abort(
 /// # Errors
 /// [`CompactError::Persistence`].
 pub fn close_stale(session: &mut Session) -> Result<Vec<Seq>, CompactError> {
-    let drafts: Vec<Draft> = unmatched_starts(session)
+    let mut stale = Vec::new();
+    for start in unmatched_starts(session).into_iter().filter(|u| !u.live) {
+        // In flight on another worker: not stale, whatever this process
+        // knows.
+        let held = session
+            .compaction_held(&start.compaction_id)
+            .map_err(|error| CompactError::Persistence(error.into()))?;
+        if !held {
+            stale.push(start);
+        }
+    }
+    let drafts: Vec<Draft> = stale
         .into_iter()
-        .filter(|u| !u.live)
         .map(|u| {
             Ok(Draft::log(
                 TYPE_COMPACTION_END,
@@ -219,6 +287,9 @@ pub fn commit(
     ticket: Ticket,
     output: MethodOutput,
 ) -> Result<Outcome, CompactError> {
+    if let Err(error) = still_ours(session, &ticket) {
+        return fail(session, ticket, error);
+    }
     let is_checkpoint = matches!(output, MethodOutput::Checkpoint(_));
     let output = redact_output(&ticket.plan, output);
     let prepared = match output {

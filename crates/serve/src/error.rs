@@ -13,13 +13,13 @@ use crate::auth::TokensError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreChoiceError {
-    /// A `postgres://` URL: the PostgreSQL store is not part of this build.
-    #[error(
-        "--store {url}: PostgreSQL support is not built into this abridge yet; use --store DIR for JSONL files"
-    )]
-    PostgresNotBuilt {
+    /// A `postgres://` URL whose database cannot be reached or migrated.
+    #[error("--store {url}: {message}")]
+    Postgres {
         /// The URL with any password removed.
         url: String,
+        /// What went wrong.
+        message: String,
     },
     /// The directory cannot be created or used.
     #[error("--store {path}: {message}")]
@@ -75,6 +75,19 @@ pub enum ApiError {
         /// The id.
         id: String,
     },
+    /// 409: another worker appended to the session first, so nothing of
+    /// this write landed. The worker has caught up; read the session again
+    /// and resend what still makes sense (an append is not retried for the
+    /// client: it cannot know the batch is still wanted).
+    #[error(
+        "another worker wrote to this session first (the write started at seq {expected}, the log is at {found}); nothing of it was written: read the session again and resend"
+    )]
+    StaleWrite {
+        /// The seq the refused write started at.
+        expected: u64,
+        /// The log's next seq when it was refused.
+        found: u64,
+    },
     /// 400: the request is malformed.
     #[error("{0}")]
     BadRequest(String),
@@ -99,7 +112,7 @@ impl ApiError {
         match self {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound { .. } => StatusCode::NOT_FOUND,
-            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::Conflict { .. } | ApiError::StaleWrite { .. } => StatusCode::CONFLICT,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Rejected(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -114,6 +127,7 @@ impl ApiError {
             ApiError::Unauthorized => "unauthorized",
             ApiError::NotFound { .. } => "not_found",
             ApiError::Conflict { .. } => "conflict",
+            ApiError::StaleWrite { .. } => "stale_write",
             ApiError::BadRequest(_) => "bad_request",
             ApiError::Rejected(_) => "rejected",
             ApiError::Unavailable(_) => "unavailable",
@@ -128,7 +142,11 @@ impl IntoResponse for ApiError {
         if self.status().is_server_error() {
             tracing::warn!(code = self.code(), error = %self, "request failed");
         }
-        let body = json!({"error": {"code": self.code(), "message": self.to_string()}});
+        let mut body = json!({"error": {"code": self.code(), "message": self.to_string()}});
+        if let ApiError::StaleWrite { expected, found } = self {
+            body["error"]["expected_seq"] = json!(expected);
+            body["error"]["log_seq"] = json!(found);
+        }
         (self.status(), Json(body)).into_response()
     }
 }
@@ -136,9 +154,7 @@ impl IntoResponse for ApiError {
 impl From<abridge::HarnessError> for ApiError {
     fn from(error: abridge::HarnessError) -> Self {
         match error {
-            abridge::HarnessError::Session(e) if !is_store_failure(&e) => {
-                ApiError::Rejected(e.to_string())
-            }
+            abridge::HarnessError::Session(e) => e.into(),
             other => ApiError::Internal(other.to_string()),
         }
     }
@@ -146,6 +162,14 @@ impl From<abridge::HarnessError> for ApiError {
 
 impl From<abridge_session::SessionError> for ApiError {
     fn from(error: abridge_session::SessionError) -> Self {
+        if let abridge_session::SessionError::Store(abridge_session::StoreError::Conflict {
+            expected,
+            found,
+            ..
+        }) = error
+        {
+            return ApiError::StaleWrite { expected, found };
+        }
         if is_store_failure(&error) {
             ApiError::Internal(error.to_string())
         } else {
@@ -158,4 +182,27 @@ impl From<abridge_session::SessionError> for ApiError {
 /// event the session refused).
 fn is_store_failure(error: &abridge_session::SessionError) -> bool {
     matches!(error, abridge_session::SessionError::Store(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_lost_append_race_is_a_409_naming_both_seqs() {
+        let lost = abridge_session::SessionError::Store(abridge_session::StoreError::Conflict {
+            location: "db/team-a/s".to_string(),
+            expected: 4,
+            found: 6,
+        });
+        let response = ApiError::from(lost).into_response();
+        assert_eq!(response.status(), StatusCode::CONFLICT);
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        let body: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+        assert_eq!(body["error"]["code"], "stale_write", "{body}");
+        assert_eq!(body["error"]["expected_seq"], 4, "{body}");
+        assert_eq!(body["error"]["log_seq"], 6, "{body}");
+    }
 }

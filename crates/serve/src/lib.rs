@@ -8,7 +8,11 @@
 //!   its own sessions (another tenant's session answers 404, as a missing
 //!   one does).
 //! - Sessions live in a [`SessionStores`] chosen by the `--store` value
-//!   ([`open_stores`]): JSONL files under a directory today.
+//!   ([`open_stores`]): JSONL files under a directory for one worker, or
+//!   PostgreSQL ([`PgDir`]) shared by several. A worker catches up with
+//!   what others appended before it uses a session, answers 409
+//!   `stale_write` when another worker wrote first, and compacts a session
+//!   only while it holds the session's lock row (docs/serve.md).
 //! - Request bodies over the limit answer 413.
 //! - Maintenance passes run as tracked tasks; shutdown ([`Service::run`])
 //!   lets them finish within a grace period and aborts the rest so the log
@@ -34,11 +38,13 @@
 mod app;
 mod auth;
 mod error;
+mod open;
 pub mod report;
 mod routes;
 mod sessions;
 mod state;
 mod stores;
+mod stores_pg;
 mod tasks;
 
 pub use app::DEFAULT_BODY_LIMIT;
@@ -54,11 +60,12 @@ pub use auth::TokensError;
 pub use error::ApiError;
 pub use error::ServeError;
 pub use error::StoreChoiceError;
+pub use open::open_stores;
 pub use routes::OPENAPI;
 pub use sessions::SessionSpec;
 pub use sessions::TYPE_SERVE_SESSION;
 pub use stores::JsonlDir;
 pub use stores::SessionStores;
-pub use stores::open_stores;
 pub use stores::valid_id;
+pub use stores_pg::PgDir;
 pub use tasks::DrainReport;

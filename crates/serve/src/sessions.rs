@@ -6,6 +6,14 @@
 //! event, so a restarted service (or another worker on a shared store)
 //! rebuilds the same harness. Opening a session closes the compaction
 //! starts a crash left unmatched, so its log says what happened.
+//!
+//! Several workers may share a store (PostgreSQL). A cached session is
+//! then behind as soon as another worker appends, so [`Registry::get`]
+//! catches it up (a head check, then only the new events) before every
+//! use; a write that still loses a race answers 409 (`stale_write`), and
+//! the next request starts from the caught-up log. Compactions are kept
+//! one at a time per session across workers by the store's hold (the
+//! lock row), which the compaction transaction takes.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,6 +25,7 @@ use abridge::Harness;
 use abridge::MaintenanceEvent;
 use abridge::MethodSources;
 use abridge::Settings;
+use abridge_compact::lock_session;
 use abridge_session::Draft;
 use abridge_session::Header;
 use abridge_session::Session;
@@ -153,7 +162,14 @@ impl Registry {
             .stores
             .store(tenant, &id)
             .map_err(|e| ApiError::Internal(e.to_string()))?;
-        let mut session = Session::create(store, Header::new(id.clone()))?;
+        let mut session = match Session::create(store, Header::new(id.clone())) {
+            Ok(session) => session,
+            // Another worker created it between the check and the write.
+            Err(abridge_session::SessionError::Store(
+                abridge_session::StoreError::AlreadyExists { .. },
+            )) => return Err(ApiError::Conflict { id }),
+            Err(other) => return Err(other.into()),
+        };
         let data =
             serde_json::to_value(&recorded).map_err(|e| ApiError::Internal(e.to_string()))?;
         session.append(Draft::log(TYPE_SERVE_SESSION, data))?;
@@ -163,16 +179,24 @@ impl Registry {
         Ok(live)
     }
 
-    /// The tenant's session `id`, opened from the store on first use.
-    /// Another tenant's session is [`ApiError::NotFound`], as a missing
-    /// one is.
+    /// The tenant's session `id`, opened from the store on first use and
+    /// caught up with other writers on every later one. Another tenant's
+    /// session is [`ApiError::NotFound`], as a missing one is.
     pub(crate) fn get(&self, tenant: &Tenant, id: &str) -> Result<Arc<Live>, ApiError> {
         let not_found = || ApiError::NotFound { id: id.to_string() };
         if !valid_id(id) {
             return Err(not_found());
         }
-        let mut open = self.open_map();
         let key = (tenant.clone(), id.to_string());
+        let cached = self.open_map().get(&key).cloned();
+        if let Some(live) = cached {
+            let read = lock_session(live.harness.session()).catch_up()?;
+            if read > 0 {
+                tracing::debug!(session = id, read, "caught up with other workers");
+            }
+            return Ok(live);
+        }
+        let mut open = self.open_map();
         if let Some(live) = open.get(&key) {
             return Ok(live.clone());
         }

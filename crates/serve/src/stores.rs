@@ -1,5 +1,6 @@
-//! Where the service keeps sessions: one [`SessionStores`] chosen by the
-//! `--store` value. Adding a backend is one arm in [`open_stores`] and one
+//! Where the service keeps sessions: the [`SessionStores`] contract and
+//! its JSONL backend. The `--store` value picks a backend in
+//! [`open_stores`](crate::open_stores); adding one is an arm there and an
 //! implementation of the trait.
 
 use std::fmt::Debug;
@@ -39,35 +40,6 @@ pub trait SessionStores: Send + Sync + Debug {
     /// # Errors
     /// The backend's failure.
     fn list(&self, tenant: &Tenant) -> Result<Vec<String>, StoreError>;
-}
-
-/// Opens the backend a `--store` value names: a `postgres://` or
-/// `postgresql://` URL, else a directory of JSONL files (created when
-/// missing).
-///
-/// # Errors
-/// [`StoreChoiceError::PostgresNotBuilt`] for a PostgreSQL URL (until the
-/// PostgreSQL store lands), [`StoreChoiceError::Directory`] when the
-/// directory cannot be made.
-pub fn open_stores(value: &str) -> Result<Box<dyn SessionStores>, StoreChoiceError> {
-    if value.starts_with("postgres://") || value.starts_with("postgresql://") {
-        return Err(StoreChoiceError::PostgresNotBuilt {
-            url: without_password(value),
-        });
-    }
-    Ok(Box::new(JsonlDir::new(value)?))
-}
-
-/// `scheme://user:secret@host/...` with the secret left out, for errors.
-fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let Some((userinfo, host)) = rest.split_once('@') else {
-        return url.to_string();
-    };
-    let user = userinfo.split(':').next().unwrap_or_default();
-    format!("{scheme}://{user}@{host}")
 }
 
 /// True for a session id the service accepts: 1 to 128 ASCII letters,
@@ -158,18 +130,6 @@ impl SessionStores for JsonlDir {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn postgres_urls_get_a_typed_error_without_the_password() {
-        let error = open_stores("postgres://abridge:hunter2@db:5432/abridge").unwrap_err();
-        assert!(matches!(error, StoreChoiceError::PostgresNotBuilt { .. }));
-        let text = error.to_string();
-        assert!(!text.contains("hunter2"), "{text}");
-        assert!(
-            text.contains("postgres://abridge@db:5432/abridge"),
-            "{text}"
-        );
-    }
 
     #[test]
     fn ids_are_safe_file_names() {

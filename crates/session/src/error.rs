@@ -146,6 +146,26 @@ pub enum StoreError {
         /// The log's actual next seq.
         found: Seq,
     },
+    /// Another process holds the session's compaction guard (see
+    /// `SessionStore::hold_compaction`): a compaction is running there.
+    #[error(
+        "{location}: compaction {compaction_id} holds this session elsewhere; wait for it to end"
+    )]
+    Held {
+        /// The store's location.
+        location: String,
+        /// The compaction holding it (empty when unknown).
+        compaction_id: String,
+    },
+    /// A compaction guard this process held lapsed (its lease expired), so
+    /// another process may have taken it: the compaction must not commit.
+    #[error("{location}: the hold of compaction {compaction_id} lapsed; it must not commit")]
+    HoldLost {
+        /// The store's location.
+        location: String,
+        /// The compaction whose hold lapsed.
+        compaction_id: String,
+    },
     /// An append or load on a store with no session yet.
     #[error("{location}: no session has been created here")]
     NotCreated {

@@ -79,6 +79,7 @@ pub use session::Navigation;
 pub use session::Session;
 pub use session::SurfaceCursor;
 pub use store::BLOB_THRESHOLD;
+pub use store::CompactionHold;
 pub use store::FsyncPolicy;
 pub use store::JsonlOptions;
 pub use store::JsonlStore;

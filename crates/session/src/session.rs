@@ -21,6 +21,9 @@ use crate::surface::Surface;
 use crate::surface::SurfaceChange;
 use crate::surface::Undo;
 
+mod catch_up;
+mod hold;
+
 /// A position in the surface change journal, for consumers that keep
 /// running totals (see [`Session::surface_changes_since`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -405,11 +408,25 @@ impl Session {
             time: draft.time.unwrap_or_else(crate::time::now_rfc3339),
             body: draft.body,
         };
-        check_links(&event, seq)?;
+        // The pixel cap guards what this process accepts; an event another
+        // writer already logged is caught up as it is.
         if let EventBody::Message(m) = &event.body {
             abridge_llm::check_image_pixels(&m.message, self.max_image_pixels)
                 .map_err(|e| ("data.message.content", e.to_string()))?;
         }
+        self.apply_event(event, undos, refolded)
+    }
+
+    /// Validates `event` against the state in memory and applies it: the
+    /// one path both a new draft and a caught-up event take.
+    fn apply_event(
+        &mut self,
+        event: Event,
+        undos: &mut Vec<Undo>,
+        refolded: &mut bool,
+    ) -> Result<Seq, (&'static str, String)> {
+        let (seq, parent, leaf) = (event.seq, event.parent, self.leaf());
+        check_links(&event, self.events.len() as Seq)?;
         if parent == leaf {
             if let EventBody::Message(m) = &event.body {
                 self.check_message(seq, m)?;

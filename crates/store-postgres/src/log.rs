@@ -102,10 +102,75 @@ pub(crate) async fn load(
         path: place.location.clone().into(),
         reason: e.to_string(),
     })?;
+    let (events, blobs_resolved) = read_events(&tx, &place, 0).await?;
+    let report = LoadReport {
+        blobs_resolved,
+        ..LoadReport::default()
+    };
+    tx.commit().await.map_err(place.query("end a load"))?;
+    Ok(Some(LoadedLog {
+        header,
+        events,
+        report,
+    }))
+}
+
+/// The events from seq `from` on, from one snapshot, blobs resolved: what
+/// a session behind other writers reads to catch up.
+pub(crate) async fn load_from(
+    mut client: Client,
+    place: Place,
+    from: i64,
+) -> Result<Vec<Event>, StoreError> {
+    let tx = client
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await
+        .map_err(place.query("begin a tail load"))?;
+    let exists = tx
+        .query_opt("SELECT 1 FROM sessions WHERE id = $1", &[&place.session])
+        .await
+        .map_err(place.query("load the header"))?;
+    if exists.is_none() {
+        return Err(StoreError::NotCreated {
+            location: place.location,
+        });
+    }
+    let (events, _) = read_events(&tx, &place, from).await?;
+    tx.commit().await.map_err(place.query("end a tail load"))?;
+    Ok(events)
+}
+
+/// The session's `next_seq`: the cheap check of whether anyone appended.
+pub(crate) async fn head(client: Client, place: Place) -> Result<u64, StoreError> {
+    let row = client
+        .query_opt(
+            "SELECT next_seq FROM sessions WHERE id = $1",
+            &[&place.session],
+        )
+        .await
+        .map_err(place.query("read next_seq"))?;
+    match row {
+        Some(row) => Ok(row.get::<_, i64>(0) as u64),
+        None => Err(StoreError::NotCreated {
+            location: place.location,
+        }),
+    }
+}
+
+/// Reads, checks (contiguous from `from`) and resolves the events from seq
+/// `from` on within `tx`. Returns them and how many blobs were resolved.
+async fn read_events(
+    tx: &tokio_postgres::Transaction<'_>,
+    place: &Place,
+    from: i64,
+) -> Result<(Vec<Event>, usize), StoreError> {
     let rows = tx
         .query(
-            "SELECT seq, event::text FROM events WHERE session_id = $1 ORDER BY seq",
-            &[&place.session],
+            "SELECT seq, event::text FROM events WHERE session_id = $1 AND seq >= $2 ORDER BY seq",
+            &[&place.session, &from],
         )
         .await
         .map_err(place.query("load events"))?;
@@ -114,22 +179,23 @@ pub(crate) async fn load(
         let seq: i64 = row.get(0);
         let line: &str = row.get(1);
         let event = decode_event(line).map_err(|e| place.corrupt(seq, e.to_string()))?;
-        if event.seq != seq as u64 || seq != index as i64 {
+        let expected = from + index as i64;
+        if event.seq != seq as u64 || seq != expected {
             return Err(place.corrupt(
                 seq,
                 format!(
-                    "row {index} holds seq {} (the log must be contiguous from 0)",
+                    "row {index} holds seq {} where {expected} belongs (the log must be contiguous from 0)",
                     event.seq
                 ),
             ));
         }
         events.push(event);
     }
-    let blobs = fetch_blobs(&tx, &place, &events).await?;
-    let mut report = LoadReport::default();
+    let blobs = fetch_blobs(tx, place, &events).await?;
+    let mut resolved = 0;
     for event in &mut events {
         if let EventBody::Message(MessageEvent { message, .. }) = &mut event.body {
-            report.blobs_resolved += resolve_with(message, &mut |sha256| {
+            resolved += resolve_with(message, &mut |sha256| {
                 blobs.get(sha256).cloned().ok_or_else(|| StoreError::Blob {
                     path: place.location.clone().into(),
                     sha256: sha256.to_string(),
@@ -138,12 +204,7 @@ pub(crate) async fn load(
             })?;
         }
     }
-    tx.commit().await.map_err(place.query("end a load"))?;
-    Ok(Some(LoadedLog {
-        header,
-        events,
-        report,
-    }))
+    Ok((events, resolved))
 }
 
 /// The blobs `events` refer to, checked against their hashes.

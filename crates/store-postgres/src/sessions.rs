@@ -25,6 +25,11 @@ pub struct PgOptions {
     pub schema: String,
     /// Most connections the pool opens. Default 8.
     pub pool_size: usize,
+    /// The lease of the compaction hold a session's store takes
+    /// (`SessionStore::hold_compaction`): how long after a worker dies its
+    /// compaction stops blocking others. Renewed every third of it while
+    /// the worker lives. Default 30 s.
+    pub compaction_lease: std::time::Duration,
 }
 
 impl Default for PgOptions {
@@ -32,6 +37,7 @@ impl Default for PgOptions {
         PgOptions {
             schema: "abridge".to_string(),
             pool_size: 8,
+            compaction_lease: std::time::Duration::from_secs(30),
         }
     }
 }
@@ -54,6 +60,8 @@ pub(crate) struct Inner {
     pub(crate) schema: String,
     /// Database and schema without credentials, for messages.
     pub(crate) target: String,
+    /// The lease of the holds its stores take.
+    pub(crate) compaction_lease: std::time::Duration,
     applied: Vec<i32>,
 }
 
@@ -121,6 +129,7 @@ impl PgSessions {
                 tls,
                 schema: options.schema.clone(),
                 target,
+                compaction_lease: options.compaction_lease,
                 applied,
             }),
         })
@@ -134,6 +143,30 @@ impl PgSessions {
         self.run(|client, target| async move {
             let rows = client
                 .query("SELECT id FROM sessions ORDER BY created_at, id", &[])
+                .await
+                .map_err(|source| PgError::Query {
+                    target,
+                    op: "list sessions",
+                    source,
+                })?;
+            Ok(rows.iter().map(|row| row.get(0)).collect())
+        })
+    }
+
+    /// The ids of the sessions whose id starts with `prefix`, sorted: a
+    /// service that names sessions `TENANT/ID` lists one tenant's with
+    /// `TENANT/`.
+    ///
+    /// # Errors
+    /// Connection and query failures.
+    pub fn list_under(&self, prefix: &str) -> Result<Vec<String>, PgError> {
+        let prefix = prefix.to_string();
+        self.run(|client, target| async move {
+            let rows = client
+                .query(
+                    "SELECT id FROM sessions WHERE left(id, length($1)) = $1 ORDER BY id",
+                    &[&prefix],
+                )
                 .await
                 .map_err(|source| PgError::Query {
                     target,

@@ -95,7 +95,7 @@ impl LoadReport {
 }
 
 /// The `q` quantile of sorted `samples` (zero when there are none).
-fn quantile(samples: &[Duration], q: f64) -> Duration {
+pub(crate) fn quantile(samples: &[Duration], q: f64) -> Duration {
     if samples.is_empty() {
         return Duration::ZERO;
     }

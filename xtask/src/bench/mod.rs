@@ -19,6 +19,7 @@ pub(crate) mod meter;
 pub(crate) mod prune;
 pub(crate) mod recall;
 pub(crate) mod reopen;
+pub(crate) mod serve;
 pub(crate) mod session;
 pub(crate) mod simulate;
 pub(crate) mod snapcompact;

@@ -23,7 +23,8 @@ pub(crate) struct Args {
     #[arg(long, default_value = "127.0.0.1:8787")]
     listen: String,
     /// Where sessions live: a directory (JSONL files, one directory per
-    /// tenant) or a postgres:// URL.
+    /// tenant; one worker) or a postgres:// URL, optionally ending in
+    /// `#SCHEMA` (several workers may share it; see docs/serve.md).
     #[arg(long, value_name = "DIR_OR_URL")]
     store: String,
     /// Bearer tokens: one `TOKEN TENANT` per line, or a JSON object

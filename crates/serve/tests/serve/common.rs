@@ -44,7 +44,10 @@ pub(crate) fn summarizer(client: Arc<dyn LlmClient>) -> SummarizerModel {
 
 /// How a test service is set up.
 pub(crate) struct Setup {
+    /// The JSONL directory, unless `pg` is set.
     pub(crate) dir: std::path::PathBuf,
+    /// Sessions in PostgreSQL instead of `dir`.
+    pub(crate) pg: Option<abridge_store_postgres::PgSessions>,
     pub(crate) summarizer: Option<Arc<dyn LlmClient>>,
     pub(crate) body_limit: usize,
     pub(crate) grace: Duration,
@@ -56,6 +59,7 @@ impl Setup {
     pub(crate) fn new(dir: &std::path::Path) -> Self {
         Setup {
             dir: dir.to_path_buf(),
+            pg: None,
             summarizer: None,
             body_limit: abridge_serve::DEFAULT_BODY_LIMIT,
             grace: Duration::from_secs(30),
@@ -65,7 +69,10 @@ impl Setup {
 
     pub(crate) fn config(&self) -> ServiceConfig {
         let tokens = Tokens::parse(&tokens_text(), "test").expect("tokens");
-        let stores = Box::new(JsonlDir::new(&self.dir).expect("store dir"));
+        let stores: Box<dyn abridge_serve::SessionStores> = match &self.pg {
+            Some(pg) => Box::new(abridge_serve::PgDir::new(pg.clone())),
+            None => Box::new(JsonlDir::new(&self.dir).expect("store dir")),
+        };
         let mut sources = MethodSources::offline("gpt-4o");
         sources.summarizer = self.summarizer.clone().map(summarizer);
         ServiceConfig {
@@ -265,10 +272,13 @@ impl Default for Gate {
 }
 
 impl Gate {
+    /// Permits enough for every call a test makes.
+    pub(crate) const MANY: usize = tokio::sync::Semaphore::MAX_PERMITS / 2;
+
     /// A gate that lets every call through.
     pub(crate) fn opened() -> Self {
         let gate = Gate::default();
-        gate.release(tokio::sync::Semaphore::MAX_PERMITS / 2);
+        gate.release(Self::MANY);
         gate
     }
 

@@ -29,6 +29,12 @@ use crate::common::wait_in_log;
 const CHILD_DIR: &str = "ABRIDGE_SERVE_TEST_CHILD_DIR";
 const CHILD_PORT_FILE: &str = "ABRIDGE_SERVE_TEST_CHILD_PORT_FILE";
 const CHILD_HANG: &str = "ABRIDGE_SERVE_TEST_CHILD_HANG";
+/// `URL#SCHEMA`: the child serves from PostgreSQL instead of its directory.
+const CHILD_PG: &str = "ABRIDGE_SERVE_TEST_CHILD_PG";
+
+/// The compaction lease of a child worker on PostgreSQL: short, so the
+/// worker that outlives it does not wait long for the lock row.
+pub(crate) const CHILD_LEASE: Duration = Duration::from_secs(2);
 
 /// The server side: does nothing unless started by [`Server::start`].
 #[test]
@@ -51,6 +57,17 @@ fn child_server() {
         };
         let mut setup = Setup::new(Path::new(&dir));
         setup.summarizer = Some(Arc::new(gate));
+        if let Some(pg) = std::env::var_os(CHILD_PG) {
+            let pg = pg.to_string_lossy().into_owned();
+            let (url, schema) = pg.rsplit_once('#').expect("URL#SCHEMA");
+            let options = abridge_store_postgres::PgOptions {
+                schema: schema.to_string(),
+                compaction_lease: CHILD_LEASE,
+                ..abridge_store_postgres::PgOptions::default()
+            };
+            setup.pg =
+                Some(abridge_store_postgres::PgSessions::connect(url, &options).expect("connect"));
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -67,13 +84,19 @@ fn child_server() {
 }
 
 /// A server process, killed on drop.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    base: String,
+    pub(crate) base: String,
 }
 
 impl Server {
     async fn start(dir: &Path, hang: bool) -> Self {
+        Self::start_on(dir, None, hang).await
+    }
+
+    /// A worker serving from `pg` (`URL#SCHEMA`) when given, else from
+    /// `dir/store`; `hang`: its summarizer never answers.
+    pub(crate) async fn start_on(dir: &Path, pg: Option<&str>, hang: bool) -> Self {
         let port_file = dir.join(format!("port-{}", std::process::id()));
         let _ = std::fs::remove_file(&port_file);
         let mut command = Command::new(std::env::current_exe().expect("exe"));
@@ -86,7 +109,11 @@ impl Server {
             ])
             .env(CHILD_DIR, dir.join("store"))
             .env(CHILD_PORT_FILE, &port_file)
-            .env_remove(CHILD_HANG);
+            .env_remove(CHILD_HANG)
+            .env_remove(CHILD_PG);
+        if let Some(pg) = pg {
+            command.env(CHILD_PG, pg);
+        }
         if hang {
             command.env(CHILD_HANG, "1");
         }
@@ -107,7 +134,7 @@ impl Server {
     }
 
     /// SIGKILL, and wait for the process to be gone.
-    fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         self.child.kill().expect("kill");
         self.child.wait().expect("wait");
     }
@@ -121,7 +148,7 @@ impl Drop for Server {
 }
 
 /// The marker numbers of the user messages in `context`.
-fn markers(context: &serde_json::Value) -> Vec<usize> {
+pub(crate) fn markers(context: &serde_json::Value) -> Vec<usize> {
     context["messages"]
         .as_array()
         .expect("messages")

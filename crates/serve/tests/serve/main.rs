@@ -10,5 +10,7 @@ mod api;
 mod auth;
 mod events;
 mod kill;
+mod pg;
 mod remote;
 mod shutdown;
+mod workers;

@@ -15,7 +15,10 @@ use crate::event::Header;
 ///
 /// Clones share the same log, so a test can keep a handle, hand the other
 /// to a session, and inspect or reload what was written. A failure can be
-/// injected with [`MemoryStore::fail_next_append`].
+/// injected with [`MemoryStore::fail_next_append`]. Two sessions on clones
+/// are two writers: like a shared store, it answers [`SessionStore::head`]
+/// and refuses a batch that does not start at the next seq with
+/// [`StoreError::Conflict`].
 #[derive(Debug, Clone, Default)]
 pub struct MemoryStore {
     inner: Arc<Mutex<Inner>>,
@@ -91,6 +94,16 @@ impl SessionStore for MemoryStore {
                 location: "memory".into(),
             });
         }
+        let next = inner.events.len() as u64;
+        if let Some(first) = events.first()
+            && first.seq != next
+        {
+            return Err(StoreError::Conflict {
+                location: "memory".into(),
+                expected: first.seq,
+                found: next,
+            });
+        }
         if std::mem::take(&mut inner.fail_next_append) {
             return Err(StoreError::Io {
                 path: "memory".into(),
@@ -104,5 +117,15 @@ impl SessionStore for MemoryStore {
 
     fn sync(&mut self) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    fn head(&mut self) -> Result<Option<u64>, StoreError> {
+        let inner = self.lock();
+        if inner.header.is_none() {
+            return Err(StoreError::NotCreated {
+                location: "memory".into(),
+            });
+        }
+        Ok(Some(inner.events.len() as u64))
     }
 }

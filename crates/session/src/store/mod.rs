@@ -26,6 +26,7 @@ use std::fmt::Debug;
 use crate::error::StoreError;
 use crate::event::Event;
 use crate::event::Header;
+use crate::event::Seq;
 
 /// What a store found on load.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,7 +82,16 @@ pub struct SkippedLine {
 ///   store must not drop a line silently: repairs and skips go into the
 ///   [`LoadReport`], and anything else is an error naming the line.
 /// - One writer at a time: a store that can be shared between processes
-///   refuses a second writer with [`StoreError::Locked`].
+///   refuses a second writer with [`StoreError::Locked`], or (a shared
+///   store such as PostgreSQL) lets several writers hold it and refuses a
+///   batch that does not start at the log's next seq with
+///   [`StoreError::Conflict`], writing nothing of it.
+/// - A store with several writers answers [`head`](Self::head) and
+///   [`load_from`](Self::load_from) so a session can catch up with what
+///   the others appended, and guards compactions across processes with
+///   [`hold_compaction`](Self::hold_compaction). The defaults describe a
+///   store with one writer: nothing to catch up with, no hold needed
+///   beyond the session's own leases.
 pub trait SessionStore: Send + Debug {
     /// Where the log lives, for error messages (a path, or `memory`).
     fn location(&self) -> String;
@@ -109,6 +119,74 @@ pub trait SessionStore: Send + Debug {
     /// # Errors
     /// I/O failures.
     fn sync(&mut self) -> Result<(), StoreError>;
+
+    /// The seq the next appended event takes, as the store sees it now,
+    /// other writers included: a cheap check of whether a session in
+    /// memory is behind. `None` (the default) for a store that admits one
+    /// writer, whose session in memory is therefore always current.
+    ///
+    /// # Errors
+    /// I/O failures; [`StoreError::NotCreated`].
+    fn head(&mut self) -> Result<Option<Seq>, StoreError> {
+        Ok(None)
+    }
+
+    /// The events from seq `from` on, in order (empty when the log is no
+    /// longer), with blobs resolved as [`load`](Self::load) resolves them.
+    /// The default loads the whole log and keeps its tail; a store with
+    /// several writers reads only the tail.
+    ///
+    /// # Errors
+    /// As [`load`](Self::load); [`StoreError::NotCreated`] when there is
+    /// no session.
+    fn load_from(&mut self, from: Seq) -> Result<Vec<Event>, StoreError> {
+        let location = self.location();
+        let loaded = self.load()?.ok_or(StoreError::NotCreated { location })?;
+        let skip = usize::try_from(from).unwrap_or(usize::MAX);
+        Ok(loaded.events.into_iter().skip(skip).collect())
+    }
+
+    /// Takes this store's cross-process hold on compaction
+    /// `compaction_id` of the session, kept until the returned hold drops.
+    /// While it is held no other process can take one for the same session,
+    /// so two workers never compact a session at once. `None` (the
+    /// default): the store admits one writer, and the session's
+    /// [`Leases`](crate::Leases) are all the guard there is.
+    ///
+    /// # Errors
+    /// [`StoreError::Held`] while another live hold covers the session;
+    /// I/O failures.
+    fn hold_compaction(
+        &mut self,
+        compaction_id: &str,
+    ) -> Result<Option<Box<dyn CompactionHold>>, StoreError> {
+        let _ = compaction_id;
+        Ok(None)
+    }
+
+    /// True when a live hold (of any process) covers compaction
+    /// `compaction_id`: its `compaction/start` is in flight elsewhere and
+    /// must not be closed as stale. Always false by default.
+    ///
+    /// # Errors
+    /// I/O failures.
+    fn compaction_held(&mut self, compaction_id: &str) -> Result<bool, StoreError> {
+        let _ = compaction_id;
+        Ok(false)
+    }
+}
+
+/// A held cross-process compaction guard (see
+/// [`SessionStore::hold_compaction`]). Dropping it frees the hold; a
+/// process that dies without dropping it loses it once its lease lapses.
+pub trait CompactionHold: Send + Sync + Debug {
+    /// Confirms the hold is still this holder's: the check made just
+    /// before a compaction commits.
+    ///
+    /// # Errors
+    /// [`StoreError::HoldLost`] when it lapsed and may have been taken
+    /// over; I/O failures.
+    fn check(&self) -> Result<(), StoreError>;
 }
 
 impl<S: SessionStore + ?Sized> SessionStore for Box<S> {
@@ -126,5 +204,20 @@ impl<S: SessionStore + ?Sized> SessionStore for Box<S> {
     }
     fn sync(&mut self) -> Result<(), StoreError> {
         (**self).sync()
+    }
+    fn head(&mut self) -> Result<Option<Seq>, StoreError> {
+        (**self).head()
+    }
+    fn load_from(&mut self, from: Seq) -> Result<Vec<Event>, StoreError> {
+        (**self).load_from(from)
+    }
+    fn hold_compaction(
+        &mut self,
+        compaction_id: &str,
+    ) -> Result<Option<Box<dyn CompactionHold>>, StoreError> {
+        (**self).hold_compaction(compaction_id)
+    }
+    fn compaction_held(&mut self, compaction_id: &str) -> Result<bool, StoreError> {
+        (**self).compaction_held(compaction_id)
     }
 }
