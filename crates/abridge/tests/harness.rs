@@ -163,3 +163,95 @@ fn unconfigured_methods_are_skipped_with_a_reason() {
         .collect();
     assert_eq!(names, vec!["prune", "snapcompact", "shake", "digest"]);
 }
+
+/// Hooks that record what they were shown and answer as told: the host's
+/// side of every compaction the Harness runs.
+#[derive(Debug, Default)]
+struct RecordingHooks {
+    cancel: bool,
+    before: std::sync::Mutex<Vec<String>>,
+    after: std::sync::Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl abridge::compact::CompactionHooks for RecordingHooks {
+    async fn before_compaction(
+        &self,
+        _plan: &abridge::compact::Plan,
+        method: &str,
+    ) -> abridge::compact::Before {
+        self.before.lock().unwrap().push(method.to_string());
+        if self.cancel {
+            abridge::compact::Before::Cancel {
+                reason: "the host said no".into(),
+            }
+        } else {
+            abridge::compact::Before::Proceed
+        }
+    }
+
+    async fn while_compacting(&self, _plan: &abridge::compact::Plan) -> abridge::compact::Extra {
+        abridge::compact::Extra {
+            context: Vec::new(),
+            preserve: vec!["HOST-NOTE: the migration plan is in PLAN.md".into()],
+        }
+    }
+
+    async fn after_compaction(&self, outcome: &abridge::compact::Outcome) {
+        self.after.lock().unwrap().push(outcome.method.clone());
+    }
+}
+
+fn hooked_harness(name: &str, hooks: std::sync::Arc<RecordingHooks>) -> Harness {
+    Harness::builder(Session::in_memory(name), "gpt-4o")
+        .settings(settings("method_order = [\"digest\"]\n"))
+        .window(8_000)
+        .hooks(hooks)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn hooks_given_to_the_builder_run_around_every_compaction() {
+    let hooks = std::sync::Arc::new(RecordingHooks::default());
+    let harness = hooked_harness("hooks", hooks.clone());
+    filled(&harness, 100);
+    let pass = run(harness.after_turn()).unwrap();
+    assert!(pass.landed(), "{pass:?}");
+    assert_eq!(*hooks.before.lock().unwrap(), vec!["digest".to_string()]);
+    assert_eq!(*hooks.after.lock().unwrap(), vec!["digest".to_string()]);
+    // What `while_compacting` preserved is in the checkpoint the model reads.
+    let checkpoint = harness
+        .request()
+        .unwrap()
+        .iter()
+        .map(Message::plain_text)
+        .find(|text| text.contains("<preserved>"))
+        .expect("a checkpoint with the host's preserved note");
+    assert!(
+        checkpoint.contains("HOST-NOTE: the migration plan is in PLAN.md"),
+        "{checkpoint}"
+    );
+}
+
+#[test]
+fn a_hook_that_cancels_stops_the_compaction_and_hides_nothing() {
+    let hooks = std::sync::Arc::new(RecordingHooks {
+        cancel: true,
+        ..RecordingHooks::default()
+    });
+    let harness = hooked_harness("cancel", hooks.clone());
+    filled(&harness, 100);
+    let before = harness.request().unwrap();
+    let pass = run(harness.after_turn()).unwrap();
+    assert!(!pass.landed(), "{pass:?}");
+    assert_eq!(*hooks.before.lock().unwrap(), vec!["digest".to_string()]);
+    assert!(hooks.after.lock().unwrap().is_empty());
+    assert!(
+        pass.failures
+            .iter()
+            .any(|f| f.kind.as_str() == "cancelled" && f.message.contains("the host said no")),
+        "{pass:?}"
+    );
+    assert_eq!(harness.request().unwrap(), before);
+}
