@@ -213,6 +213,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_recording_client_speaks_the_dialect_of_the_client_it_wraps() {
+        // The host and `abridge serve` read `native_dialect` to decide
+        // whether a provider's own compaction can be replayed; a wrapper
+        // that recorded attempts must not change that answer.
+        let inner: Arc<dyn LlmClient> = Arc::new(
+            abridge_llm::AnthropicClient::new(
+                abridge_llm::ProviderConfig::new("http://127.0.0.1:9"),
+                abridge_llm::AnthropicOptions::default(),
+            )
+            .unwrap(),
+        );
+        let recording = RecordingClient {
+            inner: Arc::clone(&inner),
+            model: "claude-sonnet-4-5".into(),
+            log: AttemptLog::default(),
+        };
+        assert_eq!(recording.native_dialect(), Some("anthropic"));
+        assert_eq!(recording.native_dialect(), inner.native_dialect());
+        assert_eq!(recording.provider(), inner.provider());
+    }
+
+    #[test]
     fn settling_adds_the_attempts_beside_the_methods_own_record() {
         let log = AttemptLog::default();
         log.push(Attempt {

@@ -229,6 +229,35 @@ mod tests {
     }
 
     #[test]
+    fn a_branch_summary_asks_with_the_branch_prompt_even_with_a_checkpoint_at_the_head() {
+        // Everything an update at the head would match: the checkpoint is
+        // replayed and the request carries its summary. A branch summary
+        // still asks about the abandoned branch, not for an update.
+        let checkpoint: SharedMessage = Arc::new(Message::user("## Goal\nold summary"));
+        let history = vec![
+            Arc::new(Message::user("try the other way")),
+            call("c2"),
+            result("c2"),
+        ];
+        let aligned = AlignedPrefix {
+            lead: Vec::new(),
+            tools: Vec::new(),
+            checkpoint: Some(Arc::clone(&checkpoint)),
+            previous_summary: Some("old summary".into()),
+            first: history.first().cloned(),
+        };
+        let mut request = SummaryRequest::new(history);
+        request.purpose = Purpose::BranchSummary;
+        request.previous = Some("old summary".into());
+        let built = build_cache_aligned_request("m", &aligned, &request);
+        assert_eq!(built.purpose, Purpose::BranchSummary);
+        let last = built.messages.last().unwrap().plain_text();
+        assert!(last.ends_with(BRANCH_SUMMARY.trim()), "{last}");
+        assert!(!last.contains(SUMMARIZE_UPDATE_ALIGNED.trim()), "{last}");
+        assert!(!last.contains(SUMMARIZE_INITIAL.trim()), "{last}");
+    }
+
+    #[test]
     fn unpaired_window_falls_back_to_a_transcript() {
         let request = SummaryRequest::new(vec![Arc::new(Message::user("go")), call("c9")]);
         let built = build_cache_aligned_request("m", &AlignedPrefix::default(), &request);
