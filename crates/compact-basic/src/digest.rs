@@ -176,7 +176,9 @@ fn failure_line(output: &str) -> String {
 }
 
 fn questions(text: &str) -> Vec<String> {
-    text.split(['\n', '.', '!'])
+    // Sentences end at `.`, `!`, `?` or a line break; the question mark
+    // stays on its sentence, so two questions in a row are two questions.
+    text.split_inclusive(['\n', '.', '!', '?'])
         .map(str::trim)
         .filter(|s| s.ends_with('?') && s.len() > 8)
         .map(|s| clip(s, 200))
@@ -342,6 +344,12 @@ impl DigestState {
         }
         if !self.failures.is_empty() {
             out.push_str("## Failures\n");
+            // Older failures fall off the list; their number still tells
+            // the model how rough the compacted stretch was.
+            let earlier = self.failures_total.saturating_sub(self.failures.len());
+            if earlier > 0 {
+                out.push_str(&format!("- ({earlier} earlier failures omitted)\n"));
+            }
             for failure in &self.failures {
                 out.push_str(&format!("- {failure}\n"));
             }
@@ -525,5 +533,99 @@ mod tests {
         state.absorb(&messages);
         assert_eq!(state.goal.as_deref(), Some("Fix the flaky test."));
         assert_eq!(state.requests, ["Then update the docs."]);
+    }
+
+    fn user(text: &str) -> SharedMessage {
+        std::sync::Arc::new(abridge_llm::Message::user(text))
+    }
+
+    #[test]
+    fn a_reminder_inside_a_request_is_cut_out_and_the_words_around_it_kept() {
+        let mut state = DigestState::default();
+        state.absorb(&[
+            user("Fix the parser <system-reminder>3 todos open</system-reminder>in src/parse.rs"),
+            user("<command-message>init</command-message>Then run the tests."),
+        ]);
+        assert_eq!(
+            state.goal.as_deref(),
+            Some("Fix the parser in src/parse.rs")
+        );
+        assert_eq!(state.requests, ["Then run the tests."]);
+    }
+
+    #[test]
+    fn open_questions_are_the_assistants_last_real_questions() {
+        let mut state = DigestState::default();
+        state.absorb(&[
+            user("Speed up the loader."),
+            std::sync::Arc::new(abridge_llm::Message::assistant(
+                "I cached the index. Should the cache be cleared on every run? Why? Next I profile.",
+            )),
+        ]);
+        // "Why?" is too short to carry a question worth keeping.
+        assert_eq!(
+            state.open_questions,
+            ["Should the cache be cleared on every run?"]
+        );
+        let text = state.render(&abridge_compact::FileOps::default());
+        assert!(
+            text.ends_with("## Open questions\n- Should the cache be cleared on every run?"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn requests_past_the_head_and_tail_are_counted_as_omitted() {
+        let mut state = DigestState::default();
+        let mut messages = vec![user("Port the CLI to clap.")];
+        messages.extend((0..20).map(|i| user(&format!("request number {i}"))));
+        state.absorb(&messages);
+        let keep = REQUESTS_HEAD + REQUESTS_TAIL;
+        assert_eq!(state.requests.len(), keep);
+        assert_eq!(state.requests_omitted, 20 - keep);
+        assert_eq!(state.requests[REQUESTS_HEAD - 1], "request number 2");
+        assert_eq!(
+            state.requests[REQUESTS_HEAD],
+            format!("request number {}", REQUESTS_HEAD + 20 - keep)
+        );
+        let text = state.render(&abridge_compact::FileOps::default());
+        assert!(
+            text.contains("- request number 2\n- (5 requests omitted)\n- request number 8\n"),
+            "{text}"
+        );
+        assert!(
+            state
+                .short(&abridge_compact::FileOps::default())
+                .contains("So far: 21 requests")
+        );
+    }
+
+    #[test]
+    fn failures_past_the_list_are_counted_not_forgotten() {
+        let mut state = DigestState::default();
+        let mut messages = vec![user("Make the build green.")];
+        for i in 0..11 {
+            let id = format!("c{i}");
+            messages.push(std::sync::Arc::new(abridge_llm::Message::tool_call(
+                &id,
+                "read",
+                serde_json::json!({"path": format!("f{i}.rs")}),
+            )));
+            messages.push(std::sync::Arc::new(abridge_llm::Message::tool_result(
+                &id,
+                format!("error: f{i}.rs not found"),
+                true,
+            )));
+        }
+        state.absorb(&messages);
+        assert_eq!(state.failures_total, 11);
+        assert_eq!(state.failures.len(), FAILURES_LISTED);
+        let text = state.render(&abridge_compact::FileOps::default());
+        assert!(
+            text.contains(
+                "## Failures\n- (3 earlier failures omitted)\n- read: error: f3.rs not found\n"
+            ),
+            "{text}"
+        );
     }
 }
