@@ -29,6 +29,7 @@ use crate::Imported;
 use crate::TYPE_MODEL_CHANGE;
 use crate::builder::Builder;
 use crate::format::AIDER_CHAT_START as CHAT_START;
+use crate::input::Input;
 
 /// The `Origin::Injected` source of aider's own output.
 const OUTPUT: &str = "aider-output";
@@ -36,13 +37,21 @@ const OUTPUT: &str = "aider-output";
 /// Banner lines that name the model, as aider has worded them.
 const MODEL_LINES: [&str; 3] = ["Main model: ", "Models: ", "Model: "];
 
-/// One chat: the lines after its start line.
+/// What a first pass over the file learns of one chat: enough to choose
+/// it and to read it again, none of its text.
 #[derive(Debug)]
-struct Chat<'t> {
+struct Chat {
+    /// Which run of lines it is: 0 for the lines before the first start
+    /// line, `n` for those after the `n`th.
+    segment: usize,
     /// The time on its start line, as written.
-    started: Option<&'t str>,
-    /// Its lines, with their 1-based line numbers in the file.
-    lines: Vec<(u64, &'t str)>,
+    started: Option<String>,
+    /// Its lines that are not blank.
+    records: u64,
+    /// True when it holds a request or a reply, not only output.
+    has_message: bool,
+    /// Its fences and edit blocks left open.
+    warnings: Vec<ImportWarning>,
 }
 
 /// What a run of lines is.
@@ -58,29 +67,21 @@ enum Kind {
 struct Part {
     kind: Kind,
     line: u64,
-    text: Vec<String>,
+    /// Its lines, each after a `\n` (so the text starts with one).
+    text: String,
 }
 
+/// Reads the file twice, one line at a time: first to find its chats,
+/// then to convert the chosen one, so only that chat's messages are ever
+/// held, each once.
 pub(crate) fn import(
     file: &str,
-    bytes: &[u8],
+    input: &Input<'_>,
     session: Option<usize>,
 ) -> Result<Imported, ImportError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        let before = &bytes[..e.valid_up_to()];
-        ImportError::Utf8 {
-            file: file.to_string(),
-            line: before.iter().filter(|b| **b == b'\n').count() as u64 + 1,
-            column: before.iter().rev().take_while(|b| **b != b'\n').count() as u64 + 1,
-        }
-    })?;
-    let chats = chats(text);
-    let parsed: Vec<(Vec<Part>, Vec<ImportWarning>)> = chats.iter().map(parts).collect();
-    let index = crate::pick(file, chats.len(), session, |i| {
-        parsed[i].0.iter().any(|p| p.kind != Kind::Output)
-    })?;
-    let (Some(chat), Some((parts, warnings))) = (chats.get(index), parsed.into_iter().nth(index))
-    else {
+    let chats = chats(file, input)?;
+    let index = crate::pick(file, chats.len(), session, |i| chats[i].has_message)?;
+    let Some(chat) = chats.get(index) else {
         return Err(ImportError::Empty {
             file: file.to_string(),
         });
@@ -88,77 +89,42 @@ pub(crate) fn import(
     let mut b = Builder::new(file, Format::Aider);
     b.report.sessions = chats.len();
     b.report.session = index + 1;
-    b.report.records = chat
-        .lines
-        .iter()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .count() as u64;
-    for warning in warnings {
-        b.report.warn(warning);
+    b.report.records = chat.records;
+    for warning in &chat.warnings {
+        b.report.warn(warning.clone());
     }
-    let time = chat.started.map(|t| t.trim().replacen(' ', "T", 1));
-    let mut model: Option<String> = None;
-    let mut asked = false;
-    for part in parts {
-        let text = part.text.join("\n").trim_matches('\n').to_string();
-        let line = Some(part.line);
-        match part.kind {
-            Kind::Output => {
-                if let Some(named) = part.text.iter().find_map(|l| model_named(l))
-                    && model.as_deref() != Some(named)
-                {
-                    if model.is_some() {
-                        let last = b.last();
-                        b.log(
-                            TYPE_MODEL_CHANGE,
-                            json!({"model": named}),
-                            last,
-                            time.clone(),
-                            line,
-                        );
-                    }
-                    model = Some(named.to_string());
-                }
-                if !asked {
-                    b.report.skip("startup output");
-                    continue;
-                }
-                let message = Message::user(text).with_meta(Meta {
-                    origin: Some(Origin::Injected {
-                        source: OUTPUT.to_string(),
-                    }),
-                    ..Meta::default()
-                });
-                let last = b.last();
-                b.message(message, last, time.clone(), line);
-            }
-            Kind::Request => {
-                asked = true;
-                let message = Message::user(text).with_meta(Meta {
-                    origin: Some(Origin::User),
-                    ..Meta::default()
-                });
-                let last = b.last();
-                b.message(message, last, time.clone(), line);
-            }
-            Kind::Reply if text.trim().is_empty() => {}
-            Kind::Reply => {
-                let message = Message::text(Role::Assistant, text).with_meta(Meta {
-                    origin: model.as_deref().map(crate::model_origin),
-                    ..Meta::default()
-                });
-                let last = b.last();
-                b.message(message, last, time.clone(), line);
-            }
+    let time = chat
+        .started
+        .as_deref()
+        .map(|t| t.trim().replacen(' ', "T", 1));
+    let mut convert = Convert {
+        b,
+        time,
+        model: None,
+        asked: false,
+    };
+    let mut parts = Parts::new(true);
+    let mut segment = 0;
+    input.each_line(file, |number, line| {
+        if line.starts_with(CHAT_START) {
+            segment += 1;
+        } else if segment == chat.segment
+            && let Some(part) = parts.line(number, line)
+        {
+            convert.part(part);
         }
+        Ok(())
+    })?;
+    if let Some(part) = parts.finish().0 {
+        convert.part(part);
     }
     let id = crate::id_from_file(file);
     let header = crate::header(
         format!("{}-{}", id.trim_start_matches('.'), index + 1),
-        time,
+        convert.time,
         None,
     );
-    let (drafts, report) = b.finish(None)?;
+    let (drafts, report) = convert.b.finish(None)?;
     Ok(Imported {
         header,
         drafts,
@@ -166,38 +132,130 @@ pub(crate) fn import(
     })
 }
 
-/// The file cut into chats at each start line. Lines before the first one
-/// form a chat of their own when they hold anything (a history whose
-/// start was cut off).
-fn chats(text: &str) -> Vec<Chat<'_>> {
-    let mut chats: Vec<Chat<'_>> = Vec::new();
-    let mut current = Chat {
-        started: None,
-        lines: Vec::new(),
-    };
-    for (i, line) in text.lines().enumerate() {
-        let number = i as u64 + 1;
-        if let Some(time) = line.strip_prefix(CHAT_START) {
-            if current.started.is_some() || current.lines.iter().any(|(_, l)| !l.trim().is_empty())
-            {
-                chats.push(current);
-            }
-            current = Chat {
-                started: Some(time),
-                lines: Vec::new(),
-            };
-        } else {
-            current.lines.push((number, line));
-        }
-    }
-    if current.started.is_some() || current.lines.iter().any(|(_, l)| !l.trim().is_empty()) {
-        chats.push(current);
-    }
-    chats
+/// Parts of the chosen chat turned into events, in file order.
+struct Convert {
+    b: Builder,
+    /// The chat's start time, which stamps every event.
+    time: Option<String>,
+    /// The model the banner named last.
+    model: Option<String>,
+    /// True once the user asked something: output before it is the banner.
+    asked: bool,
 }
 
-/// A chat cut into requests, output and replies, with warnings about
-/// blocks left open.
+impl Convert {
+    fn part(&mut self, part: Part) {
+        let line = Some(part.line);
+        let time = self.time.clone();
+        if part.kind == Kind::Output
+            && let Some(named) = part.text.split('\n').find_map(model_named)
+            && self.model.as_deref() != Some(named)
+        {
+            if self.model.is_some() {
+                let last = self.b.last();
+                self.b.log(
+                    TYPE_MODEL_CHANGE,
+                    json!({"model": named}),
+                    last,
+                    time.clone(),
+                    line,
+                );
+            }
+            self.model = Some(named.to_string());
+        }
+        let text = trim_newlines(part.text);
+        let message = match part.kind {
+            Kind::Output if !self.asked => {
+                self.b.report.skip("startup output");
+                return;
+            }
+            Kind::Output => Message::user(text).with_meta(Meta {
+                origin: Some(Origin::Injected {
+                    source: OUTPUT.to_string(),
+                }),
+                ..Meta::default()
+            }),
+            Kind::Request => {
+                self.asked = true;
+                Message::user(text).with_meta(Meta {
+                    origin: Some(Origin::User),
+                    ..Meta::default()
+                })
+            }
+            Kind::Reply if text.trim().is_empty() => return,
+            Kind::Reply => Message::text(Role::Assistant, text).with_meta(Meta {
+                origin: self.model.as_deref().map(crate::model_origin),
+                ..Meta::default()
+            }),
+        };
+        let last = self.b.last();
+        self.b.message(message, last, time, line);
+    }
+}
+
+/// `text` without the newlines at either end, cut in place and its spare
+/// room given back (a long reply grew by doubling).
+fn trim_newlines(mut text: String) -> String {
+    let end = text.trim_end_matches('\n').len();
+    text.truncate(end);
+    let start = text.len() - text.trim_start_matches('\n').len();
+    text.drain(..start);
+    text.shrink_to_fit();
+    text
+}
+
+/// The file's chats, from a pass that keeps no text. Lines before the
+/// first start line form a chat of their own when they hold anything (a
+/// history whose start was cut off).
+fn chats(file: &str, input: &Input<'_>) -> Result<Vec<Chat>, ImportError> {
+    let mut chats: Vec<Chat> = Vec::new();
+    let mut current = (
+        Chat {
+            segment: 0,
+            started: None,
+            records: 0,
+            has_message: false,
+            warnings: Vec::new(),
+        },
+        Parts::new(false),
+    );
+    input.each_line(file, |number, line| {
+        if let Some(time) = line.strip_prefix(CHAT_START) {
+            let segment = current.0.segment + 1;
+            let next = Chat {
+                segment,
+                started: Some(time.to_string()),
+                records: 0,
+                has_message: false,
+                warnings: Vec::new(),
+            };
+            close(
+                &mut chats,
+                std::mem::replace(&mut current, (next, Parts::new(false))),
+            );
+        } else {
+            if !line.trim().is_empty() {
+                current.0.records += 1;
+            }
+            current.1.line(number, line);
+        }
+        Ok(())
+    })?;
+    close(&mut chats, current);
+    Ok(chats)
+}
+
+/// Keeps a chat that has a start line or any line that is not blank.
+fn close(chats: &mut Vec<Chat>, (mut chat, parts): (Chat, Parts)) {
+    chat.has_message = parts.any_message;
+    chat.warnings = parts.finish().1;
+    if chat.started.is_some() || chat.records > 0 {
+        chats.push(chat);
+    }
+}
+
+/// A chat cut into requests, output and replies as its lines arrive, with
+/// warnings about blocks left open.
 ///
 /// Inside a reply's code fence or SEARCH/REPLACE block every line is the
 /// reply's, whatever it starts with (`>>>>>>> REPLACE` starts with `>`).
@@ -205,96 +263,136 @@ fn chats(text: &str) -> Vec<Chat<'_>> {
 /// lines right after it, without a blank line, its continuation), anything
 /// else reply. A request line that aider wrote (after a blank line, ending
 /// in two spaces) ends a fence or block the reply left open.
-fn parts(chat: &Chat<'_>) -> (Vec<Part>, Vec<ImportWarning>) {
-    let mut parts: Vec<Part> = Vec::new();
-    let mut warnings = Vec::new();
-    let mut fence: Option<(u64, String)> = None;
-    let mut edit: Option<u64> = None;
-    let mut previous_blank = true;
-    for (number, raw) in &chat.lines {
+#[derive(Debug)]
+struct Parts {
+    /// False for a pass that only classifies: parts keep no text.
+    keep_text: bool,
+    /// The part the lines are being added to.
+    current: Option<Part>,
+    warnings: Vec<ImportWarning>,
+    /// The open code fence: its line and its backticks.
+    fence: Option<(u64, String)>,
+    /// The line of the open SEARCH/REPLACE block.
+    edit: Option<u64>,
+    previous_blank: bool,
+    /// True once a request or reply line was seen.
+    any_message: bool,
+}
+
+impl Parts {
+    fn new(keep_text: bool) -> Self {
+        Parts {
+            keep_text,
+            current: None,
+            warnings: Vec::new(),
+            fence: None,
+            edit: None,
+            previous_blank: true,
+            any_message: false,
+        }
+    }
+
+    /// Reads line `number`; returns the part it ended, if it started a new
+    /// one.
+    fn line(&mut self, number: u64, raw: &str) -> Option<Part> {
         let line = raw.trim_end();
         let blank = line.trim().is_empty();
-        let written_request = raw.starts_with("####") && raw.ends_with("  ") && previous_blank;
-        if (fence.is_some() || edit.is_some()) && written_request {
-            let opened = edit
-                .or(fence.as_ref().map(|(at, _)| *at))
-                .unwrap_or(*number);
-            warnings.push(ImportWarning::Note {
+        let written_request = raw.starts_with("####") && raw.ends_with("  ") && self.previous_blank;
+        if (self.fence.is_some() || self.edit.is_some()) && written_request {
+            let opened = self
+                .edit
+                .or(self.fence.as_ref().map(|(at, _)| *at))
+                .unwrap_or(number);
+            self.warnings.push(ImportWarning::Note {
                 line: Some(opened),
                 what: "a code fence or edit block of the reply is not closed before the next request; it ends there".to_string(),
             });
-            fence = None;
-            edit = None;
+            self.fence = None;
+            self.edit = None;
         }
-        let inside = fence.is_some() || edit.is_some();
-        let current = parts.last().map(|p| p.kind);
+        let inside = self.fence.is_some() || self.edit.is_some();
+        let current = self.current.as_ref().map(|p| p.kind);
         let marked = [("####", Kind::Request), (">", Kind::Output)]
             .into_iter()
             .find_map(|(marker, kind)| line.strip_prefix(marker).map(|rest| (kind, rest)));
         let kind = if inside {
             Kind::Reply
         } else if let Some((kind, rest)) = marked {
-            push(
-                &mut parts,
-                kind,
-                *number,
-                rest.strip_prefix(' ').unwrap_or(rest),
-            );
-            previous_blank = false;
-            continue;
+            self.previous_blank = false;
+            return self.push(kind, number, rest.strip_prefix(' ').unwrap_or(rest));
         } else if blank {
             // A blank line belongs to a reply; it only separates requests
             // and output blocks.
-            if current == Some(Kind::Reply) {
-                push(&mut parts, Kind::Reply, *number, "");
-            }
-            previous_blank = true;
-            continue;
-        } else if current == Some(Kind::Output) && !previous_blank {
+            self.previous_blank = true;
+            return match current {
+                Some(Kind::Reply) => self.push(Kind::Reply, number, ""),
+                _ => None,
+            };
+        } else if current == Some(Kind::Output) && !self.previous_blank {
             Kind::Output
         } else {
             Kind::Reply
         };
-        push(&mut parts, kind, *number, line);
+        let ended = self.push(kind, number, line);
         if kind == Kind::Reply {
-            let trimmed = line.trim_start();
-            if trimmed.starts_with("<<<<<<< SEARCH") {
-                edit = Some(*number);
-            } else if trimmed.starts_with(">>>>>>> REPLACE") {
-                edit = None;
-            } else if edit.is_none() {
-                let ticks: String = trimmed.chars().take_while(|c| *c == '`').collect();
-                if ticks.len() >= 3 {
-                    match &fence {
-                        Some((_, open)) if ticks.len() >= open.len() && trimmed == ticks => {
-                            fence = None;
-                        }
-                        Some(_) => {}
-                        None => fence = Some((*number, ticks)),
+            self.track_blocks(number, line.trim_start());
+        }
+        self.previous_blank = blank;
+        ended
+    }
+
+    /// Follows the fences and SEARCH/REPLACE blocks a reply line opens or
+    /// closes.
+    fn track_blocks(&mut self, number: u64, trimmed: &str) {
+        if trimmed.starts_with("<<<<<<< SEARCH") {
+            self.edit = Some(number);
+        } else if trimmed.starts_with(">>>>>>> REPLACE") {
+            self.edit = None;
+        } else if self.edit.is_none() {
+            let ticks: String = trimmed.chars().take_while(|c| *c == '`').collect();
+            if ticks.len() >= 3 {
+                match &self.fence {
+                    Some((_, open)) if ticks.len() >= open.len() && trimmed == ticks => {
+                        self.fence = None;
                     }
+                    Some(_) => {}
+                    None => self.fence = Some((number, ticks)),
                 }
             }
         }
-        previous_blank = blank;
     }
-    if let Some(opened) = edit.or(fence.map(|(at, _)| at)) {
-        warnings.push(ImportWarning::Note {
-            line: Some(opened),
-            what: "a code fence or edit block of the last reply is never closed; the reply runs to the end of the chat".to_string(),
-        });
-    }
-    (parts, warnings)
-}
 
-/// Adds `text` to the last part when it is of `kind`, else starts one.
-fn push(parts: &mut Vec<Part>, kind: Kind, line: u64, text: &str) {
-    match parts.last_mut() {
-        Some(part) if part.kind == kind => part.text.push(text.to_string()),
-        _ => parts.push(Part {
-            kind,
-            line,
-            text: vec![text.to_string()],
-        }),
+    /// Adds `text` to the current part when it is of `kind`, else starts
+    /// one and returns the part it ends.
+    fn push(&mut self, kind: Kind, line: u64, text: &str) -> Option<Part> {
+        self.any_message |= kind != Kind::Output;
+        let ended = match &self.current {
+            Some(part) if part.kind == kind => None,
+            _ => self.current.replace(Part {
+                kind,
+                line,
+                text: String::new(),
+            }),
+        };
+        if self.keep_text
+            && let Some(part) = &mut self.current
+        {
+            part.text.push('\n');
+            part.text.push_str(text);
+        }
+        ended
+    }
+
+    /// Ends the chat: its last part, and the warnings about blocks it left
+    /// open.
+    fn finish(mut self) -> (Option<Part>, Vec<ImportWarning>) {
+        if let Some(opened) = self.edit.or(self.fence.map(|(at, _)| at)) {
+            self.warnings.push(ImportWarning::Note {
+                line: Some(opened),
+                what: "a code fence or edit block of the last reply is never closed; the reply runs to the end of the chat".to_string(),
+            });
+        }
+        (self.current, self.warnings)
     }
 }
 
@@ -317,11 +415,17 @@ mod tests {
     use super::*;
 
     fn kinds(text: &str) -> Vec<(Kind, String)> {
-        let chats = chats(text);
-        parts(&chats[0])
-            .0
+        let mut parts = Parts::new(true);
+        let mut found: Vec<Part> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, line)| !line.starts_with(CHAT_START))
+            .filter_map(|(i, line)| parts.line(i as u64 + 1, line))
+            .collect();
+        found.extend(parts.finish().0);
+        found
             .into_iter()
-            .map(|p| (p.kind, p.text.join("|")))
+            .map(|p| (p.kind, p.text[1..].replace('\n', "|")))
             .collect()
     }
 

@@ -254,7 +254,7 @@ impl Builder {
                 });
             let seq = self.push(
                 EventBody::Message(abridge_session::MessageEvent {
-                    message: Arc::new(message),
+                    message: crate::shared::shared(message),
                     op: SurfaceOp::Append,
                     sources: Vec::new(),
                 }),
@@ -313,7 +313,7 @@ impl Builder {
         }
         let seq = self.push(
             EventBody::Message(abridge_session::MessageEvent {
-                message: Arc::new(message),
+                message: crate::shared::shared(message),
                 op: SurfaceOp::Append,
                 sources: Vec::new(),
             }),
@@ -371,7 +371,7 @@ impl Builder {
         };
         let seq = self.push(
             EventBody::Message(abridge_session::MessageEvent {
-                message: Arc::new(message),
+                message: crate::shared::shared(message),
                 op: SurfaceOp::Append,
                 sources: Vec::new(),
             }),
@@ -538,6 +538,7 @@ impl Builder {
         message.content.push(Block::text(hides.hidden_note()));
         let mut sources: Vec<Seq> = surface[..cut].to_vec();
         sources.extend_from_slice(bookkeeping);
+        crate::shared::fit(&mut message.content);
         let Draft { body, .. } = Draft::replace(message, 0, cut - 1, sources);
         let seq = self.push(body, parent, time, Some(line), true);
         self.report.compactions += 1;

@@ -10,7 +10,6 @@
 use std::fmt;
 
 use serde::de::DeserializeSeed;
-use serde::de::Deserializer as _;
 use serde::de::Error as _;
 use serde::de::IgnoredAny;
 use serde::de::MapAccess;
@@ -53,16 +52,7 @@ pub(crate) fn walk(
         entry,
         failure: &mut failure,
     };
-    let outcome = match input {
-        Input::Bytes(bytes) => {
-            let mut de = serde_json::Deserializer::from_slice(bytes);
-            de.deserialize_any(root).and_then(|o| de.end().map(|()| o))
-        }
-        Input::File(_) => {
-            let mut de = serde_json::Deserializer::from_reader(input.reader(file)?);
-            de.deserialize_any(root).and_then(|o| de.end().map(|()| o))
-        }
-    };
+    let outcome = parse(file, input, root)?;
     let at = At {
         file,
         line: None,
@@ -80,6 +70,60 @@ pub(crate) fn walk(
             Some(None) => Ok(walk),
         },
     }
+}
+
+/// Reads the document of `input` as an array and calls `entry` with the
+/// index and value of each element, in order, each element's JSON tree
+/// freed before the next is parsed. `what` names the document in an error
+/// when it is not an array (for example "an array of events").
+///
+/// # Errors
+/// As [`walk`]: a JSON error naming the line and column, a field error
+/// when the document is not an array, the first error `entry` returns.
+pub(crate) fn each_element(
+    file: &str,
+    input: &Input<'_>,
+    what: &str,
+    entry: &mut dyn FnMut(usize, Value) -> Result<(), ImportError>,
+) -> Result<(), ImportError> {
+    let mut failure = None;
+    let mut index = 0;
+    let seed = Entries {
+        entry,
+        failure: &mut failure,
+        index: &mut index,
+    };
+    let outcome = parse(file, input, seed)?;
+    match (outcome, failure) {
+        (_, Some(failure)) => Err(failure),
+        (Err(e), None) => Err(json_error(file, input, &e)),
+        (Ok(Some(kind)), None) => Err(At {
+            file,
+            line: None,
+            path: "",
+        }
+        .error("", format!("expected {what}, found {kind}"))),
+        (Ok(None), None) => Ok(()),
+    }
+}
+
+/// Runs `seed` over the whole document of `input`, which must hold nothing
+/// after it.
+fn parse<T>(
+    file: &str,
+    input: &Input<'_>,
+    seed: impl for<'de> DeserializeSeed<'de, Value = T>,
+) -> Result<Result<T, serde_json::Error>, ImportError> {
+    Ok(match input {
+        Input::Bytes(bytes) => {
+            let mut de = serde_json::Deserializer::from_slice(bytes);
+            seed.deserialize(&mut de).and_then(|o| de.end().map(|()| o))
+        }
+        Input::File(_) => {
+            let mut de = serde_json::Deserializer::from_reader(input.reader(file)?);
+            seed.deserialize(&mut de).and_then(|o| de.end().map(|()| o))
+        }
+    })
 }
 
 /// A serde error of the document as an import error: a document that
@@ -144,6 +188,14 @@ macro_rules! other_kinds {
             Ok($answer("null"))
         }
     };
+}
+
+impl<'de> DeserializeSeed<'de> for Root<'_, '_> {
+    type Value = Outcome;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
 }
 
 impl<'de> Visitor<'de> for Root<'_, '_> {

@@ -73,6 +73,48 @@ impl<'a> Input<'a> {
         }
     }
 
+    /// Calls `visit` with every line of the source as text and its 1-based
+    /// number, cut as [`str::lines`] cuts (`\n` or `\r\n` ends a line; the
+    /// last needs neither), one line in memory at a time. For the formats
+    /// that are text, not records (aider's Markdown).
+    ///
+    /// # Errors
+    /// The first error `visit` returns; [`ImportError::Utf8`] naming the
+    /// line and column of a byte that is not UTF-8; a read error.
+    pub(crate) fn each_line(
+        &self,
+        file: &str,
+        mut visit: impl FnMut(u64, &str) -> Result<(), ImportError>,
+    ) -> Result<(), ImportError> {
+        let mut reader = self.reader(file)?;
+        let mut buf = Vec::new();
+        let mut number = 0u64;
+        loop {
+            buf.clear();
+            let read = reader
+                .read_until(b'\n', &mut buf)
+                .map_err(|source| io_error(file, source))?;
+            if read == 0 {
+                return Ok(());
+            }
+            number += 1;
+            let raw = match buf.strip_suffix(b"\n") {
+                Some(rest) => rest.strip_suffix(b"\r").unwrap_or(rest),
+                None => &buf[..],
+            };
+            let text = std::str::from_utf8(raw).map_err(|e| ImportError::Utf8 {
+                file: file.to_string(),
+                line: number,
+                column: e.valid_up_to() as u64 + 1,
+            })?;
+            visit(number, text)?;
+            // A long line's buffer is not kept for the short ones after it.
+            if buf.capacity() > BUFFER_BYTES {
+                buf = Vec::new();
+            }
+        }
+    }
+
     /// Every non-blank line of the source, parsed one at a time as the
     /// iterator is advanced. A bad line is an error naming its line and
     /// column; a last line cut short is [`ImportError::Truncated`].

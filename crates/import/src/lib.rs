@@ -69,6 +69,7 @@ mod json;
 mod openhands;
 mod pi;
 mod report;
+mod shared;
 mod swe;
 
 use std::path::Path;
@@ -118,6 +119,11 @@ pub const MAX_RECORD_BYTES: u64 = 64 * 1024 * 1024;
 /// lines stay small beside the session itself.
 const WRITE_BATCH: usize = 1024;
 
+/// Content bytes past which [`Imported::into_session`] ends a batch: a
+/// store encodes a whole batch before writing it, so this bounds that
+/// buffer whatever the size of single messages.
+const WRITE_BATCH_BYTES: usize = 4 * 1024 * 1024;
+
 /// How many leading bytes [`read`] shows [`Format::detect`].
 pub const DETECT_BYTES: usize = 64 * 1024;
 
@@ -137,8 +143,10 @@ pub struct Imported {
 
 impl Imported {
     /// Creates a session in `store` with [`Imported::header`] and writes
-    /// every draft, 1024 events per write. The drafts are validated
-    /// in memory first, so a rejected import leaves `store` untouched.
+    /// every draft, at most 1024 events (and about 4 MiB of content) per
+    /// write. The drafts are checked first
+    /// ([`check_drafts`](abridge_session::check_drafts), which copies
+    /// nothing), so a rejected import leaves `store` untouched.
     ///
     /// # Errors
     /// [`ImportError::Session`] when the session refuses the events or the
@@ -154,17 +162,30 @@ impl Imported {
             file: location.clone(),
             source,
         };
-        let mut check = Session::in_memory(&self.header.session_id);
-        check.append_batch(self.drafts.clone()).map_err(wrap)?;
-        drop(check);
+        // Checked where they lie, before the store is touched: a refused
+        // import writes nothing, and no second copy of it is built.
+        abridge_session::check_drafts(&self.drafts).map_err(wrap)?;
         let mut session = Session::create(store, self.header).map_err(wrap)?;
         // Written in batches, so the encoded lines waiting for one write
-        // stay a small part of the import's memory.
-        let mut drafts = self.drafts.into_iter();
-        loop {
-            let batch: Vec<Draft> = drafts.by_ref().take(WRITE_BATCH).collect();
-            if batch.is_empty() {
-                break;
+        // stay a small part of the import's memory: at most WRITE_BATCH
+        // events, and past WRITE_BATCH_BYTES of content a batch ends, so
+        // huge messages go a few at a time. The drafts are popped from the
+        // end of the reversed list, which gives its room back as it
+        // empties: the session's events grow as the drafts shrink.
+        let mut rest = self.drafts;
+        rest.reverse();
+        while !rest.is_empty() {
+            let mut batch = Vec::new();
+            let mut bytes = 0;
+            while batch.len() < WRITE_BATCH && bytes < WRITE_BATCH_BYTES {
+                let Some(draft) = rest.pop() else {
+                    break;
+                };
+                bytes += content_bytes(&draft);
+                batch.push(draft);
+            }
+            if rest.capacity() / 2 > rest.len() + WRITE_BATCH {
+                rest.shrink_to_fit();
             }
             session.append_batch(batch).map_err(wrap)?;
         }
@@ -294,8 +315,9 @@ pub fn read_bytes_with(
     read_input(file, input::Input::Bytes(bytes), options)
 }
 
-/// Reads a session from `input` as `options` say: the line-based formats
-/// and SWE-agent's document one record at a time, the others whole.
+/// Reads a session from `input` as `options` say: the line-based formats,
+/// SWE-agent's document, OpenHands trajectories and aider's Markdown one
+/// record (or line) at a time; OpenHands evaluation output whole.
 fn read_input(
     file: &str,
     input: input::Input<'_>,
@@ -324,8 +346,8 @@ fn read_input(
         Format::ClaudeCode => claude::import(file, &input),
         Format::Codex => codex::import(file, &input),
         Format::SweAgent => swe::import(file, &input),
-        Format::Aider => aider::import(file, &input.bytes(file)?, options.session),
-        Format::OpenHands => openhands::import(file, &input.bytes(file)?, options.session),
+        Format::Aider => aider::import(file, &input, options.session),
+        Format::OpenHands => openhands::import(file, &input, options.session),
     }?;
     check_images(file, &imported, options.max_image_pixels)?;
     if imported.report.message_count() == 0 {
@@ -341,6 +363,14 @@ fn read_input(
         "imported"
     );
     Ok(imported)
+}
+
+/// The text a draft carries, roughly what its encoded line will take.
+fn content_bytes(draft: &Draft) -> usize {
+    match &draft.body {
+        abridge_session::EventBody::Message(m) => m.message.content_bytes(),
+        _ => 0,
+    }
 }
 
 /// Refuses the first imported image claiming more than `limit` pixels,

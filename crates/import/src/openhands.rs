@@ -39,6 +39,8 @@ use crate::ImportError;
 use crate::ImportWarning;
 use crate::Imported;
 use crate::builder::Builder;
+use crate::document;
+use crate::input::Input;
 use crate::json::At;
 use crate::json::kind_of;
 
@@ -57,9 +59,58 @@ use sources::sources;
 
 pub(crate) fn import(
     file: &str,
-    bytes: &[u8],
+    input: &Input<'_>,
     session: Option<usize>,
 ) -> Result<Imported, ImportError> {
+    let head = crate::input::head(file, input, crate::DETECT_BYTES)?;
+    if head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return trajectory(file, input, session);
+    }
+    records(file, &input.bytes(file)?, session)
+}
+
+/// A trajectory, one array of events, read twice one event at a time:
+/// first for the calls each model response made, then to convert. Only
+/// one event's JSON tree is held at a time.
+fn trajectory(
+    file: &str,
+    input: &Input<'_>,
+    session: Option<usize>,
+) -> Result<Imported, ImportError> {
+    const WHAT: &str = "an array of events, a record with a `history` or an event";
+    crate::pick(file, 1, session, |_| true)?;
+    let mut calls = Calls::default();
+    let mut created = None;
+    document::each_element(file, input, WHAT, &mut |index, event| {
+        if index == 0 {
+            created = crate::time_of(&event, "timestamp");
+        }
+        calls.add(&event);
+        Ok(())
+    })?;
+    let mut b = Builder::new(file, Format::OpenHands);
+    b.report.sessions = 1;
+    b.report.session = 1;
+    b.report.records = 1;
+    let mut stream = Stream::new(&mut b, file, calls);
+    document::each_element(file, input, WHAT, &mut |index, event| {
+        stream.event(&Located {
+            line: None,
+            path: format!("[{index}]"),
+            event: &event,
+        })
+    })?;
+    let (drafts, report) = b.finish(None)?;
+    Ok(Imported {
+        header: crate::header(crate::id_from_file(file), created, None),
+        drafts,
+        report,
+    })
+}
+
+/// Evaluation output (JSONL records, or one record) and bare events,
+/// parsed whole.
+fn records(file: &str, bytes: &[u8], session: Option<usize>) -> Result<Imported, ImportError> {
     let values = documents(file, bytes)?;
     let sources = sources(file, &values)?;
     let index = crate::pick(file, sources.len(), session, |i| {
@@ -85,7 +136,11 @@ pub(crate) fn import(
             b.report.skip(format!("record {key}"));
         }
     }
-    let mut stream = Stream::new(&mut b, file, &source.events);
+    let mut calls = Calls::default();
+    for located in &source.events {
+        calls.add(located.event);
+    }
+    let mut stream = Stream::new(&mut b, file, calls);
     for event in &source.events {
         stream.event(event)?;
     }
@@ -112,12 +167,52 @@ pub(crate) fn import(
     })
 }
 
+/// One tool call an action made, kept for the first action of its model
+/// response, which writes every call of that response.
+#[derive(Debug)]
+struct Call {
+    id: String,
+    name: String,
+    /// The action's `args`: the call's arguments when the response does not
+    /// record them.
+    args: Value,
+}
+
+/// Response id -> the calls its actions made, in stream order.
+#[derive(Debug, Default)]
+struct Calls(HashMap<String, Vec<Call>>);
+
+impl Calls {
+    /// Notes the call `event` made, if it is an action made through a tool
+    /// call. A finish made through a tool call is written as the model's
+    /// last words, not as a call.
+    fn add(&mut self, event: &Value) {
+        let kind = event.get("action").and_then(Value::as_str);
+        if kind.is_some_and(|k| k != "finish")
+            && let Some(meta) = metadata(event)
+        {
+            let calls = self.0.entry(response_id(meta)).or_default();
+            if let Some(id) = meta.get("tool_call_id").and_then(Value::as_str) {
+                calls.push(Call {
+                    id: id.to_string(),
+                    name: meta
+                        .get("function_name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("tool")
+                        .to_string(),
+                    args: event.get("args").cloned().unwrap_or(Value::Null),
+                });
+            }
+        }
+    }
+}
+
 /// The events of one session turned into messages.
-struct Stream<'b, 'v> {
+struct Stream<'b> {
     b: &'b mut Builder,
     file: &'b str,
-    /// Response id -> the actions it asked for, in stream order.
-    by_response: HashMap<String, Vec<&'v Value>>,
+    /// The calls of each response not yet written.
+    calls: Calls,
     /// Event id -> the tool-call id its action made (or `None` for an
     /// action that made no call).
     actions: HashMap<i64, Option<String>>,
@@ -129,26 +224,12 @@ struct Stream<'b, 'v> {
     line: Option<u64>,
 }
 
-impl<'b, 'v> Stream<'b, 'v> {
-    fn new(b: &'b mut Builder, file: &'b str, events: &[Located<'v>]) -> Self {
-        let mut by_response: HashMap<String, Vec<&'v Value>> = HashMap::new();
-        for located in events {
-            let kind = located.event.get("action").and_then(Value::as_str);
-            // A finish made through a tool call is written as the model's
-            // last words, not as a call.
-            if kind.is_some_and(|k| k != "finish")
-                && let Some(meta) = metadata(located.event)
-            {
-                by_response
-                    .entry(response_id(meta))
-                    .or_default()
-                    .push(located.event);
-            }
-        }
+impl<'b> Stream<'b> {
+    fn new(b: &'b mut Builder, file: &'b str, calls: Calls) -> Self {
         Stream {
             b,
             file,
-            by_response,
+            calls,
             actions: HashMap::new(),
             responses: HashSet::new(),
             model: None,
@@ -161,7 +242,7 @@ impl<'b, 'v> Stream<'b, 'v> {
         self.b.message(message, last, time, self.line);
     }
 
-    fn event(&mut self, located: &Located<'v>) -> Result<(), ImportError> {
+    fn event(&mut self, located: &Located<'_>) -> Result<(), ImportError> {
         let event = located.event;
         self.line = located.line;
         let at = At {
@@ -349,28 +430,15 @@ impl<'b, 'v> Stream<'b, 'v> {
         if !said.is_empty() {
             content.push(Block::text(said));
         }
-        let actions = self
-            .by_response
-            .get(&response_id)
-            .cloned()
-            .unwrap_or_default();
-        for action in actions {
-            let Some(action_meta) = metadata(action) else {
-                continue;
-            };
-            let Some(id) = action_meta.get("tool_call_id").and_then(Value::as_str) else {
-                continue;
-            };
-            let name = action_meta
-                .get("function_name")
-                .and_then(Value::as_str)
-                .unwrap_or("tool");
+        // Each response is written once: its calls are taken, not copied.
+        let calls = self.calls.0.remove(&response_id).unwrap_or_default();
+        for call in calls {
             let arguments = response
-                .and_then(|r| call_arguments(r, id))
-                .unwrap_or_else(|| action.get("args").cloned().unwrap_or(Value::Null));
+                .and_then(|r| call_arguments(r, &call.id))
+                .unwrap_or(call.args);
             content.push(Block::ToolCall {
-                id: id.to_string(),
-                name: name.to_string(),
+                id: call.id,
+                name: call.name,
                 arguments,
             });
         }

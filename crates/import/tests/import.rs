@@ -754,6 +754,35 @@ fn imported_drafts_need_an_empty_session() {
     assert_eq!(session.len(), 1);
 }
 
+/// A refused import writes nothing, though it is written in several
+/// batches: the drafts are checked before the store is created, and the
+/// bad one comes after more than a batch of good ones.
+#[test]
+fn a_refused_import_leaves_the_store_untouched() {
+    let mut imported = import::read(&sample(PI), None).unwrap();
+    while imported.drafts.len() < 3000 {
+        let again = imported.drafts.len() as u64;
+        imported.drafts.push(
+            abridge_session::Draft::message(abridge_llm::Message::user("more"))
+                .with_parent(again.checked_sub(1)),
+        );
+    }
+    let len = imported.drafts.len() as u64;
+    // A parent that is not earlier than its child.
+    imported.drafts.push(
+        abridge_session::Draft::message(abridge_llm::Message::user("bad")).with_parent(Some(len)),
+    );
+    let mut store = MemoryStore::new();
+    let err = imported.into_session(Box::new(store.clone())).unwrap_err();
+    assert!(matches!(err, ImportError::Session { .. }), "{err}");
+    assert!(err.to_string().contains("parent"), "{err}");
+    assert!(
+        abridge_session::SessionStore::load(&mut store)
+            .unwrap()
+            .is_none()
+    );
+}
+
 #[test]
 fn every_event_kind_written_is_known_to_the_report() {
     // Log events written are exactly those the report counts.

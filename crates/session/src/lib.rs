@@ -78,6 +78,7 @@ pub use repair::repair_dangling_tool_calls;
 pub use session::Navigation;
 pub use session::Session;
 pub use session::SurfaceCursor;
+pub use session::check_drafts;
 pub use store::BLOB_THRESHOLD;
 pub use store::CompactionHold;
 pub use store::FsyncPolicy;

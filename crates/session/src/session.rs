@@ -2,7 +2,6 @@
 
 use std::collections::HashSet;
 
-use abridge_llm::Role;
 use abridge_llm::SharedMessage;
 
 use crate::error::Place;
@@ -12,7 +11,6 @@ use crate::event::Event;
 use crate::event::EventBody;
 use crate::event::Header;
 use crate::event::Seq;
-use crate::event::SurfaceOp;
 use crate::lease::Leases;
 use crate::store::LoadReport;
 use crate::store::MemoryStore;
@@ -23,6 +21,9 @@ use crate::surface::Undo;
 
 mod catch_up;
 mod hold;
+mod rules;
+
+pub use rules::check_drafts;
 
 /// A position in the surface change journal, for consumers that keep
 /// running totals (see [`Session::surface_changes_since`]).
@@ -127,11 +128,13 @@ impl Session {
                 location: location.clone(),
                 line: index as u64 + 2,
             };
-            check_links(event, index as u64).map_err(|(field, reason)| SessionError::Invalid {
-                place: place(),
-                field,
-                reason,
-            })?;
+            rules::check_links(event.seq, event.parent, index as u64).map_err(
+                |(field, reason)| SessionError::Invalid {
+                    place: place(),
+                    field,
+                    reason,
+                },
+            )?;
         }
         let mut session = Session {
             header: loaded.header,
@@ -212,19 +215,7 @@ impl Session {
 
     /// The seqs from the root to `seq`, oldest first.
     pub fn path_to(&self, seq: Option<Seq>) -> Vec<Seq> {
-        let mut path = Vec::new();
-        let mut cursor = seq;
-        // Parents always point backwards (checked on every append and open),
-        // so this walk terminates; the step bound guards it regardless.
-        while let Some(current) = cursor {
-            if path.len() > self.events.len() {
-                break;
-            }
-            path.push(current);
-            cursor = self.event(current).and_then(|e| e.parent);
-        }
-        path.reverse();
-        path
+        rules::path_to(&self.events[..], seq)
     }
 
     /// The active path: root to leaf.
@@ -411,8 +402,7 @@ impl Session {
         // The pixel cap guards what this process accepts; an event another
         // writer already logged is caught up as it is.
         if let EventBody::Message(m) = &event.body {
-            abridge_llm::check_image_pixels(&m.message, self.max_image_pixels)
-                .map_err(|e| ("data.message.content", e.to_string()))?;
+            rules::check_image(m, self.max_image_pixels)?;
         }
         self.apply_event(event, undos, refolded)
     }
@@ -426,10 +416,10 @@ impl Session {
         refolded: &mut bool,
     ) -> Result<Seq, (&'static str, String)> {
         let (seq, parent, leaf) = (event.seq, event.parent, self.leaf());
-        check_links(&event, self.events.len() as Seq)?;
+        rules::check_links(seq, parent, self.events.len() as Seq)?;
         if parent == leaf {
             if let EventBody::Message(m) = &event.body {
-                self.check_message(seq, m)?;
+                rules::check_message(&self.events[..], &self.surface, seq, m)?;
                 let (change, undo) = self.surface.apply(seq, &m.op);
                 self.journal.push(change);
                 undos.push(undo);
@@ -448,98 +438,10 @@ impl Session {
         Ok(seq)
     }
 
-    fn check_message(
-        &self,
-        seq: Seq,
-        m: &crate::event::MessageEvent,
-    ) -> Result<(), (&'static str, String)> {
-        self.surface
-            .check(seq, &m.op)
-            .map_err(|reject| ("data.op", reject.to_string()))?;
-        match m.op {
-            SurfaceOp::Rewrite { target } => {
-                let target_message = self.message(target);
-                if target_message.map(|t| t.role) != Some(Role::Tool) {
-                    return Err((
-                        "data.op.target",
-                        format!("rewrite target seq {target} is not a tool result"),
-                    ));
-                }
-                if m.message.role != Role::Tool {
-                    return Err((
-                        "data.message.role",
-                        format!("a rewrite must be a tool message, not {}", m.message.role),
-                    ));
-                }
-                let old_id = target_message
-                    .and_then(|t| t.tool_result_block())
-                    .map(|b| b.0);
-                let new_id = m.message.tool_result_block().map(|b| b.0);
-                if old_id != new_id {
-                    return Err((
-                        "data.message.content",
-                        format!(
-                            "a rewrite must keep the call id {:?}, got {:?}",
-                            old_id.unwrap_or(""),
-                            new_id.unwrap_or("")
-                        ),
-                    ));
-                }
-                if m.sources != [target] {
-                    return Err((
-                        "data.sources",
-                        format!("a rewrite's sources must be [{target}]"),
-                    ));
-                }
-            }
-            SurfaceOp::Replace { start, end } => {
-                let hidden = &self.surface.seqs()[start..=end];
-                // Sorted once, so a checkpoint hiding thousands of messages
-                // is checked in n log n, not n squared.
-                let mut listed = m.sources.clone();
-                listed.sort_unstable();
-                if let Some(missing) = hidden.iter().find(|s| listed.binary_search(s).is_err()) {
-                    return Err((
-                        "data.sources",
-                        format!("a replace must list every seq it hides; {missing} is missing"),
-                    ));
-                }
-                if let Some(bad) = m.sources.iter().find(|s| **s >= seq) {
-                    return Err((
-                        "data.sources",
-                        format!("source seq {bad} is not before this event ({seq})"),
-                    ));
-                }
-            }
-            SurfaceOp::Append => {
-                if !m.sources.is_empty() {
-                    return Err(("data.sources", "an append has no sources".to_string()));
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Rebuilds the surface from the active path, validating every
     /// operation. On error returns the seq, field and reason.
     fn refold(&mut self) -> Result<(), (Seq, &'static str, String)> {
-        let mut surface = Surface::default();
-        let mut journal = Vec::new();
-        let previous = std::mem::take(&mut self.surface);
-        for seq in self.active_path() {
-            if let Some(m) = self.event(seq).and_then(Event::message_event) {
-                let m = m.clone();
-                self.surface = surface;
-                let checked = self.check_message(seq, &m);
-                surface = std::mem::take(&mut self.surface);
-                if let Err((field, reason)) = checked {
-                    self.surface = previous;
-                    return Err((seq, field, reason));
-                }
-                let (change, _) = surface.apply(seq, &m.op);
-                journal.push(change);
-            }
-        }
+        let (surface, journal) = rules::fold(&self.events[..], self.leaf())?;
         self.surface = surface;
         self.journal = journal;
         self.epoch += 1;
@@ -567,31 +469,4 @@ struct Mark {
     events: usize,
     journal: usize,
     epoch: u64,
-}
-
-/// The structural rules every event obeys, whatever its branch: its seq is
-/// its index, and its parent points strictly backwards (so parent chains
-/// never cycle).
-fn check_links(event: &Event, expected: Seq) -> Result<(), (&'static str, String)> {
-    if event.seq != expected {
-        return Err((
-            "seq",
-            format!(
-                "expected seq {expected}, found {} (seqs must be contiguous from 0)",
-                event.seq
-            ),
-        ));
-    }
-    if let Some(parent) = event.parent
-        && parent >= event.seq
-    {
-        return Err((
-            "parent",
-            format!(
-                "parent {parent} does not point to an earlier event (seq {})",
-                event.seq
-            ),
-        ));
-    }
-    Ok(())
 }

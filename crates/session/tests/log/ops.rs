@@ -499,6 +499,13 @@ fn run(ops: &[Op]) {
     }
     let _ = accepted;
 
+    // The same events as one batch of drafts for a new session pass the
+    // copy-free check, which must accept all an append accepted.
+    let drafts = as_drafts(h.session.events());
+    if let Err(e) = abridge_session::check_drafts(&drafts) {
+        panic!("check_drafts refused what the session accepted: {e}");
+    }
+
     // Reopen: same events, surface and messages.
     let live_lines = support::lines(h.session.events());
     let live_surface = h.session.surface().clone();
@@ -512,6 +519,81 @@ fn run(ops: &[Op]) {
     assert_eq!(reopened.surface_messages(), live_messages);
     assert_eq!(reopened.active_path(), live_path);
     check_folds(&reopened);
+}
+
+/// `events` as drafts that name every parent and time, as an importer
+/// writes them.
+fn as_drafts(events: &[Event]) -> Vec<Draft> {
+    events
+        .iter()
+        .map(|e| Draft {
+            parent: Some(e.parent),
+            time: Some(e.time.clone()),
+            body: e.body.clone(),
+        })
+        .collect()
+}
+
+/// `check_drafts` refuses what a new session's `append_batch` refuses,
+/// with the same error, on the active path and after a branch (which the
+/// check folds again, as the session does).
+#[test]
+fn check_drafts_refuses_as_a_new_session_does() {
+    let call = |id: &str| support::parallel_calls("", &[id.to_string()]);
+    let base = vec![
+        Draft::message(Message::user("a")),
+        Draft::message(call("c1")),
+        Draft::message(Message::tool_result("c1", "out", false)),
+        Draft::message(Message::user("b")),
+    ];
+    let with = |extra: Vec<Draft>| {
+        let mut drafts = base.clone();
+        drafts.extend(extra);
+        drafts
+    };
+    let cases = vec![
+        // A replace leaving out a seq it hides.
+        with(vec![Draft::replace(Message::user("[c]"), 0, 2, vec![0, 2])]),
+        // A parent that is not earlier.
+        with(vec![
+            Draft::message(Message::user("x")).with_parent(Some(4)),
+        ]),
+        // A rewrite of a result that a branch from seq 0 left behind: only
+        // a fold of the new path knows it is not visible.
+        with(vec![
+            Draft::message(Message::user("other")).with_parent(Some(0)),
+            Draft::rewrite(Message::tool_result("c1", "[pruned]", false), 2),
+        ]),
+        // A rewrite that changes the call id, on the active path.
+        with(vec![Draft::rewrite(
+            Message::tool_result("c2", "[pruned]", false),
+            2,
+        )]),
+        // An append that lists sources.
+        with(vec![Draft::body(EventBody::Message(
+            abridge_session::MessageEvent {
+                message: std::sync::Arc::new(Message::user("x")),
+                op: SurfaceOp::Append,
+                sources: vec![0],
+            },
+        ))]),
+    ];
+    for drafts in cases {
+        let session = Session::in_memory("c").append_batch(drafts.clone());
+        let checked = abridge_session::check_drafts(&drafts);
+        match (session, checked) {
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => panic!("session {a:?}, check {b:?}"),
+        }
+    }
+    let mut valid = with(vec![
+        Draft::message(Message::user("other")).with_parent(Some(0)),
+        Draft::replace(Message::user("[c]"), 0, 1, vec![0, 4]),
+    ]);
+    abridge_session::check_drafts(&valid).unwrap();
+    Session::in_memory("c").append_batch(valid.clone()).unwrap();
+    valid.push(Draft::rewrite(Message::tool_result("c1", "[p]", false), 2));
+    assert!(abridge_session::check_drafts(&valid).is_err());
 }
 
 proptest! {
