@@ -17,7 +17,7 @@
 //! The format is text, one line per message:
 //!
 //! ```text
-//! abridge-counts 1 o200k:openai:1
+//! abridge-counts 2 o200k:openai:1
 //! 0 5f1c...(32 hex digits) 12 0 -
 //! 3 a0b2... 57 18 14,22
 //! ```
@@ -25,8 +25,14 @@
 //! a header naming the format version and the cost model, then `seq`,
 //! the content hash, the cost without thinking, the thinking's cost, and
 //! each tool call's cost in block order (`-` for none).
+//!
+//! Version 1 keyed counts by a truncated SHA-256; version 2 by XXH3-128,
+//! which hashes a 100 MB session in a fraction of the time. A version 1
+//! file is refused like any other unreadable one and rebuilt: it is a
+//! cache. The hash guards against a changed file at the same path, not
+//! against an adversary (who could as well edit the counts file), so 128
+//! bits of a well-mixed non-cryptographic hash are enough.
 
-use std::collections::HashMap;
 use std::io::BufRead;
 use std::io::Write;
 
@@ -34,17 +40,16 @@ use abridge_llm::Block;
 use abridge_llm::ImageSource;
 use abridge_llm::Message;
 use abridge_session::Seq;
-use sha2::Digest;
-use sha2::Sha256;
+use xxhash_rust::xxh3::Xxh3;
 
 /// The first word of a kept-counts file.
 pub const KEPT_MAGIC: &str = "abridge-counts";
 
 /// The format version this build reads and writes.
-pub const KEPT_VERSION: u32 = 1;
+pub const KEPT_VERSION: u32 = 2;
 
-/// A message's content hash: the first 16 bytes of a SHA-256 over its role
-/// and every block field its cost depends on.
+/// A message's content hash: XXH3-128 over its role and every block field
+/// its cost depends on, as 16 little-endian bytes.
 pub type ContentHash = [u8; 16];
 
 /// Why a kept-counts file was not read. The caller ignores the file (it is
@@ -101,7 +106,11 @@ pub(crate) struct KeptCost {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KeptCounts {
     model: String,
-    costs: HashMap<Seq, KeptCost>,
+    /// Indexed by seq: seqs are dense from 0, so a lookup is an index, not
+    /// a hash of the key.
+    costs: Vec<Option<KeptCost>>,
+    /// How many of `costs` are `Some`.
+    len: usize,
     changed: bool,
 }
 
@@ -111,7 +120,8 @@ impl KeptCounts {
     pub fn new(model: impl Into<String>) -> Self {
         KeptCounts {
             model: model.into(),
-            costs: HashMap::new(),
+            costs: Vec::new(),
+            len: 0,
             changed: false,
         }
     }
@@ -123,12 +133,12 @@ impl KeptCounts {
 
     /// How many messages have a kept count.
     pub fn len(&self) -> usize {
-        self.costs.len()
+        self.len
     }
 
     /// True when no message has a kept count.
     pub fn is_empty(&self) -> bool {
-        self.costs.is_empty()
+        self.len == 0
     }
 
     /// True when counts were added or replaced since it was read: the set
@@ -140,7 +150,11 @@ impl KeptCounts {
     /// The kept cost at `seq` when it was counted from content hashing to
     /// `hash`; a stale entry (another hash) is `None`.
     pub(crate) fn get(&self, seq: Seq, hash: &ContentHash) -> Option<&KeptCost> {
-        self.costs.get(&seq).filter(|kept| &kept.hash == hash)
+        let index = usize::try_from(seq).ok()?;
+        self.costs
+            .get(index)?
+            .as_ref()
+            .filter(|kept| &kept.hash == hash)
     }
 
     /// Marks the set as needing a write (after a write that failed).
@@ -150,8 +164,22 @@ impl KeptCounts {
 
     /// Records the cost counted at `seq`, replacing a stale one.
     pub(crate) fn put(&mut self, seq: Seq, cost: KeptCost) {
-        self.costs.insert(seq, cost);
+        self.insert(seq, cost);
         self.changed = true;
+    }
+
+    fn insert(&mut self, seq: Seq, cost: KeptCost) {
+        // A seq past the address space cannot be a message of a loaded
+        // session; such a count could never be asked for.
+        let Ok(index) = usize::try_from(seq) else {
+            return;
+        };
+        if index >= self.costs.len() {
+            self.costs.resize(index + 1, None);
+        }
+        if self.costs[index].replace(cost).is_none() {
+            self.len += 1;
+        }
     }
 
     /// Reads a set written by [`write`](Self::write) for the cost model
@@ -161,9 +189,12 @@ impl KeptCounts {
     /// [`KeptError::Header`] or [`KeptError::Line`] when the text is not
     /// this format, [`KeptError::OtherModel`] when it was made for another
     /// cost model, [`KeptError::Io`] when reading fails.
-    pub fn read(reader: impl BufRead, model: &str) -> Result<KeptCounts, KeptError> {
-        let mut lines = reader.lines();
-        let header = lines.next().transpose()?.unwrap_or_default();
+    pub fn read(mut reader: impl BufRead, model: &str) -> Result<KeptCounts, KeptError> {
+        // One line buffer for the whole file: a long session's file has a
+        // line per message.
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        let header = line_text(&line).to_string();
         let mut words = header.splitn(3, ' ');
         let (Some(KEPT_MAGIC), Some(version), Some(found)) =
             (words.next(), words.next(), words.next())
@@ -180,15 +211,19 @@ impl KeptCounts {
             });
         }
         let mut kept = KeptCounts::new(model);
-        for (index, line) in lines.enumerate() {
-            let line = line?;
-            let (seq, cost) = parse_line(&line).map_err(|reason| KeptError::Line {
-                line: index + 2,
+        let mut number = 1;
+        loop {
+            line.clear();
+            if reader.read_line(&mut line)? == 0 {
+                return Ok(kept);
+            }
+            number += 1;
+            let (seq, cost) = parse_line(line_text(&line)).map_err(|reason| KeptError::Line {
+                line: number,
                 reason,
             })?;
-            kept.costs.insert(seq, cost);
+            kept.insert(seq, cost);
         }
-        Ok(kept)
     }
 
     /// Writes the set, seqs in order, and marks it unchanged.
@@ -197,10 +232,8 @@ impl KeptCounts {
     /// [`KeptError::Io`] when writing fails.
     pub fn write(&mut self, mut writer: impl Write) -> Result<(), KeptError> {
         writeln!(writer, "{KEPT_MAGIC} {KEPT_VERSION} {}", self.model)?;
-        let mut seqs: Vec<&Seq> = self.costs.keys().collect();
-        seqs.sort_unstable();
-        for seq in seqs {
-            let cost = &self.costs[seq];
+        for (seq, cost) in self.costs.iter().enumerate() {
+            let Some(cost) = cost else { continue };
             write!(writer, "{seq} ")?;
             for byte in cost.hash {
                 write!(writer, "{byte:02x}")?;
@@ -221,6 +254,12 @@ impl KeptCounts {
         self.changed = false;
         Ok(())
     }
+}
+
+/// A line read with its end (`\n` or `\r\n`) taken off.
+fn line_text(line: &str) -> &str {
+    let line = line.strip_suffix('\n').unwrap_or(line);
+    line.strip_suffix('\r').unwrap_or(line)
 }
 
 fn parse_line(line: &str) -> Result<(Seq, KeptCost), &'static str> {
@@ -262,49 +301,46 @@ fn parse_line(line: &str) -> Result<(Seq, KeptCost), &'static str> {
 /// two messages feed the same bytes. Ids (tool call ids) are left out:
 /// they cost nothing.
 pub fn content_hash(message: &Message) -> ContentHash {
-    let mut hasher = Sha256::new();
+    let mut hasher = Xxh3::new();
     feed_str(&mut hasher, message.role.as_str());
     for block in &message.content {
         feed_block(&mut hasher, block);
     }
-    let digest = hasher.finalize();
-    let mut hash = [0u8; 16];
-    hash.copy_from_slice(&digest[..16]);
-    hash
+    hasher.digest128().to_le_bytes()
 }
 
-fn feed_str(hasher: &mut Sha256, text: &str) {
-    hasher.update((text.len() as u64).to_le_bytes());
+fn feed_str(hasher: &mut Xxh3, text: &str) {
+    hasher.update(&(text.len() as u64).to_le_bytes());
     hasher.update(text.as_bytes());
 }
 
-fn feed_json(hasher: &mut Sha256, value: &impl serde::Serialize) {
+fn feed_json(hasher: &mut Xxh3, value: &impl serde::Serialize) {
     // Serialization into a hasher cannot fail on a Value or an ImageSource;
     // a failure would only make the hash differ, never match wrongly.
     let _ = serde_json::to_writer(HashWriter(hasher), value);
-    hasher.update([0xff]);
+    hasher.update(&[0xff]);
 }
 
-fn feed_block(hasher: &mut Sha256, block: &Block) {
+fn feed_block(hasher: &mut Xxh3, block: &Block) {
     match block {
         Block::Text { text } => {
-            hasher.update([1]);
+            hasher.update(&[1]);
             feed_str(hasher, text);
         }
         Block::Thinking {
             thinking,
             signature,
         } => {
-            hasher.update([2]);
+            hasher.update(&[2]);
             feed_str(hasher, thinking);
             feed_str(hasher, signature.as_deref().unwrap_or(""));
         }
         Block::RedactedThinking { data } => {
-            hasher.update([3]);
+            hasher.update(&[3]);
             feed_str(hasher, data);
         }
         Block::Native { provider, item } => {
-            hasher.update([4]);
+            hasher.update(&[4]);
             feed_str(hasher, provider);
             feed_json(hasher, item);
         }
@@ -313,7 +349,7 @@ fn feed_block(hasher: &mut Sha256, block: &Block) {
             width,
             height,
         } => {
-            hasher.update([5]);
+            hasher.update(&[5]);
             match source {
                 ImageSource::Base64 { media_type, data } => {
                     feed_str(hasher, media_type);
@@ -321,21 +357,21 @@ fn feed_block(hasher: &mut Sha256, block: &Block) {
                 }
                 other => feed_json(hasher, other),
             }
-            hasher.update(width.map_or(u64::MAX, u64::from).to_le_bytes());
-            hasher.update(height.map_or(u64::MAX, u64::from).to_le_bytes());
+            hasher.update(&width.map_or(u64::MAX, u64::from).to_le_bytes());
+            hasher.update(&height.map_or(u64::MAX, u64::from).to_le_bytes());
         }
         Block::ToolCall {
             name, arguments, ..
         } => {
-            hasher.update([6]);
+            hasher.update(&[6]);
             feed_str(hasher, name);
             match arguments {
                 serde_json::Value::String(s) => {
-                    hasher.update([0]);
+                    hasher.update(&[0]);
                     feed_str(hasher, s);
                 }
                 other => {
-                    hasher.update([1]);
+                    hasher.update(&[1]);
                     feed_json(hasher, other);
                 }
             }
@@ -343,8 +379,8 @@ fn feed_block(hasher: &mut Sha256, block: &Block) {
         Block::ToolResult {
             content, is_error, ..
         } => {
-            hasher.update([7, u8::from(*is_error)]);
-            hasher.update((content.len() as u64).to_le_bytes());
+            hasher.update(&[7, u8::from(*is_error)]);
+            hasher.update(&(content.len() as u64).to_le_bytes());
             for inner in content {
                 feed_block(hasher, inner);
             }
@@ -353,7 +389,7 @@ fn feed_block(hasher: &mut Sha256, block: &Block) {
 }
 
 /// Lets serde_json write straight into a hasher.
-struct HashWriter<'a>(&'a mut Sha256);
+struct HashWriter<'a>(&'a mut Xxh3);
 
 impl Write for HashWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -391,7 +427,8 @@ mod tests {
         kept.write(&mut bytes).unwrap();
         assert!(!kept.changed());
         let text = String::from_utf8(bytes.clone()).unwrap();
-        assert!(text.starts_with("abridge-counts 1 o200k:openai:1\n0 0202"));
+        assert!(text.starts_with("abridge-counts 2 o200k:openai:1\n0 0202"));
+        assert_eq!(text.lines().count(), 3, "a header and the two seqs kept");
         let back = KeptCounts::read(bytes.as_slice(), "o200k:openai:1").unwrap();
         assert_eq!(back, kept);
         assert!(matches!(
@@ -402,12 +439,23 @@ mod tests {
 
     #[test]
     fn corrupt_files_are_refused_naming_the_line() {
-        let bad = "abridge-counts 1 m\n0 zz 1 2 -\n";
+        let bad = "abridge-counts 2 m\n0 zz 1 2 -\n";
         assert_eq!(
             KeptCounts::read(bad.as_bytes(), "m")
                 .unwrap_err()
                 .to_string(),
             "kept counts: line 2 is malformed: bad hash"
+        );
+        let third = format!(
+            "abridge-counts 2 m\r\n0 {} 1 2 -\r\n1 {} x 2 -\n",
+            "ab".repeat(16),
+            "cd".repeat(16)
+        );
+        assert_eq!(
+            KeptCounts::read(third.as_bytes(), "m")
+                .unwrap_err()
+                .to_string(),
+            "kept counts: line 3 is malformed: bad cost"
         );
         assert!(matches!(
             KeptCounts::read("garbage".as_bytes(), "m"),
@@ -417,6 +465,57 @@ mod tests {
             KeptCounts::read("abridge-counts 9 m\n".as_bytes(), "m"),
             Err(KeptError::Header { .. })
         ));
+    }
+
+    #[test]
+    fn a_file_of_the_sha_256_version_is_refused_so_it_is_rebuilt() {
+        let old = format!("abridge-counts 1 m\n0 {} 1 2 -\n", "ab".repeat(16));
+        assert!(matches!(
+            KeptCounts::read(old.as_bytes(), "m"),
+            Err(KeptError::Header { .. })
+        ));
+    }
+
+    #[test]
+    fn replacing_a_count_keeps_one_per_seq() {
+        let mut kept = KeptCounts::new("m");
+        assert!(kept.is_empty());
+        kept.put(5, cost([1; 16], &[]));
+        kept.put(5, cost([2; 16], &[]));
+        kept.put(2, cost([3; 16], &[]));
+        assert_eq!(kept.len(), 2);
+        assert!(
+            kept.get(5, &[1; 16]).is_none(),
+            "the first count was replaced"
+        );
+        assert!(kept.get(5, &[2; 16]).is_some());
+        let mut bytes = Vec::new();
+        kept.write(&mut bytes).unwrap();
+        let seqs: Vec<&str> = std::str::from_utf8(&bytes)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| l.split(' ').next().unwrap())
+            .collect();
+        assert_eq!(seqs, ["2", "5"]);
+        assert_eq!(KeptCounts::read(bytes.as_slice(), "m").unwrap(), kept);
+    }
+
+    #[test]
+    fn the_hash_is_xxh3_128_of_the_fed_fields() {
+        // The role "user" length-prefixed, then a text block (tag 1) "hi"
+        // length-prefixed: a change of hash function or feeding order
+        // changes this, and needs a new KEPT_VERSION.
+        let mut fed = Vec::new();
+        fed.extend_from_slice(&4u64.to_le_bytes());
+        fed.extend_from_slice(b"user");
+        fed.push(1);
+        fed.extend_from_slice(&2u64.to_le_bytes());
+        fed.extend_from_slice(b"hi");
+        assert_eq!(
+            content_hash(&Message::user("hi")),
+            xxhash_rust::xxh3::xxh3_128(&fed).to_le_bytes()
+        );
     }
 
     #[test]
