@@ -391,4 +391,43 @@ mod tests {
             20
         );
     }
+
+    #[test]
+    fn a_shell_argv_is_read_as_the_script_it_runs() {
+        let argv = |parts: &[&str]| serde_json::json!({ "command": parts });
+        assert_eq!(
+            command_text("shell", &argv(&["bash", "-lc", "cargo test -p x"])).as_deref(),
+            Some("cargo test -p x")
+        );
+        assert_eq!(
+            command_text("exec_command", &argv(&["/bin/zsh", "-c", "ls src"])).as_deref(),
+            Some("ls src")
+        );
+        // Three words that are not a shell and its flag are the command.
+        assert_eq!(
+            command_text("shell", &argv(&["git", "status", "-s"])).as_deref(),
+            Some("git status -s")
+        );
+        assert_eq!(
+            command_text("shell", &argv(&["bash", "script.sh", "x"])).as_deref(),
+            Some("bash script.sh x")
+        );
+        assert_eq!(command_text("read", &argv(&["bash", "-lc", "ls"])), None);
+    }
+
+    #[test]
+    fn a_file_at_the_filesystem_root_is_listed_by_its_full_path() {
+        let mut ops = FileOps::default();
+        ops.record("/setup.py", FileAccess::Write);
+        ops.record("src/lib.rs", FileAccess::Read);
+        let text = render_files(&ops);
+        assert_eq!(
+            text,
+            format!(
+                "<files>\n/setup.py ({})\nsrc/\n  lib.rs ({})\n</files>",
+                FileAccess::Write.mark(),
+                FileAccess::Read.mark()
+            )
+        );
+    }
 }
