@@ -463,6 +463,31 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_stretch_after_a_cached_boundary_pays_for_its_own_start_within_the_budget() {
+        // A shared cache already holds the first boundary's figure, but
+        // this primer never counted the prefix before the second stretch:
+        // counting that stretch takes two calls, one more than allowed.
+        let cache = Arc::new(CountCache::new());
+        let messages = surface(3); // u a u
+        let warm = CountPrimer::new(Arc::new(Scripted::default()), cache.clone(), cost());
+        warm.prime("m", &messages[..1]).await;
+        assert!(cache.tokens(&messages[0]).is_some());
+        let endpoint = Arc::new(Scripted::default());
+        let primer = CountPrimer::new(endpoint.clone(), cache.clone(), cost()).with_max_calls(1);
+        let report = primer.prime("m", &messages).await;
+        assert_eq!((report.calls, report.counted, report.deferred), (0, 0, 1));
+        assert_eq!(endpoint.calls.load(Ordering::SeqCst), 0);
+        // With room for both calls it is counted.
+        let roomy = CountPrimer::new(endpoint.clone(), cache.clone(), cost()).with_max_calls(2);
+        let report = roomy.prime("m", &messages).await;
+        assert_eq!((report.calls, report.counted, report.deferred), (2, 1, 0));
+        assert_eq!(
+            cache.tokens(&messages[2]),
+            Some(20 - cost().split(&messages[1]).0)
+        );
+    }
+
+    #[tokio::test]
     async fn the_call_budget_defers_the_rest_to_the_next_prime() {
         let endpoint = Arc::new(Scripted::default());
         let cache = Arc::new(CountCache::new());

@@ -255,3 +255,33 @@ fn a_hook_that_cancels_stops_the_compaction_and_hides_nothing() {
     );
     assert_eq!(harness.request().unwrap(), before);
 }
+
+#[test]
+fn the_speculative_band_is_its_percent_of_the_threshold() {
+    let harness = Harness::builder(Session::in_memory("band"), "gpt-4o")
+        .settings(settings("speculative_percent = 20\n"))
+        .window(8_000)
+        .build()
+        .unwrap();
+    let threshold = harness.limits().threshold;
+    assert!(threshold > 1_000, "{threshold}");
+    assert_eq!(
+        harness.maintenance().speculative_band(),
+        Some(threshold * 20 / 100)
+    );
+    let off = Harness::builder(Session::in_memory("off"), "gpt-4o")
+        .window(8_000)
+        .build()
+        .unwrap();
+    assert_eq!(off.maintenance().speculative_band(), None);
+}
+
+#[test]
+fn a_builder_with_an_observer_says_so_when_logged() {
+    let observer: abridge::Observer = std::sync::Arc::new(|_: &abridge::MaintenanceEvent| {});
+    let builder = Harness::builder(Session::in_memory("o"), "gpt-4o").observer(observer);
+    let shown = format!("{builder:?}");
+    assert!(shown.contains("observer: Some(Observer)"), "{shown}");
+    let plain = format!("{:?}", Harness::builder(Session::in_memory("o"), "gpt-4o"));
+    assert!(plain.contains("observer: None"), "{plain}");
+}

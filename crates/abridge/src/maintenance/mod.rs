@@ -163,6 +163,13 @@ impl Maintenance {
         self
     }
 
+    /// How many tokens below the threshold a speculative checkpoint may
+    /// start; `None` when speculation is off. A host shows it beside the
+    /// limits, so a user can see where early work begins.
+    pub fn speculative_band(&self) -> Option<u64> {
+        self.speculative_band
+    }
+
     /// Whether a speculative checkpoint is held and finished: the next
     /// pass that reaches its method commits it without a model call.
     pub fn speculation_ready(&self) -> bool {
