@@ -285,3 +285,21 @@ fn a_builder_with_an_observer_says_so_when_logged() {
     let plain = format!("{:?}", Harness::builder(Session::in_memory("o"), "gpt-4o"));
     assert!(plain.contains("observer: None"), "{plain}");
 }
+
+#[test]
+fn a_pass_is_needed_only_above_the_threshold() {
+    use abridge::compact::Trigger;
+    let harness = Harness::builder(Session::in_memory("needed"), "gpt-4o")
+        .window(8_000)
+        .build()
+        .unwrap();
+    let maintenance = harness.maintenance();
+    let threshold = harness.limits().threshold;
+    for trigger in [Trigger::Threshold, Trigger::MidTurn] {
+        assert!(!maintenance.needed(trigger, threshold), "{trigger:?}");
+        assert!(maintenance.needed(trigger, threshold + 1), "{trigger:?}");
+    }
+    assert!(!maintenance.needed(Trigger::Idle, threshold / 2));
+    assert!(maintenance.needed(Trigger::Idle, threshold / 2 + 1));
+    assert!(maintenance.needed(Trigger::Manual, 0));
+}
