@@ -526,3 +526,71 @@ fn a_shaken_block_reads_back_through_its_part_reference() {
         "{reference} read back {text:?}"
     );
 }
+
+/// The newest checkpoint on the surface.
+fn newest_checkpoint(harness: &Harness) -> Seq {
+    let session = harness.session().lock().unwrap();
+    *session
+        .surface()
+        .seqs()
+        .iter()
+        .rfind(|&&s| {
+            session
+                .event(s)
+                .and_then(|e| e.message_event())
+                .is_some_and(|m| matches!(m.op, SurfaceOp::Replace { .. }))
+        })
+        .unwrap()
+}
+
+#[test]
+fn an_earlier_checkpoint_and_recall_result_read_back_as_their_references() {
+    let harness = harness_for(Session::in_memory("refs"), 400_000);
+    for i in 0..30 {
+        harness
+            .append(Message::user(format!(
+                "request {i}: {}",
+                "detail ".repeat(40)
+            )))
+            .unwrap();
+        harness
+            .append(Message::assistant(format!("answer {i}")))
+            .unwrap();
+    }
+    run(harness.compact(&["digest".to_string()], None)).unwrap();
+    let earlier = newest_checkpoint(&harness);
+    let hidden = {
+        let session = harness.session().lock().unwrap();
+        abridge::recall::hidden_messages(&session, earlier)
+    };
+    let args = json!({"ref": format!("recall://{}-{}", hidden[0], hidden.last().unwrap())});
+    harness
+        .append(Message::tool_call("r0", "recall", args.clone()))
+        .unwrap();
+    let answer = harness.call_tool("recall", &args).unwrap();
+    let result = harness
+        .append(Message::tool_result("r0", answer, false))
+        .unwrap();
+    harness.append(Message::user("carry on")).unwrap();
+    run(harness.compact(&["digest".to_string()], None)).unwrap();
+    let newest = newest_checkpoint(&harness);
+    assert_ne!(newest, earlier);
+    let session = harness.session().lock().unwrap();
+    // The stretch the newest checkpoint covers, read back as the model
+    // would: the earlier checkpoint and the earlier read stand as one line
+    // each, naming where they can be read alone.
+    let recall = Recall::open(&session, None);
+    let text = read_all(&recall, &session, &format!("recall://0-{}", result + 1));
+    assert!(
+        text.contains(&format!(
+            "[an earlier checkpoint; read it with recall://{earlier}]"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "[an earlier recall result; read it alone with recall://{result}]"
+        )),
+        "{text}"
+    );
+}
