@@ -351,9 +351,10 @@ fn bad_calls_are_answered_in_words() {
     );
 }
 
-#[test]
-fn reading_back_and_compacting_again_stays_bounded() {
-    let harness = harness_for(Session::in_memory("cycle"), 400_000);
+/// Thirty turns of long requests in a roomy window, folded by one digest
+/// compaction.
+fn thirty_turns_compacted(name: &str) -> Harness {
+    let harness = harness_for(Session::in_memory(name), 400_000);
     for i in 0..30 {
         harness
             .append(Message::user(format!(
@@ -366,6 +367,12 @@ fn reading_back_and_compacting_again_stays_bounded() {
             .unwrap();
     }
     run(harness.compact(&["digest".to_string()], None)).unwrap();
+    harness
+}
+
+#[test]
+fn reading_back_and_compacting_again_stays_bounded() {
+    let harness = thirty_turns_compacted("cycle");
     let bytes = |h: &Harness| -> usize {
         let session = h.session().lock().unwrap();
         session
@@ -380,18 +387,8 @@ fn reading_back_and_compacting_again_stays_bounded() {
         let before = bytes(&harness);
         // The model reads back everything the newest checkpoint hides.
         let (first, last) = {
+            let checkpoint = newest_checkpoint(&harness);
             let session = harness.session().lock().unwrap();
-            let checkpoint = *session
-                .surface()
-                .seqs()
-                .iter()
-                .rfind(|&&s| {
-                    session
-                        .event(s)
-                        .and_then(|e| e.message_event())
-                        .is_some_and(|m| matches!(m.op, SurfaceOp::Replace { .. }))
-                })
-                .unwrap();
             let hidden = abridge::recall::hidden_messages(&session, checkpoint);
             (hidden[0], *hidden.last().unwrap())
         };
@@ -545,19 +542,7 @@ fn newest_checkpoint(harness: &Harness) -> Seq {
 
 #[test]
 fn an_earlier_checkpoint_and_recall_result_read_back_as_their_references() {
-    let harness = harness_for(Session::in_memory("refs"), 400_000);
-    for i in 0..30 {
-        harness
-            .append(Message::user(format!(
-                "request {i}: {}",
-                "detail ".repeat(40)
-            )))
-            .unwrap();
-        harness
-            .append(Message::assistant(format!("answer {i}")))
-            .unwrap();
-    }
-    run(harness.compact(&["digest".to_string()], None)).unwrap();
+    let harness = thirty_turns_compacted("refs");
     let earlier = newest_checkpoint(&harness);
     let hidden = {
         let session = harness.session().lock().unwrap();
