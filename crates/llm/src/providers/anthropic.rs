@@ -1,14 +1,13 @@
 //! Anthropic Messages (`POST {base}/v1/messages`) with prompt-cache markers.
 
-use std::collections::HashMap;
-
-use std::borrow::Cow;
-
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
 
+use super::anthropic_decode::AnthropicDecoder;
+use super::anthropic_decode::WireUsage;
+use super::anthropic_decode::stop_reason;
 use super::anthropic_encode;
 use super::classify;
 use super::config::ProviderConfig;
@@ -16,19 +15,14 @@ use super::fragments;
 use super::fragments::FragmentCache;
 use super::http::Auth;
 use super::http::Http;
-use super::sse::SseEvent;
 use super::stream;
-use super::stream::Decoder;
-use super::stream::Partial;
 use super::wire;
 use crate::client::LlmClient;
 use crate::client::Request;
 use crate::client::Response;
 use crate::client::ResponseStream;
-use crate::client::StreamEvent;
 use crate::error::LlmError;
 use crate::message::Block;
-use crate::usage::StopReason;
 use crate::usage::Usage;
 
 /// Public Anthropic API base (the client appends `/v1/messages`).
@@ -160,17 +154,6 @@ impl AnthropicClient {
     }
 }
 
-fn stop_reason(reason: Option<&str>) -> StopReason {
-    match reason {
-        None | Some("end_turn") => StopReason::EndTurn,
-        Some("max_tokens") => StopReason::MaxTokens,
-        Some("tool_use") => StopReason::ToolUse,
-        Some("stop_sequence") => StopReason::StopSequence,
-        Some("refusal") => StopReason::Refusal,
-        Some(other) => StopReason::Other(other.to_string()),
-    }
-}
-
 fn block_from(wire: &Value) -> Option<Block> {
     let text = |key: &str| {
         wire.get(key)
@@ -194,232 +177,6 @@ fn block_from(wire: &Value) -> Option<Block> {
             arguments: wire.get("input").cloned().unwrap_or_else(|| json!({})),
         }),
         _ => None,
-    }
-}
-
-/// Stream decoder: `message_start`, content block start/delta/stop,
-/// `message_delta`, ending in `message_stop`.
-#[derive(Debug)]
-struct AnthropicDecoder {
-    provider: String,
-    dialect: classify::ErrorDialect,
-    model: String,
-    parts: Vec<Partial>,
-    slots: HashMap<u64, usize>,
-    stop: Option<String>,
-    usage: Usage,
-}
-
-/// One streamed event, read straight from its bytes; text pieces are
-/// borrowed unless they hold escapes.
-#[derive(Debug, Deserialize)]
-struct WireEvent<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(default)]
-    index: Option<u64>,
-    #[serde(borrow, default)]
-    delta: Option<WireDelta<'a>>,
-    #[serde(default)]
-    content_block: Option<WireBlockStart>,
-    #[serde(default)]
-    message: Option<WireMessageStart>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-}
-
-#[derive(Debug, Deserialize)]
-struct WireDelta<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    thinking: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    signature: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    partial_json: Option<Cow<'a, str>>,
-    #[serde(default)]
-    stop_reason: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct WireBlockStart {
-    #[serde(rename = "type", default)]
-    kind: Option<String>,
-    #[serde(default)]
-    text: String,
-    #[serde(default)]
-    thinking: String,
-    #[serde(default)]
-    signature: String,
-    #[serde(default)]
-    data: String,
-    #[serde(default)]
-    id: String,
-    #[serde(default)]
-    name: String,
-}
-
-#[derive(Debug, Deserialize)]
-struct WireMessageStart {
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-}
-
-/// Anthropic's buckets are already disjoint: `input_tokens` excludes both
-/// cache buckets. Each field present replaces what was known.
-#[derive(Debug, Default, Deserialize)]
-struct WireUsage {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens: Option<u64>,
-    #[serde(default)]
-    cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
-    cache_creation_input_tokens: Option<u64>,
-}
-
-impl WireUsage {
-    fn apply(&self, usage: &mut Usage) {
-        let pairs = [
-            (self.input_tokens, &mut usage.input),
-            (self.output_tokens, &mut usage.output),
-            (self.cache_read_input_tokens, &mut usage.cache_read),
-            (self.cache_creation_input_tokens, &mut usage.cache_write),
-        ];
-        for (value, slot) in pairs {
-            if let Some(n) = value {
-                *slot = n;
-            }
-        }
-    }
-}
-
-fn piece(text: Option<Cow<'_, str>>) -> String {
-    text.map(Cow::into_owned).unwrap_or_default()
-}
-
-impl Decoder for AnthropicDecoder {
-    fn on_event(
-        &mut self,
-        event: SseEvent<'_>,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<bool, LlmError> {
-        let wire: WireEvent<'_> = stream::parse_event(&self.provider, event.data)?;
-        let kind = wire.kind.as_deref().or(event.event).unwrap_or("");
-        match kind {
-            "message_start" => {
-                if let Some(message) = wire.message {
-                    if let Some(model) = message.model {
-                        self.model = model;
-                    }
-                    if let Some(usage) = message.usage {
-                        usage.apply(&mut self.usage);
-                    }
-                }
-            }
-            "content_block_start" => {
-                let index = wire.index.unwrap_or(self.slots.len() as u64);
-                let block = wire.content_block.unwrap_or_default();
-                let partial = match block.kind.as_deref() {
-                    Some("thinking") => Partial::Thinking {
-                        text: block.thinking,
-                        signature: block.signature,
-                    },
-                    Some("redacted_thinking") => Partial::Redacted(block.data),
-                    Some("tool_use") => {
-                        out.push(StreamEvent::ToolCallStart {
-                            id: block.id.clone(),
-                            name: block.name.clone(),
-                        });
-                        Partial::Tool {
-                            id: block.id,
-                            name: block.name,
-                            arguments: String::new(),
-                        }
-                    }
-                    _ => Partial::Text(block.text),
-                };
-                self.parts.push(partial);
-                self.slots.insert(index, self.parts.len() - 1);
-            }
-            "content_block_delta" => {
-                let index = wire.index.unwrap_or(0);
-                let Some(part) = self
-                    .slots
-                    .get(&index)
-                    .and_then(|slot| self.parts.get_mut(*slot))
-                else {
-                    return Err(LlmError::Transport {
-                        provider: self.provider.clone(),
-                        message: format!("stream delta for block {index}, which never started"),
-                    });
-                };
-                let Some(delta) = wire.delta else {
-                    return Ok(false);
-                };
-                match (delta.kind.as_deref(), part) {
-                    (Some("text_delta"), Partial::Text(text)) => {
-                        let piece = piece(delta.text);
-                        text.push_str(&piece);
-                        out.push(StreamEvent::TextDelta(piece));
-                    }
-                    (Some("thinking_delta"), Partial::Thinking { text, .. }) => {
-                        let piece = piece(delta.thinking);
-                        text.push_str(&piece);
-                        out.push(StreamEvent::ThinkingDelta(piece));
-                    }
-                    (Some("signature_delta"), Partial::Thinking { signature, .. }) => {
-                        signature.push_str(delta.signature.as_deref().unwrap_or(""));
-                    }
-                    (Some("input_json_delta"), Partial::Tool { arguments, .. }) => {
-                        let piece = piece(delta.partial_json);
-                        arguments.push_str(&piece);
-                        out.push(StreamEvent::ToolCallDelta(piece));
-                    }
-                    _ => {}
-                }
-            }
-            "message_delta" => {
-                if let Some(reason) = wire.delta.and_then(|d| d.stop_reason) {
-                    self.stop = Some(reason);
-                }
-                if let Some(usage) = wire.usage {
-                    usage.apply(&mut self.usage);
-                }
-            }
-            "message_stop" => {
-                let content = std::mem::take(&mut self.parts)
-                    .into_iter()
-                    .filter_map(Partial::finish)
-                    .collect();
-                let response = stream::response(
-                    &self.provider,
-                    std::mem::take(&mut self.model),
-                    content,
-                    self.usage,
-                    stop_reason(self.stop.as_deref()),
-                    None,
-                );
-                out.push(StreamEvent::Done(Box::new(response)));
-                return Ok(true);
-            }
-            "error" => {
-                let value = stream::event_json(&self.provider, event.data)?;
-                return Err(classify::classify_stream_error(
-                    &self.provider,
-                    self.dialect,
-                    &classify::error_from_value(&value),
-                ));
-            }
-            _ => {}
-        }
-        Ok(false)
     }
 }
 
@@ -499,15 +256,7 @@ impl LlmClient for AnthropicClient {
             wire::model_for(self.http.provider(), request, self.default_model.as_deref())?
                 .to_string();
         let response = self.send(request, true).await?;
-        let decoder = AnthropicDecoder {
-            provider: self.http.provider().to_string(),
-            dialect: self.http.dialect(),
-            model: requested,
-            parts: Vec::new(),
-            slots: HashMap::new(),
-            stop: None,
-            usage: Usage::default(),
-        };
+        let decoder = AnthropicDecoder::new(self.http.provider(), self.http.dialect(), requested);
         Ok(stream::drive(
             self.http.provider(),
             self.http.max_response_bytes(),

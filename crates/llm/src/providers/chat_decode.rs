@@ -12,6 +12,9 @@ use serde::de::Visitor;
 use serde_json::Value;
 
 use super::classify;
+use super::scan::QuickRead;
+use super::scan::Scanner;
+use super::scan::once;
 use super::sse::SseEvent;
 use super::stream;
 use super::stream::Decoder;
@@ -33,7 +36,7 @@ fn stop_reason(finish: Option<&str>) -> StopReason {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Deserialize)]
 struct WireUsage {
     #[serde(default)]
     prompt_tokens: u64,
@@ -43,7 +46,7 @@ struct WireUsage {
     prompt_tokens_details: Option<PromptDetails>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Deserialize)]
 struct PromptDetails {
     #[serde(default)]
     cached_tokens: Option<u64>,
@@ -67,7 +70,7 @@ impl WireUsage {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Deserialize)]
 struct WireFunction {
     #[serde(default)]
     name: Option<String>,
@@ -75,7 +78,7 @@ struct WireFunction {
     arguments: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Deserialize)]
 struct WireToolCall {
     #[serde(default)]
     index: Option<usize>,
@@ -88,7 +91,7 @@ struct WireToolCall {
 /// A message or a streamed delta. Text is borrowed from the event's bytes
 /// unless it holds escapes, so a chunk costs no allocation before its
 /// text becomes a [`StreamEvent`].
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Deserialize)]
 struct WireMessage<'a> {
     #[serde(borrow, default)]
     content: Option<WireContent<'a>>,
@@ -104,7 +107,7 @@ struct WireMessage<'a> {
 
 /// `content`: text, or an array of parts whose `text` fields are joined
 /// (servers that send parts in a chat answer).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 struct WireContent<'a>(Cow<'a, str>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for WireContent<'a> {
@@ -159,7 +162,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for WireContent<'a> {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Deserialize)]
 struct WireChoice<'a> {
     #[serde(borrow, default, alias = "delta")]
     message: WireMessage<'a>,
@@ -168,7 +171,7 @@ struct WireChoice<'a> {
 }
 
 /// A whole answer or one streamed chunk (`delta` in place of `message`).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Deserialize)]
 pub(crate) struct WireAnswer<'a> {
     #[serde(borrow, default)]
     model: Option<Cow<'a, str>>,
@@ -179,6 +182,76 @@ pub(crate) struct WireAnswer<'a> {
     choices: Vec<WireChoice<'a>>,
     #[serde(default)]
     usage: Option<WireUsage>,
+}
+
+impl<'a> QuickRead<'a> for WireAnswer<'a> {
+    /// Chunks whose choices carry text or reasoning deltas (and the
+    /// finish reason); a chunk with usage, an error or tool calls is left
+    /// to serde.
+    fn quick(data: &'a str) -> Option<Self> {
+        let (mut model, mut error, mut choices, mut usage) = (None, None, None, None);
+        Scanner::new(data).object(|s, key| match key {
+            "model" => once(&mut model, s.optional_string()?),
+            "error" => once(&mut error, s.null().then_some(())?),
+            "usage" => once(&mut usage, s.null().then_some(())?),
+            "choices" => {
+                let mut list = Vec::new();
+                s.elements(|s| {
+                    list.push(WireChoice::quick(s)?);
+                    Some(())
+                })?;
+                once(&mut choices, list)
+            }
+            _ => s.skip(),
+        })?;
+        Some(WireAnswer {
+            model: model.flatten(),
+            error: None,
+            choices: choices.unwrap_or_default(),
+            usage: None,
+        })
+    }
+}
+
+impl<'a> WireChoice<'a> {
+    fn quick(s: &mut Scanner<'a>) -> Option<Self> {
+        let (mut message, mut finish_reason) = (None, None);
+        s.members(|s, key| match key {
+            "message" | "delta" => once(&mut message, WireMessage::quick(s)?),
+            "finish_reason" => once(&mut finish_reason, s.optional_string()?),
+            _ => s.skip(),
+        })?;
+        Some(WireChoice {
+            message: message.unwrap_or_default(),
+            finish_reason: finish_reason.flatten(),
+        })
+    }
+}
+
+impl<'a> WireMessage<'a> {
+    fn quick(s: &mut Scanner<'a>) -> Option<Self> {
+        let mut texts: [Option<Option<Cow<'a, str>>>; 4] = Default::default();
+        let mut tool_calls = None;
+        s.members(|s, key| {
+            let slot = match key {
+                "content" => 0,
+                "reasoning_content" => 1,
+                "reasoning" => 2,
+                "refusal" => 3,
+                "tool_calls" => return once(&mut tool_calls, s.null().then_some(())?),
+                _ => return s.skip(),
+            };
+            once(&mut texts[slot], s.optional_string()?)
+        })?;
+        let [content, reasoning_content, reasoning, refusal] = texts.map(Option::flatten);
+        Some(WireMessage {
+            content: content.map(WireContent),
+            reasoning_content,
+            reasoning,
+            refusal,
+            tool_calls: None,
+        })
+    }
 }
 
 fn content_text<'a>(content: Option<WireContent<'a>>) -> Cow<'a, str> {
@@ -304,22 +377,16 @@ impl Decoder for ChatDecoder {
         out: &mut Vec<StreamEvent>,
     ) -> Result<bool, LlmError> {
         if event.data.trim() == "[DONE]" {
-            let content = std::mem::take(&mut self.parts)
-                .into_iter()
-                .filter_map(Partial::finish)
-                .collect();
-            let response = stream::response(
+            out.push(stream::done(
                 &self.provider,
-                std::mem::take(&mut self.model),
-                content,
+                &mut self.model,
+                &mut self.parts,
                 self.usage,
                 stop_reason(self.finish.as_deref()),
-                None,
-            );
-            out.push(StreamEvent::Done(Box::new(response)));
+            ));
             return Ok(true);
         }
-        let chunk: WireAnswer<'_> = stream::parse_event(&self.provider, event.data)?;
+        let chunk: WireAnswer<'_> = stream::read_event(&self.provider, event.data)?;
         if chunk.error.is_some() {
             let value = stream::event_json(&self.provider, event.data)?;
             return Err(classify::classify_stream_error(
@@ -388,7 +455,98 @@ impl Decoder for ChatDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::scan::testing;
+    use crate::providers::scan::testing::pick;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    fn message() -> BoxedStrategy<String> {
+        let mut known = vec![
+            ("role", pick(&["\"assistant\"", "null"])),
+            (
+                "content",
+                prop_oneof![6 => testing::text_value(), 1 => Just("[{\"type\":\"text\",\"text\":\"a\"}]".to_string()), 1 => Just("{}".to_string())]
+                    .boxed(),
+            ),
+            (
+                "tool_calls",
+                pick(&["null", "null", "[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]"]),
+            ),
+        ];
+        known.extend(
+            ["reasoning_content", "reasoning", "refusal"]
+                .map(|key| (key, testing::text_value().boxed())),
+        );
+        testing::members(known)
+            .prop_map(|m| testing::object(m, ""))
+            .boxed()
+    }
+
+    fn choice() -> BoxedStrategy<String> {
+        testing::members(vec![
+            ("index", pick(&["0", "1"])),
+            (
+                "delta",
+                prop_oneof![6 => message(), 1 => Just("null".to_string())].boxed(),
+            ),
+            ("message", message()),
+            (
+                "finish_reason",
+                pick(&["null", "null", "\"stop\"", "\"length\"", "3"]),
+            ),
+            ("logprobs", pick(&["null"])),
+        ])
+        .prop_map(|m| testing::object(m, ""))
+        .boxed()
+    }
+
+    fn chunk() -> impl Strategy<Value = String> {
+        let choices =
+            prop::collection::vec(choice(), 0..3).prop_map(|c| format!("[{}]", c.join(",")));
+        let members = testing::members(vec![
+            ("model", testing::text_value().boxed()),
+            ("error", pick(&["null", "null", "{\"message\":\"boom\"}"])),
+            (
+                "usage",
+                pick(&[
+                    "null",
+                    "null",
+                    "{\"prompt_tokens\":5,\"completion_tokens\":1}",
+                ]),
+            ),
+            (
+                "choices",
+                prop_oneof![8 => choices, 1 => Just("null".to_string())].boxed(),
+            ),
+        ]);
+        testing::event_text(members)
+    }
+
+    /// The quick reader and serde read every generated chunk alike.
+    #[test]
+    fn quick_reads_agree_with_serde() {
+        testing::agree_on(chunk(), |text| testing::agrees::<WireAnswer<'_>>(text));
+    }
+
+    /// Text chunks as OpenAI, llama.cpp and vLLM stream them take the
+    /// quick path; a chunk with usage or tool calls goes to serde.
+    #[test]
+    fn common_text_chunks_take_the_quick_path() {
+        let quick = [
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1731,"model":"gpt-4o-mini","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1731,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":" line\nnext"},"logprobs":null,"finish_reason":null}],"obfuscation":"x1"}"#,
+            r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":"Hi"}}],"created":1731,"id":"chatcmpl-2","model":"smollm2","object":"chat.completion.chunk"}"#,
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"think"}}],"model":"deepseek-reasoner"}"#,
+            r#"{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}"#,
+        ];
+        let slow = [
+            r#"{"id":"c","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2}}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":""}}]}}]}"#,
+        ];
+        testing::assert_paths(&quick, &slow, |text| {
+            testing::agrees::<WireAnswer<'_>>(text)
+        });
+    }
 
     /// Content as text (plain or escaped), as parts, or null, read from
     /// a chunk's bytes and from a parsed value alike.

@@ -1,6 +1,7 @@
 //! HTTP clients for real providers (feature `providers`, on by default).
 
 mod anthropic;
+mod anthropic_decode;
 mod anthropic_encode;
 mod chat_decode;
 mod chat_encode;
@@ -15,6 +16,7 @@ mod options;
 #[cfg(test)]
 mod reference;
 mod responses_encode;
+mod scan;
 mod sse;
 mod stream;
 mod wire;

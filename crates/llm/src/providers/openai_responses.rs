@@ -17,6 +17,9 @@ use super::http::Auth;
 use super::http::Http;
 use super::openai_chat::OPENAI_BASE_URL;
 use super::responses_encode;
+use super::scan::QuickRead;
+use super::scan::Scanner;
+use super::scan::once;
 use super::sse::SseEvent;
 use super::stream;
 use super::stream::Decoder;
@@ -264,7 +267,7 @@ fn failure(provider: &str, dialect: classify::ErrorDialect, response: &Value) ->
 
 /// One streamed event, read straight from its bytes: only the fields the
 /// decoder uses, the item and the finished response as JSON.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Deserialize)]
 struct WireEvent<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Option<Cow<'a, str>>,
@@ -276,6 +279,30 @@ struct WireEvent<'a> {
     item: Option<Value>,
     #[serde(default)]
     response: Option<Value>,
+}
+
+impl<'a> QuickRead<'a> for WireEvent<'a> {
+    /// Events without an item or a response: the text, reasoning and
+    /// argument deltas that make up most of a stream.
+    fn quick(data: &'a str) -> Option<Self> {
+        let (mut kind, mut delta, mut output_index) = (None, None, None);
+        let (mut item, mut response) = (None, None);
+        Scanner::new(data).object(|s, key| match key {
+            "type" => once(&mut kind, s.optional_string()?),
+            "delta" => once(&mut delta, s.optional_string()?),
+            "output_index" => once(&mut output_index, s.optional_u64()?),
+            "item" => once(&mut item, s.null().then_some(())?),
+            "response" => once(&mut response, s.null().then_some(())?),
+            _ => s.skip(),
+        })?;
+        Some(WireEvent {
+            kind: kind.flatten(),
+            delta: delta.flatten().map(Cow::into_owned),
+            output_index: output_index.flatten(),
+            item: None,
+            response: None,
+        })
+    }
 }
 
 /// Stream decoder: named events ending in `response.completed`,
@@ -294,7 +321,7 @@ impl Decoder for ResponsesDecoder {
         event: SseEvent<'_>,
         out: &mut Vec<StreamEvent>,
     ) -> Result<bool, LlmError> {
-        let wire: WireEvent<'_> = stream::parse_event(&self.provider, event.data)?;
+        let wire: WireEvent<'_> = stream::read_event(&self.provider, event.data)?;
         let kind = wire.kind.as_deref().or(event.event).unwrap_or("");
         let delta = wire.delta.unwrap_or_default();
         match kind {
@@ -419,6 +446,53 @@ impl LlmClient for OpenAiResponsesClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::scan::testing;
+    use crate::providers::scan::testing::pick;
+    use proptest::prelude::*;
+
+    fn event() -> impl Strategy<Value = String> {
+        let kinds = [
+            "\"response.output_text.delta\"",
+            "\"response.reasoning_summary_text.delta\"",
+            "\"response.function_call_arguments.delta\"",
+            "\"response.completed\"",
+            "null",
+        ];
+        let members = testing::members(vec![
+            ("type", pick(&kinds)),
+            ("delta", testing::text_value().boxed()),
+            ("output_index", pick(&["0", "2", "null", "1.0"])),
+            ("item", pick(&["null", "null", "{\"type\":\"message\"}"])),
+            (
+                "response",
+                pick(&["null", "null", "{\"status\":\"completed\"}"]),
+            ),
+            ("content_index", pick(&["0"])),
+            ("item_id", pick(&["\"msg_1\""])),
+        ]);
+        testing::event_text(members)
+    }
+
+    /// The quick reader and serde read every generated event alike.
+    #[test]
+    fn quick_reads_agree_with_serde() {
+        testing::agree_on(event(), |text| testing::agrees::<WireEvent<'_>>(text));
+    }
+
+    /// Deltas as OpenAI streams them take the quick path; events that
+    /// carry an item or the whole response go to serde.
+    #[test]
+    fn documented_deltas_take_the_quick_path() {
+        let quick = [
+            r#"{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hello","logprobs":[],"obfuscation":"Zx"}"#,
+            r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"{\"path\":"}"#,
+            r#"{"type":"response.reasoning_summary_text.delta","item_id":"rs_1","output_index":0,"summary_index":0,"delta":"**Plan**\n"}"#,
+        ];
+        let slow = r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","call_id":"c","name":"f"}}"#;
+        testing::assert_paths(&quick, &[slow], |text| {
+            testing::agrees::<WireEvent<'_>>(text)
+        });
+    }
 
     #[test]
     fn reasoning_round_trips_through_the_signature() {

@@ -8,6 +8,7 @@ use std::task::Poll;
 
 use futures::StreamExt;
 
+use super::scan::QuickRead;
 use super::sse::SseEvent;
 use super::sse::SseParser;
 use crate::client::Response;
@@ -242,6 +243,31 @@ pub(crate) fn response(
     }
 }
 
+/// The `Done` event that ends a stream: the blocks written so far,
+/// finished, with the model, usage and stop reason the stream reported.
+/// Takes the parts and the model, so a decoder ends once.
+pub(crate) fn done(
+    provider: &str,
+    model: &mut String,
+    parts: &mut Vec<Partial>,
+    usage: Usage,
+    stop_reason: StopReason,
+) -> StreamEvent {
+    let content = std::mem::take(parts)
+        .into_iter()
+        .filter_map(Partial::finish)
+        .collect();
+    let response = response(
+        provider,
+        std::mem::take(model),
+        content,
+        usage,
+        stop_reason,
+        None,
+    );
+    StreamEvent::Done(Box::new(response))
+}
+
 /// Parses one event's JSON data.
 ///
 /// # Errors
@@ -271,6 +297,22 @@ pub(crate) fn parse_event<'a, T: serde::Deserialize<'a>>(
             message: format!("malformed stream event ({e})"),
         },
     })
+}
+
+/// Reads one event's JSON data with the type's quick reader when it
+/// knows the shape (most text deltas), and with serde otherwise; the two
+/// give the same value (see [`QuickRead`]).
+///
+/// # Errors
+/// As [`parse_event`], for data the quick reader leaves to serde.
+pub(crate) fn read_event<'a, T: QuickRead<'a> + serde::Deserialize<'a>>(
+    provider: &str,
+    data: &'a str,
+) -> Result<T, LlmError> {
+    match T::quick(data) {
+        Some(event) => Ok(event),
+        None => parse_event(provider, data),
+    }
 }
 
 fn clip(text: &str) -> String {
