@@ -93,9 +93,17 @@ pub(crate) struct Registry {
     sources: MethodSources,
     settings: Settings,
     model: String,
-    open: Mutex<HashMap<(Tenant, String), Arc<Live>>>,
+    open: Mutex<HashMap<Key, Arc<Live>>>,
+    /// One gate per session key, held while that session is created or
+    /// opened from its store: two requests never open (or create) one
+    /// session twice, and the map above stays free for every other
+    /// session meanwhile (an open reads the whole log).
+    gates: Mutex<HashMap<Key, Arc<Mutex<()>>>>,
     fresh: AtomicU64,
 }
+
+/// A session as the registry knows it: its tenant and id.
+type Key = (Tenant, String);
 
 impl Registry {
     pub(crate) fn new(
@@ -110,14 +118,25 @@ impl Registry {
             settings,
             model,
             open: Mutex::new(HashMap::new()),
+            gates: Mutex::new(HashMap::new()),
             fresh: AtomicU64::new(0),
         }
     }
 
-    fn open_map(&self) -> std::sync::MutexGuard<'_, HashMap<(Tenant, String), Arc<Live>>> {
+    fn open_map(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<Live>>> {
         self.open
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The gate of `key` (see `gates`).
+    fn gate(&self, key: &Key) -> Arc<Mutex<()>> {
+        self.gates
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(key.clone())
+            .or_default()
+            .clone()
     }
 
     /// The tenant's session ids.
@@ -149,9 +168,12 @@ impl Registry {
             window: spec.window,
             settings,
         };
-        let mut open = self.open_map();
         let key = (tenant.clone(), id.clone());
-        if open.contains_key(&key) || self.stores.exists(tenant, &id) {
+        let gate = self.gate(&key);
+        let _creating = gate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if self.open_map().contains_key(&key) || self.stores.exists(tenant, &id) {
             return Err(ApiError::Conflict { id });
         }
         // Checked before anything is written, so a bad window or settings
@@ -175,7 +197,7 @@ impl Registry {
         session.append(Draft::log(TYPE_SERVE_SESSION, data))?;
         let live = self.live(id, session, &recorded)?;
         tracing::info!(%tenant, session = %live.id, model = %recorded.model, "session created");
-        open.insert(key, live.clone());
+        self.open_map().insert(key, live.clone());
         Ok(live)
     }
 
@@ -196,8 +218,12 @@ impl Registry {
             }
             return Ok(live);
         }
-        let mut open = self.open_map();
-        if let Some(live) = open.get(&key) {
+        let gate = self.gate(&key);
+        let _opening = gate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Opened by the request that held the gate before this one.
+        if let Some(live) = self.open_map().get(&key) {
             return Ok(live.clone());
         }
         if !self.stores.exists(tenant, id) {
@@ -230,7 +256,7 @@ impl Registry {
             return Err(not_found());
         }
         let live = self.live(id.to_string(), session, &recorded)?;
-        open.insert(key, live.clone());
+        self.open_map().insert(key, live.clone());
         Ok(live)
     }
 

@@ -42,7 +42,7 @@ pub(super) async fn stream(
     Extension(tenant): Extension<Tenant>,
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let live = session(&state, &tenant, &id)?;
+    let live = session(&state, &tenant, &id).await?;
     let cursor = Cursor {
         events: live.events.subscribe(),
         closing: state.closing.subscribe(),

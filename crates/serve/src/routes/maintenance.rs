@@ -24,7 +24,7 @@ pub(super) async fn after_turn(
     Extension(tenant): Extension<Tenant>,
     Path(id): Path<String>,
 ) -> Result<Json<Pass>, ApiError> {
-    let live = session(&state, &tenant, &id)?;
+    let live = session(&state, &tenant, &id).await?;
     let pass = state
         .tasks
         .run(async move { live.harness.after_turn().await })
@@ -90,7 +90,7 @@ pub(super) async fn on_error(
     Path(id): Path<String>,
     Json(body): Json<OnError>,
 ) -> Result<Json<Recovered>, ApiError> {
-    let live = session(&state, &tenant, &id)?;
+    let live = session(&state, &tenant, &id).await?;
     let recovery = state
         .tasks
         .run(async move {
@@ -129,7 +129,7 @@ pub(super) async fn compact(
     Path(id): Path<String>,
     Json(body): Json<Compact>,
 ) -> Result<Json<Pass>, ApiError> {
-    let live = session(&state, &tenant, &id)?;
+    let live = session(&state, &tenant, &id).await?;
     for method in &body.methods {
         if !abridge::KNOWN_METHODS.contains(&method.as_str()) {
             return Err(ApiError::BadRequest(format!(

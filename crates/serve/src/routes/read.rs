@@ -67,7 +67,7 @@ pub(super) async fn request(
     Path(id): Path<String>,
     Query(query): Query<RequestQuery>,
 ) -> Result<Json<NextRequest>, ApiError> {
-    let live = session(&state, &tenant, &id)?;
+    let live = session(&state, &tenant, &id).await?;
     let model = live.harness.model();
     let Some(name) = query.provider else {
         return Ok(Json(NextRequest {
@@ -161,7 +161,7 @@ pub(super) async fn context(
     Extension(tenant): Extension<Tenant>,
     Path(id): Path<String>,
 ) -> Result<Json<Context>, ApiError> {
-    let live = session(&state, &tenant, &id)?;
+    let live = session(&state, &tenant, &id).await?;
     let messages = {
         let session = lock_session(live.harness.session());
         session
@@ -209,7 +209,7 @@ pub(super) async fn stats(
     Extension(tenant): Extension<Tenant>,
     Path(id): Path<String>,
 ) -> Result<Json<Stats>, ApiError> {
-    let live = session(&state, &tenant, &id)?;
+    let live = session(&state, &tenant, &id).await?;
     let (events, surface_messages, generation) = {
         let session = lock_session(live.harness.session());
         (
@@ -250,7 +250,7 @@ pub(super) async fn recall(
     Path(id): Path<String>,
     Json(arguments): Json<Value>,
 ) -> Result<Json<Recalled>, ApiError> {
-    let live = session(&state, &tenant, &id)?;
+    let live = session(&state, &tenant, &id).await?;
     let text = live
         .harness
         .call_tool(abridge::recall::TOOL_NAME, &arguments)
@@ -268,7 +268,7 @@ pub(super) async fn report(
     Extension(tenant): Extension<Tenant>,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let live = session(&state, &tenant, &id)?;
+    let live = session(&state, &tenant, &id).await?;
     let session = lock_session(live.harness.session());
     let model = live.harness.model();
     let label = format!("{tenant}/{id}");

@@ -22,9 +22,37 @@ use crate::sessions::Live;
 use crate::sessions::SessionSpec;
 use crate::state::AppState;
 
-/// The caller's session `id`.
-pub(super) fn session(state: &AppState, tenant: &Tenant, id: &str) -> Result<Arc<Live>, ApiError> {
-    state.registry.get(tenant, id)
+/// The caller's session `id`, opened or caught up with the store on the
+/// blocking pool (see [`blocking`]).
+pub(super) async fn session(
+    state: &AppState,
+    tenant: &Tenant,
+    id: &str,
+) -> Result<Arc<Live>, ApiError> {
+    let (state, tenant, id) = (state.clone(), tenant.clone(), id.to_string());
+    blocking(move || state.registry.get(&tenant, &id)).await
+}
+
+/// Runs store work (a file write and its fsync, a PostgreSQL round trip,
+/// reading a whole session on first use) on tokio's blocking pool. The
+/// stores are synchronous; run on a worker thread, that wait would hold
+/// up every other request and event stream scheduled there. What the
+/// work logs stays in the request's span.
+///
+/// # Errors
+/// `work`'s, or [`ApiError::Internal`] when it panicked.
+pub(super) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    // The work logs as part of the request: under its span, to the
+    // subscriber the request's thread writes to.
+    let span = tracing::Span::current();
+    let dispatch = tracing::dispatcher::get_default(Clone::clone);
+    tokio::task::spawn_blocking(move || {
+        tracing::dispatcher::with_default(&dispatch, || span.in_scope(work))
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("store work failed: {e}")))?
 }
 
 /// A session's figures, answered by create and append.
@@ -59,7 +87,7 @@ pub(super) async fn create(
     Extension(tenant): Extension<Tenant>,
     Json(spec): Json<SessionSpec>,
 ) -> Result<(StatusCode, Json<Figures>), ApiError> {
-    let live = state.registry.create(&tenant, spec)?;
+    let live = blocking(move || state.registry.create(&tenant, spec)).await?;
     Ok((StatusCode::CREATED, Json(Figures::of(&live))))
 }
 
@@ -74,9 +102,8 @@ pub(super) async fn list(
     State(state): State<AppState>,
     Extension(tenant): Extension<Tenant>,
 ) -> Result<Json<Listing>, ApiError> {
-    Ok(Json(Listing {
-        sessions: state.registry.list(&tenant)?,
-    }))
+    let sessions = blocking(move || state.registry.list(&tenant)).await?;
+    Ok(Json(Listing { sessions }))
 }
 
 /// The body of `POST .../messages`.
@@ -108,7 +135,7 @@ pub(super) async fn append(
     Path(id): Path<String>,
     Json(body): Json<Append>,
 ) -> Result<Json<Appended>, ApiError> {
-    let live = session(&state, &tenant, &id)?;
+    let live = session(&state, &tenant, &id).await?;
     let mut messages = body.messages;
     if messages.is_empty() {
         return Err(ApiError::BadRequest(
@@ -132,7 +159,9 @@ pub(super) async fn append(
         last.meta.usage = Some(usage);
     }
     let drafts: Vec<Draft> = messages.into_iter().map(Draft::message).collect();
-    let seqs = lock_session(live.harness.session()).append_batch(drafts)?;
+    let writer = live.clone();
+    let seqs =
+        blocking(move || Ok(lock_session(writer.harness.session()).append_batch(drafts)?)).await?;
     Ok(Json(Appended {
         seqs,
         figures: Figures::of(&live),

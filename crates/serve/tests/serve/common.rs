@@ -53,7 +53,16 @@ pub(crate) struct Setup {
     pub(crate) grace: Duration,
     /// The service's settings (default: the defaults).
     pub(crate) settings: abridge::Settings,
+    /// Wraps the stores the service gets (to stall or fail them).
+    pub(crate) wrap: Option<WrapStores>,
 }
+
+/// Wraps a service's session stores.
+pub(crate) type WrapStores = Arc<
+    dyn Fn(Box<dyn abridge_serve::SessionStores>) -> Box<dyn abridge_serve::SessionStores>
+        + Send
+        + Sync,
+>;
 
 impl Setup {
     pub(crate) fn new(dir: &std::path::Path) -> Self {
@@ -64,6 +73,7 @@ impl Setup {
             body_limit: abridge_serve::DEFAULT_BODY_LIMIT,
             grace: Duration::from_secs(30),
             settings: abridge::Settings::default(),
+            wrap: None,
         }
     }
 
@@ -72,6 +82,10 @@ impl Setup {
         let stores: Box<dyn abridge_serve::SessionStores> = match &self.pg {
             Some(pg) => Box::new(abridge_serve::PgDir::new(pg.clone())),
             None => Box::new(JsonlDir::new(&self.dir).expect("store dir")),
+        };
+        let stores = match &self.wrap {
+            Some(wrap) => wrap(stores),
+            None => stores,
         };
         let mut sources = MethodSources::offline("gpt-4o");
         sources.summarizer = self.summarizer.clone().map(summarizer);

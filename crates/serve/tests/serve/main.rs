@@ -13,4 +13,5 @@ mod kill;
 mod pg;
 mod remote;
 mod shutdown;
+mod stalls;
 mod workers;
