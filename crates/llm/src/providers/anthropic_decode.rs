@@ -8,6 +8,8 @@ use serde::Deserialize;
 
 use super::classify;
 use super::scan::QuickRead;
+use super::scan::Refill;
+use super::scan::Repeat;
 use super::scan::Scanner;
 use super::scan::nullable;
 use super::scan::once;
@@ -31,11 +33,13 @@ pub(super) struct AnthropicDecoder {
     slots: HashMap<u64, usize>,
     stop: Option<String>,
     usage: Usage,
+    /// The last delta, to rebuild the next one of the same shape.
+    repeat: Repeat<WireEvent<'static>>,
 }
 
 /// One streamed event, read straight from its bytes; text pieces are
 /// borrowed unless they hold escapes.
-#[derive(Debug, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 struct WireEvent<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Option<Cow<'a, str>>,
@@ -51,7 +55,7 @@ struct WireEvent<'a> {
     usage: Option<WireUsage>,
 }
 
-#[derive(Debug, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 struct WireDelta<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Option<Cow<'a, str>>,
@@ -67,7 +71,7 @@ struct WireDelta<'a> {
     stop_reason: Option<String>,
 }
 
-#[derive(Debug, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 struct WireBlockStart {
     #[serde(rename = "type", default)]
     kind: Option<String>,
@@ -85,7 +89,7 @@ struct WireBlockStart {
     name: String,
 }
 
-#[derive(Debug, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 struct WireMessageStart {
     #[serde(default)]
     model: Option<String>,
@@ -95,7 +99,7 @@ struct WireMessageStart {
 
 /// Anthropic's buckets are already disjoint: `input_tokens` excludes both
 /// cache buckets. Each field present replaces what was known.
-#[derive(Debug, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub(super) struct WireUsage {
     #[serde(default)]
     input_tokens: Option<u64>,
@@ -127,9 +131,9 @@ impl<'a> QuickRead<'a> for WireEvent<'a> {
     /// Content block deltas (text, thinking, signature, tool arguments),
     /// hundreds per answer; the few events that carry a block, a message
     /// or usage are left to serde.
-    fn quick(data: &'a str) -> Option<Self> {
+    fn read(scanner: &mut Scanner<'a>) -> Option<Self> {
         let (mut kind, mut index, mut delta) = (None, None, None);
-        Scanner::new(data).object(|s, key| match key {
+        scanner.object(|s, key| match key {
             "type" => once(&mut kind, s.optional_string()?),
             "index" => once(&mut index, s.optional_u64()?),
             "delta" => once(&mut delta, nullable(s, WireDelta::quick)?),
@@ -147,6 +151,46 @@ impl<'a> QuickRead<'a> for WireEvent<'a> {
     }
 }
 
+impl<'a> Refill<'a> for WireEvent<'a> {
+    type Kept = WireEvent<'static>;
+
+    fn keep(&self) -> Self::Kept {
+        let owned =
+            |text: &Option<Cow<'_, str>>| text.as_deref().map(|t| Cow::Owned(t.to_string()));
+        WireEvent {
+            kind: owned(&self.kind),
+            index: self.index,
+            delta: self.delta.as_ref().map(|d| WireDelta {
+                kind: owned(&d.kind),
+                text: owned(&d.text),
+                thinking: owned(&d.thinking),
+                signature: owned(&d.signature),
+                partial_json: owned(&d.partial_json),
+                stop_reason: d.stop_reason.clone(),
+            }),
+            content_block: None,
+            message: None,
+            usage: None,
+        }
+    }
+
+    fn refill(kept: &Self::Kept, text: Cow<'a, str>) -> Self {
+        let mut event: WireEvent<'a> = kept.clone();
+        if let Some(delta) = &mut event.delta {
+            let slots = [
+                &mut delta.text,
+                &mut delta.thinking,
+                &mut delta.signature,
+                &mut delta.partial_json,
+            ];
+            if let Some(slot) = slots.into_iter().find(|slot| slot.is_some()) {
+                *slot = Some(text);
+            }
+        }
+        event
+    }
+}
+
 impl<'a> WireDelta<'a> {
     fn quick(s: &mut Scanner<'a>) -> Option<Self> {
         let mut fields: [Option<Option<Cow<'a, str>>>; 6] = Default::default();
@@ -160,7 +204,14 @@ impl<'a> WireDelta<'a> {
                 "stop_reason" => 5,
                 _ => return s.skip(),
             };
-            once(&mut fields[slot], s.optional_string()?)
+            let value = if slot == 5 {
+                s.optional_string()?
+            } else if slot > 0 {
+                s.text_hole()?
+            } else {
+                s.optional_string()?
+            };
+            once(&mut fields[slot], value)
         })?;
         let [kind, text, thinking, signature, partial_json, stop_reason] =
             fields.map(Option::flatten);
@@ -202,6 +253,7 @@ impl AnthropicDecoder {
             slots: HashMap::new(),
             stop: None,
             usage: Usage::default(),
+            repeat: Repeat::default(),
         }
     }
 }
@@ -212,7 +264,7 @@ impl Decoder for AnthropicDecoder {
         event: SseEvent<'_>,
         out: &mut Vec<StreamEvent>,
     ) -> Result<bool, LlmError> {
-        let wire: WireEvent<'_> = stream::read_event(&self.provider, event.data)?;
+        let wire: WireEvent<'_> = stream::read_event(&self.provider, event.data, &mut self.repeat)?;
         let kind = wire.kind.as_deref().or(event.event).unwrap_or("");
         match kind {
             "message_start" => {
@@ -374,7 +426,38 @@ mod tests {
     /// The quick reader and serde read every generated event alike.
     #[test]
     fn quick_reads_agree_with_serde() {
-        testing::agree_on(event(), |text| testing::agrees::<WireEvent<'_>>(text));
+        testing::agree_on(event(), 128, |text| testing::agrees::<WireEvent<'_>>(text));
+    }
+
+    /// A delta as Anthropic streams it: one piece of text, thinking,
+    /// signature or argument JSON, among unknown members.
+    fn streamed_delta() -> impl Strategy<Value = String> {
+        let delta = pick(&[
+            "{\"type\":\"text_delta\",\"text\":\"word \"}",
+            "{\"type\":\"thinking_delta\",\"thinking\":\"word \"}",
+            "{\"type\":\"signature_delta\",\"signature\":\"word \"}",
+            "{\"type\": \"input_json_delta\", \"partial_json\": \"word \"}",
+        ]);
+        testing::event_text(testing::members_kept(
+            vec![
+                ("type", pick(&["\"content_block_delta\""])),
+                ("index", pick(&["0", "1"])),
+                ("delta", delta),
+            ],
+            1.0,
+        ))
+    }
+
+    /// A delta rebuilt from the last one's shape equals serde's reading
+    /// of it, and events that differ where the shape may not are read
+    /// afresh.
+    #[test]
+    fn repeated_shapes_agree_with_serde() {
+        testing::agree_on(
+            testing::pairs(prop_oneof![3 => streamed_delta(), 1 => event().boxed()]),
+            128,
+            |(first, second)| testing::repeats_agree::<WireEvent<'_>>(first, second),
+        );
     }
 
     /// The deltas Anthropic documents for streaming, compact and spaced,

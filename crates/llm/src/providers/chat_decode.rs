@@ -13,6 +13,8 @@ use serde_json::Value;
 
 use super::classify;
 use super::scan::QuickRead;
+use super::scan::Refill;
+use super::scan::Repeat;
 use super::scan::Scanner;
 use super::scan::once;
 use super::sse::SseEvent;
@@ -36,7 +38,7 @@ fn stop_reason(finish: Option<&str>) -> StopReason {
     }
 }
 
-#[derive(Debug, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 struct WireUsage {
     #[serde(default)]
     prompt_tokens: u64,
@@ -46,7 +48,7 @@ struct WireUsage {
     prompt_tokens_details: Option<PromptDetails>,
 }
 
-#[derive(Debug, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 struct PromptDetails {
     #[serde(default)]
     cached_tokens: Option<u64>,
@@ -70,7 +72,7 @@ impl WireUsage {
     }
 }
 
-#[derive(Debug, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 struct WireFunction {
     #[serde(default)]
     name: Option<String>,
@@ -78,7 +80,7 @@ struct WireFunction {
     arguments: Option<String>,
 }
 
-#[derive(Debug, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 struct WireToolCall {
     #[serde(default)]
     index: Option<usize>,
@@ -91,7 +93,7 @@ struct WireToolCall {
 /// A message or a streamed delta. Text is borrowed from the event's bytes
 /// unless it holds escapes, so a chunk costs no allocation before its
 /// text becomes a [`StreamEvent`].
-#[derive(Debug, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 struct WireMessage<'a> {
     #[serde(borrow, default)]
     content: Option<WireContent<'a>>,
@@ -107,7 +109,7 @@ struct WireMessage<'a> {
 
 /// `content`: text, or an array of parts whose `text` fields are joined
 /// (servers that send parts in a chat answer).
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 struct WireContent<'a>(Cow<'a, str>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for WireContent<'a> {
@@ -162,7 +164,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for WireContent<'a> {
     }
 }
 
-#[derive(Debug, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 struct WireChoice<'a> {
     #[serde(borrow, default, alias = "delta")]
     message: WireMessage<'a>,
@@ -171,7 +173,7 @@ struct WireChoice<'a> {
 }
 
 /// A whole answer or one streamed chunk (`delta` in place of `message`).
-#[derive(Debug, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub(crate) struct WireAnswer<'a> {
     #[serde(borrow, default)]
     model: Option<Cow<'a, str>>,
@@ -188,9 +190,9 @@ impl<'a> QuickRead<'a> for WireAnswer<'a> {
     /// Chunks whose choices carry text or reasoning deltas (and the
     /// finish reason); a chunk with usage, an error or tool calls is left
     /// to serde.
-    fn quick(data: &'a str) -> Option<Self> {
+    fn read(scanner: &mut Scanner<'a>) -> Option<Self> {
         let (mut model, mut error, mut choices, mut usage) = (None, None, None, None);
-        Scanner::new(data).object(|s, key| match key {
+        scanner.object(|s, key| match key {
             "model" => once(&mut model, s.optional_string()?),
             "error" => once(&mut error, s.null().then_some(())?),
             "usage" => once(&mut usage, s.null().then_some(())?),
@@ -210,6 +212,59 @@ impl<'a> QuickRead<'a> for WireAnswer<'a> {
             choices: choices.unwrap_or_default(),
             usage: None,
         })
+    }
+}
+
+impl<'a> Refill<'a> for WireAnswer<'a> {
+    type Kept = WireAnswer<'static>;
+
+    fn keep(&self) -> Self::Kept {
+        let owned =
+            |text: &Option<Cow<'_, str>>| text.as_deref().map(|t| Cow::Owned(t.to_string()));
+        WireAnswer {
+            model: owned(&self.model),
+            error: None,
+            choices: self
+                .choices
+                .iter()
+                .map(|choice| WireChoice {
+                    message: WireMessage {
+                        content: choice
+                            .message
+                            .content
+                            .as_ref()
+                            .map(|c| WireContent(Cow::Owned(c.0.to_string()))),
+                        reasoning_content: owned(&choice.message.reasoning_content),
+                        reasoning: owned(&choice.message.reasoning),
+                        refusal: owned(&choice.message.refusal),
+                        tool_calls: None,
+                    },
+                    finish_reason: owned(&choice.finish_reason),
+                })
+                .collect(),
+            usage: None,
+        }
+    }
+
+    fn refill(kept: &Self::Kept, text: Cow<'a, str>) -> Self {
+        let mut answer: WireAnswer<'a> = kept.clone();
+        for choice in &mut answer.choices {
+            let message = &mut choice.message;
+            if let Some(content) = &mut message.content {
+                content.0 = text;
+                break;
+            }
+            let slots = [
+                &mut message.reasoning_content,
+                &mut message.reasoning,
+                &mut message.refusal,
+            ];
+            if let Some(slot) = slots.into_iter().find(|slot| slot.is_some()) {
+                *slot = Some(text);
+                break;
+            }
+        }
+        answer
     }
 }
 
@@ -241,7 +296,7 @@ impl<'a> WireMessage<'a> {
                 "tool_calls" => return once(&mut tool_calls, s.null().then_some(())?),
                 _ => return s.skip(),
             };
-            once(&mut texts[slot], s.optional_string()?)
+            once(&mut texts[slot], s.text_hole()?)
         })?;
         let [content, reasoning_content, reasoning, refusal] = texts.map(Option::flatten);
         Some(WireMessage {
@@ -328,6 +383,8 @@ pub(crate) struct ChatDecoder {
     tool_slots: HashMap<usize, usize>,
     finish: Option<String>,
     usage: Usage,
+    /// The last delta, to rebuild the next one of the same shape.
+    repeat: Repeat<WireAnswer<'static>>,
 }
 
 impl ChatDecoder {
@@ -343,6 +400,7 @@ impl ChatDecoder {
             tool_slots: HashMap::new(),
             finish: None,
             usage: Usage::default(),
+            repeat: Repeat::default(),
         }
     }
 
@@ -386,7 +444,8 @@ impl Decoder for ChatDecoder {
             ));
             return Ok(true);
         }
-        let chunk: WireAnswer<'_> = stream::read_event(&self.provider, event.data)?;
+        let chunk: WireAnswer<'_> =
+            stream::read_event(&self.provider, event.data, &mut self.repeat)?;
         if chunk.error.is_some() {
             let value = stream::event_json(&self.provider, event.data)?;
             return Err(classify::classify_stream_error(
@@ -525,7 +584,40 @@ mod tests {
     /// The quick reader and serde read every generated chunk alike.
     #[test]
     fn quick_reads_agree_with_serde() {
-        testing::agree_on(chunk(), |text| testing::agrees::<WireAnswer<'_>>(text));
+        testing::agree_on(chunk(), 128, |text| testing::agrees::<WireAnswer<'_>>(text));
+    }
+
+    /// A chunk as OpenAI-compatible servers stream it: one choice with a
+    /// piece of text or reasoning, among ids, counters and unknown
+    /// members.
+    fn streamed_chunk() -> impl Strategy<Value = String> {
+        let choice = pick(&[
+            "[{\"index\":0,\"delta\":{\"content\":\"word \"},\"logprobs\":null,\"finish_reason\":null}]",
+            "[{\"index\":0,\"delta\":{\"reasoning_content\":\"word \"},\"finish_reason\":null}]",
+            "[{\"delta\": {\"role\": \"assistant\", \"content\": \"word \"}, \"index\": 0}]",
+        ]);
+        testing::event_text(testing::members_kept(
+            vec![
+                ("id", pick(&["\"chatcmpl-1\"", "\"chatcmpl-2\""])),
+                ("object", pick(&["\"chat.completion.chunk\""])),
+                ("created", pick(&["1731", "1764633600"])),
+                ("model", pick(&["\"gpt-4o-mini\"", "\"smollm2\""])),
+                ("choices", choice),
+            ],
+            1.0,
+        ))
+    }
+
+    /// A delta rebuilt from the last one's shape equals serde's reading
+    /// of it, and events that differ where the shape may not are read
+    /// afresh.
+    #[test]
+    fn repeated_shapes_agree_with_serde() {
+        testing::agree_on(
+            testing::pairs(prop_oneof![3 => streamed_chunk().boxed(), 1 => chunk().boxed()]),
+            128,
+            |(first, second)| testing::repeats_agree::<WireAnswer<'_>>(first, second),
+        );
     }
 
     /// Text chunks as OpenAI, llama.cpp and vLLM stream them take the

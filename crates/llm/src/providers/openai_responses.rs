@@ -18,6 +18,8 @@ use super::http::Http;
 use super::openai_chat::OPENAI_BASE_URL;
 use super::responses_encode;
 use super::scan::QuickRead;
+use super::scan::Refill;
+use super::scan::Repeat;
 use super::scan::Scanner;
 use super::scan::once;
 use super::sse::SseEvent;
@@ -267,7 +269,7 @@ fn failure(provider: &str, dialect: classify::ErrorDialect, response: &Value) ->
 
 /// One streamed event, read straight from its bytes: only the fields the
 /// decoder uses, the item and the finished response as JSON.
-#[derive(Debug, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 struct WireEvent<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Option<Cow<'a, str>>,
@@ -284,12 +286,12 @@ struct WireEvent<'a> {
 impl<'a> QuickRead<'a> for WireEvent<'a> {
     /// Events without an item or a response: the text, reasoning and
     /// argument deltas that make up most of a stream.
-    fn quick(data: &'a str) -> Option<Self> {
+    fn read(scanner: &mut Scanner<'a>) -> Option<Self> {
         let (mut kind, mut delta, mut output_index) = (None, None, None);
         let (mut item, mut response) = (None, None);
-        Scanner::new(data).object(|s, key| match key {
+        scanner.object(|s, key| match key {
             "type" => once(&mut kind, s.optional_string()?),
-            "delta" => once(&mut delta, s.optional_string()?),
+            "delta" => once(&mut delta, s.text_hole()?),
             "output_index" => once(&mut output_index, s.optional_u64()?),
             "item" => once(&mut item, s.null().then_some(())?),
             "response" => once(&mut response, s.null().then_some(())?),
@@ -305,6 +307,30 @@ impl<'a> QuickRead<'a> for WireEvent<'a> {
     }
 }
 
+impl<'a> Refill<'a> for WireEvent<'a> {
+    type Kept = WireEvent<'static>;
+
+    fn keep(&self) -> Self::Kept {
+        WireEvent {
+            kind: self.kind.as_deref().map(|k| Cow::Owned(k.to_string())),
+            delta: self.delta.clone(),
+            output_index: self.output_index,
+            item: None,
+            response: None,
+        }
+    }
+
+    fn refill(kept: &Self::Kept, text: Cow<'a, str>) -> Self {
+        WireEvent {
+            kind: kept.kind.clone(),
+            delta: Some(text.into_owned()),
+            output_index: kept.output_index,
+            item: None,
+            response: None,
+        }
+    }
+}
+
 /// Stream decoder: named events ending in `response.completed`,
 /// `response.incomplete` or `response.failed`.
 #[derive(Debug)]
@@ -313,6 +339,8 @@ struct ResponsesDecoder {
     dialect: classify::ErrorDialect,
     requested: String,
     items: BTreeMap<u64, Value>,
+    /// The last delta, to rebuild the next one of the same shape.
+    repeat: Repeat<WireEvent<'static>>,
 }
 
 impl Decoder for ResponsesDecoder {
@@ -321,7 +349,7 @@ impl Decoder for ResponsesDecoder {
         event: SseEvent<'_>,
         out: &mut Vec<StreamEvent>,
     ) -> Result<bool, LlmError> {
-        let wire: WireEvent<'_> = stream::read_event(&self.provider, event.data)?;
+        let wire: WireEvent<'_> = stream::read_event(&self.provider, event.data, &mut self.repeat)?;
         let kind = wire.kind.as_deref().or(event.event).unwrap_or("");
         let delta = wire.delta.unwrap_or_default();
         match kind {
@@ -433,6 +461,7 @@ impl LlmClient for OpenAiResponsesClient {
             dialect: self.http.dialect(),
             requested,
             items: BTreeMap::new(),
+            repeat: Repeat::default(),
         };
         Ok(stream::drive(
             self.http.provider(),
@@ -476,7 +505,42 @@ mod tests {
     /// The quick reader and serde read every generated event alike.
     #[test]
     fn quick_reads_agree_with_serde() {
-        testing::agree_on(event(), |text| testing::agrees::<WireEvent<'_>>(text));
+        testing::agree_on(event(), 128, |text| testing::agrees::<WireEvent<'_>>(text));
+    }
+
+    /// A delta as OpenAI streams it: a piece of text, reasoning or
+    /// arguments, with its sequence number, item id and indexes.
+    fn streamed_delta() -> impl Strategy<Value = String> {
+        testing::event_text(testing::members_kept(
+            vec![
+                (
+                    "type",
+                    pick(&[
+                        "\"response.output_text.delta\"",
+                        "\"response.function_call_arguments.delta\"",
+                    ]),
+                ),
+                ("sequence_number", pick(&["4", "57", "1203"])),
+                ("item_id", pick(&["\"msg_1\"", "\"fc_2\""])),
+                ("output_index", pick(&["0", "1"])),
+                ("content_index", pick(&["0"])),
+                ("delta", pick(&["\"word \""])),
+                ("logprobs", pick(&["[]"])),
+            ],
+            1.0,
+        ))
+    }
+
+    /// A delta rebuilt from the last one's shape equals serde's reading
+    /// of it, and events that differ where the shape may not are read
+    /// afresh.
+    #[test]
+    fn repeated_shapes_agree_with_serde() {
+        testing::agree_on(
+            testing::pairs(prop_oneof![3 => streamed_delta().boxed(), 1 => event().boxed()]),
+            128,
+            |(first, second)| testing::repeats_agree::<WireEvent<'_>>(first, second),
+        );
     }
 
     /// Deltas as OpenAI streams them take the quick path; events that

@@ -12,6 +12,13 @@
 //! scanner accepts, serde reads to the same value; what it refuses costs a
 //! second read, never a different answer. Each reader's tests check that
 //! against serde on generated events.
+//!
+//! Deltas of one stream are mostly the same bytes: the same keys, types
+//! and model, with another piece of text, another counter, another id.
+//! So a decoder keeps the last delta's [`Shape`] (its literal bytes around
+//! the tokens that change) and, when the next event has the same literal
+//! bytes, rebuilds it from the last one with the new text ([`Refill`]): a
+//! byte comparison in place of a scan.
 
 use std::borrow::Cow;
 
@@ -37,11 +44,56 @@ const STOP: [bool; 256] = {
 pub(crate) struct Scanner<'a> {
     text: &'a str,
     at: usize,
+    /// When recording a [`Shape`]: the spans of the tokens that may
+    /// change from one delta to the next, in text order.
+    holes: Option<Vec<(usize, usize, HoleKind)>>,
 }
 
 impl<'a> Scanner<'a> {
     pub(crate) fn new(text: &'a str) -> Self {
-        Scanner { text, at: 0 }
+        Scanner {
+            text,
+            at: 0,
+            holes: None,
+        }
+    }
+
+    /// A scanner that also notes where the changing tokens are, for
+    /// [`Scanner::shape`].
+    pub(crate) fn recording(text: &'a str) -> Self {
+        Scanner {
+            holes: Some(Vec::new()),
+            ..Scanner::new(text)
+        }
+    }
+
+    fn note(&mut self, start: usize, kind: HoleKind) {
+        let end = self.at;
+        if let Some(holes) = &mut self.holes {
+            holes.push((start, end, kind));
+        }
+    }
+
+    /// The shape of the text just read: its literal pieces around the
+    /// tokens that may change. `None` unless exactly one delta text was
+    /// read (see [`Scanner::text_hole`]).
+    pub(crate) fn shape(self) -> Option<Shape> {
+        let holes = self.holes?;
+        let texts = holes.iter().filter(|h| h.2 == HoleKind::Text).count();
+        if texts != 1 {
+            return None;
+        }
+        let mut pieces = Vec::with_capacity(holes.len());
+        let mut from = 0;
+        for (start, end, kind) in holes {
+            pieces.push((from..start, kind));
+            from = end;
+        }
+        Some(Shape {
+            text: self.text.into(),
+            holes: pieces,
+            tail: from..self.text.len(),
+        })
     }
 
     fn bytes(&self) -> &'a [u8] {
@@ -75,7 +127,7 @@ impl<'a> Scanner<'a> {
     /// while the cursor sits on its value; `field` must consume the value.
     /// Only white space may follow the object.
     pub(crate) fn object(
-        mut self,
+        &mut self,
         field: impl FnMut(&mut Self, &'a str) -> Option<()>,
     ) -> Option<()> {
         self.members(field)?;
@@ -188,6 +240,18 @@ impl<'a> Scanner<'a> {
         nullable(self, Scanner::string)
     }
 
+    /// A delta's text, or `null`: as [`Scanner::optional_string`], noted
+    /// as the token a [`Shape`] refills.
+    pub(crate) fn text_hole(&mut self) -> Option<Option<Cow<'a, str>>> {
+        nullable(self, |s| {
+            s.skip_space();
+            let start = s.at;
+            let text = s.string()?;
+            s.note(start, HoleKind::Text);
+            Some(text)
+        })
+    }
+
     /// A non-negative integer without fraction or exponent, or `null`.
     pub(crate) fn optional_u64(&mut self) -> Option<Option<u64>> {
         nullable(self, |s| {
@@ -252,14 +316,24 @@ impl<'a> Scanner<'a> {
         if depth > MAX_DEPTH {
             return None;
         }
-        match self.peek()? {
-            b'"' => self.string().map(drop),
+        let first = self.peek()?;
+        let start = self.at;
+        match first {
+            b'"' => {
+                self.string()?;
+                self.note(start, HoleKind::String);
+                Some(())
+            }
             b'{' => self.members(|s, _| s.skip_at(depth + 1)),
             b'[' => self.elements(|s| s.skip_at(depth + 1)),
             b't' => self.eat_word("true"),
             b'f' => self.eat_word("false"),
             b'n' => self.eat_word("null"),
-            _ => self.number().map(drop),
+            _ => {
+                self.number()?;
+                self.note(start, HoleKind::Number);
+                Some(())
+            }
         }
     }
 }
@@ -267,12 +341,115 @@ impl<'a> Scanner<'a> {
 /// An event type with a quick reader for its common shapes.
 ///
 /// # Contract
-/// `quick` returns `Some` only for text that serde reads (through the
+/// `read` consumes the whole text (nothing but white space may follow the
+/// object) and returns `Some` only for text that serde reads (through the
 /// type's `Deserialize`) to an equal value; for anything else it returns
-/// `None`, and the caller reads the text with serde.
+/// `None`, and the caller reads the text with serde. Delta texts are read
+/// with [`Scanner::text_hole`], everything else that may change between
+/// two deltas is stepped over with [`Scanner::skip`].
 pub(crate) trait QuickRead<'a>: Sized {
     /// The event read by the scanner, or `None` to leave it to serde.
-    fn quick(data: &'a str) -> Option<Self>;
+    fn read(scanner: &mut Scanner<'a>) -> Option<Self>;
+}
+
+/// A delta event rebuilt from the last one of its stream: when a new
+/// event's text has the last one's [`Shape`], it is that event with
+/// another delta text.
+///
+/// # Contract
+/// `refill(&keep(e), t)` equals what [`QuickRead::read`] gives for `e`'s
+/// text with its one text hole (see [`Scanner::shape`]) holding `t`.
+pub(crate) trait Refill<'a>: QuickRead<'a> {
+    /// The event with every borrowed piece owned, kept between events.
+    type Kept: Send + std::fmt::Debug + 'static;
+
+    /// This event, owned.
+    fn keep(&self) -> Self::Kept;
+
+    /// `kept` with its delta text (the one text hole) replaced by `text`.
+    fn refill(kept: &Self::Kept, text: Cow<'a, str>) -> Self;
+}
+
+/// What kind of token a hole in a [`Shape`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HoleKind {
+    /// The delta text: read, and put in the rebuilt event.
+    Text,
+    /// A string the reader stepped over: any string will do.
+    String,
+    /// A number the reader stepped over: any number will do.
+    Number,
+}
+
+/// An event's text as literal pieces around the tokens that change from
+/// one delta to the next (the text itself, and the ids, counters and
+/// padding a reader steps over). A later event whose literal pieces are
+/// the same bytes, with a valid token of the same kind in each hole, is
+/// the same JSON structure with other values where the reader either
+/// ignores them or reads the delta text: so it reads to the same event
+/// with the new text, and a byte comparison replaces a scan.
+#[derive(Debug)]
+pub(crate) struct Shape {
+    text: Box<str>,
+    /// Each hole: the literal piece before it (a range of `text`) and
+    /// its kind.
+    holes: Vec<(std::ops::Range<usize>, HoleKind)>,
+    /// The literal piece after the last hole.
+    tail: std::ops::Range<usize>,
+}
+
+impl Shape {
+    /// The delta text of `data` when it has this shape.
+    pub(crate) fn fill<'a>(&self, data: &'a str) -> Option<Cow<'a, str>> {
+        let mut scanner = Scanner::new(data);
+        let mut text = None;
+        for (literal, kind) in &self.holes {
+            let literal = self.text.as_bytes().get(literal.clone())?;
+            if !data.as_bytes().get(scanner.at..)?.starts_with(literal) {
+                return None;
+            }
+            scanner.at += literal.len();
+            match kind {
+                HoleKind::Text => text = Some(scanner.string()?),
+                HoleKind::String => drop(scanner.string()?),
+                HoleKind::Number => drop(scanner.number()?),
+            }
+        }
+        let tail = self.text.as_bytes().get(self.tail.clone())?;
+        (data.as_bytes().get(scanner.at..)? == tail).then_some(())?;
+        text
+    }
+}
+
+/// The last delta of a stream and its shape, for [`Refill`].
+#[derive(Debug)]
+pub(crate) struct Repeat<K> {
+    last: Option<(Shape, K)>,
+}
+
+impl<K> Default for Repeat<K> {
+    fn default() -> Self {
+        Repeat { last: None }
+    }
+}
+
+impl<K> Repeat<K> {
+    /// Reads `data` as a `T`: rebuilt from the last delta when it has the
+    /// same shape, else read by the scanner (and kept, when it is a delta);
+    /// `None` when the scanner leaves it to serde.
+    pub(crate) fn read<'a, T: Refill<'a, Kept = K>>(&mut self, data: &'a str) -> Option<T> {
+        if let Some((shape, kept)) = &self.last
+            && let Some(text) = shape.fill(data)
+        {
+            return Some(T::refill(kept, text));
+        }
+        let mut scanner = Scanner::recording(data);
+        let event = T::read(&mut scanner)?;
+        if let Some(shape) = scanner.shape() {
+            self.last = Some((shape, event.keep()));
+        }
+        Some(event)
+    }
 }
 
 /// A value that may be `null`, read by `read` otherwise.
@@ -436,10 +613,19 @@ pub(crate) mod testing {
     pub(crate) fn members(
         known: Vec<(&'static str, BoxedStrategy<String>)>,
     ) -> impl Strategy<Value = Vec<(String, String)>> {
+        members_kept(known, 0.5)
+    }
+
+    /// [`members`], each known member kept with probability `keep`.
+    pub(crate) fn members_kept(
+        known: Vec<(&'static str, BoxedStrategy<String>)>,
+        keep: f64,
+    ) -> impl Strategy<Value = Vec<(String, String)>> {
         let fields: Vec<_> = known
             .into_iter()
             .map(|(key, value)| {
-                (any::<bool>(), value).prop_map(move |(keep, v)| keep.then(|| (key.to_string(), v)))
+                (prop::bool::weighted(keep), value)
+                    .prop_map(move |(kept, v)| kept.then(|| (key.to_string(), v)))
             })
             .collect();
         let unknown_value = prop_oneof![
@@ -466,31 +652,85 @@ pub(crate) mod testing {
             .prop_shuffle()
     }
 
-    /// Reads 512 events from `events` both ways and fails on the first
-    /// disagreement, or when fewer than a quarter took the quick path (a
-    /// generator that always falls back to serde would test nothing).
-    pub(crate) fn agree_on<S>(events: S, read: impl Fn(&str) -> Result<bool, TestCaseError>)
-    where
-        S: Strategy<Value = String>,
-    {
+    /// Checks 512 cases from `cases` with `read` and fails on the first
+    /// disagreement, or when fewer than `at_least` of them took the path
+    /// under test (a generator that always falls back to serde would test
+    /// nothing).
+    pub(crate) fn agree_on<S: Strategy>(
+        cases: S,
+        at_least: usize,
+        read: impl Fn(&S::Value) -> Result<bool, TestCaseError>,
+    ) {
         let mut runner = proptest::test_runner::TestRunner::deterministic();
-        let mut quick = 0;
+        let mut taken = 0;
         let total = 512;
         for _ in 0..total {
-            let text = events
+            let case = cases
                 .new_tree(&mut runner)
-                .expect("a generated event")
+                .expect("a generated case")
                 .current();
-            match read(&text) {
-                Ok(true) => quick += 1,
+            match read(&case) {
+                Ok(true) => taken += 1,
                 Ok(false) => {}
                 Err(e) => panic!("{e}"),
             }
         }
         assert!(
-            quick * 4 >= total,
-            "only {quick} of {total} generated events took the quick path"
+            taken >= at_least,
+            "only {taken} of {total} generated cases took the path under test"
         );
+    }
+
+    /// Pairs of events: one from `events`, and the same text with every
+    /// `"word "` string (a value [`text_value`] draws) replaced by another
+    /// string. Where that string sat in a hole the two share a
+    /// [`Shape`](super::Shape); where it sat in a field the reader uses
+    /// (a type, a model) they must not.
+    pub(crate) fn pairs(
+        events: impl Strategy<Value = String>,
+    ) -> impl Strategy<Value = (String, String)> {
+        let others = prop::sample::select(vec![
+            "\"x\"",
+            "\"a longer piece of text\"",
+            "\"two\\nlines\"",
+            "\"caf\\u00e9\"",
+            "\"\"",
+        ]);
+        (events, others).prop_map(|(first, other)| {
+            let second = first.replace("\"word \"", other);
+            (first, second)
+        })
+    }
+
+    /// Reads `second` after `first` through one [`Repeat`](super::Repeat)
+    /// and fails unless the result (when there is one) equals serde's;
+    /// returns whether `second`, a different text, was rebuilt from
+    /// `first`'s shape.
+    pub(crate) fn repeats_agree<'a, T>(
+        first: &'a str,
+        second: &'a str,
+    ) -> Result<bool, TestCaseError>
+    where
+        T: super::Refill<'a> + serde::Deserialize<'a> + PartialEq + Debug,
+    {
+        let mut repeat = super::Repeat::<T::Kept>::default();
+        let _ = repeat.read::<T>(first);
+        let rebuilt = repeat
+            .last
+            .as_ref()
+            .is_some_and(|(shape, _)| shape.fill(second).is_some());
+        let Some(event) = repeat.read::<T>(second) else {
+            return Ok(false);
+        };
+        match serde_json::from_str::<T>(second) {
+            Ok(parsed) => {
+                prop_assert_eq!(event, parsed, "{} after {}", second, first);
+                Ok(rebuilt && first != second)
+            }
+            Err(e) => Err(TestCaseError::fail(format!(
+                "read what serde refuses ({e}): {second} after {first}"
+            ))),
+        }
     }
 
     /// Checks each of `quick` is read by the quick reader (agreeing with
@@ -515,7 +755,7 @@ pub(crate) mod testing {
     where
         T: QuickRead<'a> + serde::Deserialize<'a> + PartialEq + Debug,
     {
-        let Some(quick) = T::quick(data) else {
+        let Some(quick) = T::read(&mut super::Scanner::new(data)) else {
             return Ok(false);
         };
         match serde_json::from_str::<T>(data) {
@@ -656,6 +896,46 @@ mod tests {
         assert_eq!(skip_all("[1]"), None);
         let deep = format!("{{\"a\":{}1{}}}", "[".repeat(40), "]".repeat(40));
         assert_eq!(skip_all(&deep), None, "too deep: left to serde");
+    }
+
+    /// A shape takes another event only when every literal piece matches
+    /// byte for byte and each hole holds a valid token of its kind.
+    #[test]
+    fn a_shape_takes_only_events_that_match_it_outside_its_holes() {
+        let template = r#"{"id":"a1","n":7,"model":"m","text":"word ","end":true}"#;
+        let mut scanner = Scanner::recording(template);
+        scanner
+            .object(|s, key| match key {
+                "text" => s.text_hole().map(drop),
+                "model" => s.optional_string().map(drop),
+                _ => s.skip(),
+            })
+            .expect("the template reads");
+        let shape = scanner.shape().expect("one text hole");
+        let fill = |data| shape.fill(data).map(Cow::into_owned);
+        assert_eq!(fill(template).as_deref(), Some("word "));
+        let same = r#"{"id":"b-22","n":-1.5e3,"model":"m","text":"new\ntext","end":true}"#;
+        assert_eq!(
+            fill(same).as_deref(),
+            Some("new\ntext"),
+            "skipped values and the text may change"
+        );
+        for other in [
+            r#"{"id":"a1","n":7,"model":"M","text":"x","end":true}"#,
+            r#"{"id":"a1","n":7,"model":"m","text":"x","end":false}"#,
+            r#"{"id":"a1","n":7,"model":"m","text":"x","end":true} "#,
+            r#"{"id":"a1","n":7,"model":"m","text":"x","end":true}}"#,
+            r#"{"id":7,"n":7,"model":"m","text":"x","end":true}"#,
+            r#"{"id":"a1","n":"7","model":"m","text":"x","end":true}"#,
+            r#"{"id":"a1","n":7,"model":"m","text":null,"end":true}"#,
+            r#"{"id":"a1","n":7,"model":"m","text":"caf\u00e9","end":true}"#,
+            r#"{"id":"a1","n":7,"model":"m","text":"x"#,
+        ] {
+            assert_eq!(fill(other), None, "{other}");
+        }
+        let mut two = Scanner::recording(r#"{"a":"x","b":"y"}"#);
+        two.object(|s, _| s.text_hole().map(drop)).expect("reads");
+        assert!(two.shape().is_none(), "two texts: no shape");
     }
 
     #[test]

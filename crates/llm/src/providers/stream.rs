@@ -8,7 +8,8 @@ use std::task::Poll;
 
 use futures::StreamExt;
 
-use super::scan::QuickRead;
+use super::scan::Refill;
+use super::scan::Repeat;
 use super::sse::SseEvent;
 use super::sse::SseParser;
 use crate::client::Response;
@@ -299,17 +300,19 @@ pub(crate) fn parse_event<'a, T: serde::Deserialize<'a>>(
     })
 }
 
-/// Reads one event's JSON data with the type's quick reader when it
-/// knows the shape (most text deltas), and with serde otherwise; the two
-/// give the same value (see [`QuickRead`]).
+/// Reads one event's JSON data: rebuilt from the stream's last delta when
+/// it has that delta's shape, read by the type's quick reader when it
+/// knows the shape (most text deltas), and by serde otherwise; all three
+/// give the same value (see `QuickRead` and [`Refill`] in `scan`).
 ///
 /// # Errors
 /// As [`parse_event`], for data the quick reader leaves to serde.
-pub(crate) fn read_event<'a, T: QuickRead<'a> + serde::Deserialize<'a>>(
+pub(crate) fn read_event<'a, T: Refill<'a> + serde::Deserialize<'a>>(
     provider: &str,
     data: &'a str,
+    repeat: &mut Repeat<T::Kept>,
 ) -> Result<T, LlmError> {
-    match T::quick(data) {
+    match repeat.read(data) {
         Some(event) => Ok(event),
         None => parse_event(provider, data),
     }
