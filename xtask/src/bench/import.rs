@@ -145,31 +145,16 @@ fn measure_all(dir: &Path) -> anyhow::Result<Section> {
         let input = dir.join(format!("input-{index}"));
         let size = generate(case, &input)?;
         let out = dir.join(format!("out-{index}.jsonl"));
-        let printed = super::run_child(&[
+        let [before, peak, nanos, events, read_peak] = super::child_figures(&[
             "import-peak".as_ref(),
             input.as_os_str(),
             case.format.name().as_ref(),
             out.as_os_str(),
         ])?;
-        let figures: Vec<u64> = printed
-            .split_whitespace()
-            .map(str::parse)
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("bench child printed {printed:?}"))?;
-        let [before, peak, nanos, events, read_peak] = figures[..] else {
-            anyhow::bail!("bench child printed {printed:?}");
-        };
         // What opening the written log costs, in a process of its own: an
         // import that ends holding the session cannot peak below it.
-        let reopened = super::run_child(&["load-peak".as_ref(), out.as_os_str()])?;
-        let reopen: Vec<u64> = reopened
-            .split_whitespace()
-            .map(str::parse)
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("bench child printed {reopened:?}"))?;
-        let [open_before, open_peak, _] = reopen[..] else {
-            anyhow::bail!("bench child printed {reopened:?}");
-        };
+        let [open_before, open_peak, _] =
+            super::child_figures(&["load-peak".as_ref(), out.as_os_str()])?;
         let open_ratio = open_peak.saturating_sub(open_before) as f64 / size as f64;
         let read_ratio = read_peak.saturating_sub(before) as f64 / size as f64;
         let growth = peak.saturating_sub(before);

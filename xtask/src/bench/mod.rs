@@ -141,6 +141,23 @@ pub(crate) fn child(args: &[String]) -> anyhow::Result<()> {
     }
 }
 
+/// Runs `bench-child ARGS` and reads the `N` whole numbers it prints on
+/// one line (byte counts, nanoseconds, event counts).
+///
+/// # Errors
+/// The child's failure, or output that is not exactly `N` numbers.
+pub(crate) fn child_figures<const N: usize>(args: &[&OsStr]) -> anyhow::Result<[u64; N]> {
+    let printed = run_child(args)?;
+    let figures: Vec<u64> = printed
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("bench child {args:?} printed {printed:?}"))?;
+    figures
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("bench child {args:?} printed {printed:?}, not {N} numbers"))
+}
+
 /// Runs `bench-child ARGS` in a fresh copy of this binary and returns what
 /// it printed.
 pub(crate) fn run_child(args: &[&OsStr]) -> anyhow::Result<String> {

@@ -342,13 +342,8 @@ fn open_and_fold(path: &Path, generated: &Generated) -> anyhow::Result<Section> 
         format!("{:.2}x", theirs.as_secs_f64() / ours.as_secs_f64()),
         ">= 150 MB/s".into(),
     ]);
-    let text = super::run_child(&["load-peak".as_ref(), path.as_os_str()])?;
-    let figures: Vec<u64> = text
-        .split_whitespace()
-        .map(str::parse)
-        .collect::<Result<_, _>>()?;
-    anyhow::ensure!(figures.len() == 3, "bench child said {text:?}");
-    let grown = figures[1].saturating_sub(figures[0]);
+    let [before, peak, _events] = super::child_figures(&["load-peak".as_ref(), path.as_os_str()])?;
+    let grown = peak.saturating_sub(before);
     let ratio = grown as f64 / generated.bytes as f64;
     section.row(vec![
         "peak memory / file size".into(),
