@@ -13,6 +13,7 @@ use super::scan::Repeat;
 use super::scan::Scanner;
 use super::scan::nullable;
 use super::scan::once;
+use super::scan::owned;
 use super::sse::SseEvent;
 use super::stream;
 use super::stream::Decoder;
@@ -155,8 +156,6 @@ impl<'a> Refill<'a> for WireEvent<'a> {
     type Kept = WireEvent<'static>;
 
     fn keep(&self) -> Self::Kept {
-        let owned =
-            |text: &Option<Cow<'_, str>>| text.as_deref().map(|t| Cow::Owned(t.to_string()));
         WireEvent {
             kind: owned(&self.kind),
             index: self.index,
@@ -204,9 +203,8 @@ impl<'a> WireDelta<'a> {
                 "stop_reason" => 5,
                 _ => return s.skip(),
             };
-            let value = if slot == 5 {
-                s.optional_string()?
-            } else if slot > 0 {
+            // The four delta texts are the holes a repeated shape refills.
+            let value = if (1..=4).contains(&slot) {
                 s.text_hole()?
             } else {
                 s.optional_string()?
@@ -358,11 +356,10 @@ impl Decoder for AnthropicDecoder {
                 return Ok(true);
             }
             "error" => {
-                let value = stream::event_json(&self.provider, event.data)?;
-                return Err(classify::classify_stream_error(
+                return Err(stream::reported_error(
                     &self.provider,
                     self.dialect,
-                    &classify::error_from_value(&value),
+                    event.data,
                 ));
             }
             _ => {}

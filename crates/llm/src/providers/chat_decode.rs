@@ -17,6 +17,7 @@ use super::scan::Refill;
 use super::scan::Repeat;
 use super::scan::Scanner;
 use super::scan::once;
+use super::scan::owned;
 use super::sse::SseEvent;
 use super::stream;
 use super::stream::Decoder;
@@ -219,8 +220,6 @@ impl<'a> Refill<'a> for WireAnswer<'a> {
     type Kept = WireAnswer<'static>;
 
     fn keep(&self) -> Self::Kept {
-        let owned =
-            |text: &Option<Cow<'_, str>>| text.as_deref().map(|t| Cow::Owned(t.to_string()));
         WireAnswer {
             model: owned(&self.model),
             error: None,
@@ -447,11 +446,10 @@ impl Decoder for ChatDecoder {
         let chunk: WireAnswer<'_> =
             stream::read_event(&self.provider, event.data, &mut self.repeat)?;
         if chunk.error.is_some() {
-            let value = stream::event_json(&self.provider, event.data)?;
-            return Err(classify::classify_stream_error(
+            return Err(stream::reported_error(
                 &self.provider,
                 self.dialect,
-                &classify::error_from_value(&value),
+                event.data,
             ));
         }
         // Every chunk names the model; copy it only when it changes.

@@ -22,6 +22,7 @@ use super::scan::Refill;
 use super::scan::Repeat;
 use super::scan::Scanner;
 use super::scan::once;
+use super::scan::owned;
 use super::sse::SseEvent;
 use super::stream;
 use super::stream::Decoder;
@@ -312,7 +313,7 @@ impl<'a> Refill<'a> for WireEvent<'a> {
 
     fn keep(&self) -> Self::Kept {
         WireEvent {
-            kind: self.kind.as_deref().map(|k| Cow::Owned(k.to_string())),
+            kind: owned(&self.kind),
             delta: self.delta.clone(),
             output_index: self.output_index,
             item: None,
@@ -403,11 +404,10 @@ impl Decoder for ResponsesDecoder {
                 ));
             }
             "error" => {
-                let value = stream::event_json(&self.provider, event.data)?;
-                return Err(classify::classify_stream_error(
+                return Err(stream::reported_error(
                     &self.provider,
                     self.dialect,
-                    &classify::error_from_value(&value),
+                    event.data,
                 ));
             }
             _ => {}

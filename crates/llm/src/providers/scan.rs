@@ -370,6 +370,11 @@ pub(crate) trait Refill<'a>: QuickRead<'a> {
     fn refill(kept: &Self::Kept, text: Cow<'a, str>) -> Self;
 }
 
+/// `text`, owned, for a [`Refill::Kept`] event.
+pub(crate) fn owned(text: &Option<Cow<'_, str>>) -> Option<Cow<'static, str>> {
+    text.as_deref().map(|t| Cow::Owned(t.to_string()))
+}
+
 /// What kind of token a hole in a [`Shape`] holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum HoleKind {

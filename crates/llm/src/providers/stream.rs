@@ -8,6 +8,7 @@ use std::task::Poll;
 
 use futures::StreamExt;
 
+use super::classify;
 use super::scan::Refill;
 use super::scan::Repeat;
 use super::sse::SseEvent;
@@ -267,6 +268,22 @@ pub(crate) fn done(
         None,
     );
     StreamEvent::Done(Box::new(response))
+}
+
+/// The error a provider reported inside a stream (an `error` event, or a
+/// chunk with an `error` member), classified in `dialect`; a `Transport`
+/// error when the event is not JSON.
+pub(crate) fn reported_error(
+    provider: &str,
+    dialect: classify::ErrorDialect,
+    data: &str,
+) -> LlmError {
+    match event_json(provider, data) {
+        Ok(value) => {
+            classify::classify_stream_error(provider, dialect, &classify::error_from_value(&value))
+        }
+        Err(not_json) => not_json,
+    }
 }
 
 /// Parses one event's JSON data.
