@@ -178,13 +178,7 @@ mod tests {
     fn a_summarizer_model_names_its_model_when_logged() {
         // A host logging its sources sees which model summarizes; the
         // client (which may hold a key in its headers) is not shown.
-        let client: Arc<dyn LlmClient> = Arc::new(
-            abridge_llm::AnthropicClient::new(
-                abridge_llm::ProviderConfig::new("http://127.0.0.1:9"),
-                abridge_llm::AnthropicOptions::default(),
-            )
-            .unwrap(),
-        );
+        let client = abridge_test_support::scripted::unreachable_anthropic();
         let model = SummarizerModel {
             client,
             model: "claude-haiku-4-5".into(),

@@ -217,13 +217,7 @@ mod tests {
         // The host and `abridge serve` read `native_dialect` to decide
         // whether a provider's own compaction can be replayed; a wrapper
         // that recorded attempts must not change that answer.
-        let inner: Arc<dyn LlmClient> = Arc::new(
-            abridge_llm::AnthropicClient::new(
-                abridge_llm::ProviderConfig::new("http://127.0.0.1:9"),
-                abridge_llm::AnthropicOptions::default(),
-            )
-            .unwrap(),
-        );
+        let inner = abridge_test_support::scripted::unreachable_anthropic();
         let recording = RecordingClient {
             inner: Arc::clone(&inner),
             model: "claude-sonnet-4-5".into(),

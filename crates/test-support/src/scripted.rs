@@ -183,3 +183,16 @@ pub fn server_error() -> LlmError {
         message: "busy".into(),
     }
 }
+
+/// A real Anthropic client pointed at a port nothing listens on: for tests
+/// that need a provider's own client (its name, its dialect, how it shows
+/// in logs) and never send a request.
+pub fn unreachable_anthropic() -> Arc<dyn LlmClient> {
+    Arc::new(
+        abridge_llm::AnthropicClient::new(
+            abridge_llm::ProviderConfig::new("http://127.0.0.1:9"),
+            abridge_llm::AnthropicOptions::default(),
+        )
+        .expect("an Anthropic client for a fixed loopback url"),
+    )
+}
