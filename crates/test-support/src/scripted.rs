@@ -186,7 +186,8 @@ pub fn server_error() -> LlmError {
 
 /// A real Anthropic client pointed at a port nothing listens on: for tests
 /// that need a provider's own client (its name, its dialect, how it shows
-/// in logs) and never send a request.
+/// in logs) and never send a request. Needs the `providers` feature.
+#[cfg(feature = "providers")]
 pub fn unreachable_anthropic() -> Arc<dyn LlmClient> {
     Arc::new(
         abridge_llm::AnthropicClient::new(

@@ -11,6 +11,7 @@ use super::scan::QuickRead;
 use super::scan::Refill;
 use super::scan::Repeat;
 use super::scan::Scanner;
+use super::scan::lent;
 use super::scan::nullable;
 use super::scan::once;
 use super::scan::owned;
@@ -173,20 +174,29 @@ impl<'a> Refill<'a> for WireEvent<'a> {
         }
     }
 
-    fn refill(kept: &Self::Kept, text: Cow<'a, str>) -> Self {
-        let mut event: WireEvent<'a> = kept.clone();
-        if let Some(delta) = &mut event.delta {
-            let slots = [
-                &mut delta.text,
-                &mut delta.thinking,
-                &mut delta.signature,
-                &mut delta.partial_json,
-            ];
-            if let Some(slot) = slots.into_iter().find(|slot| slot.is_some()) {
-                *slot = Some(text);
-            }
+    fn refill(kept: &'a Self::Kept, text: Cow<'a, str>) -> Self {
+        let mut text = Some(text);
+        // The text goes into the first slot that held one, as in the kept
+        // event; every other string is lent from it.
+        let mut fill = |slot: &'a Option<Cow<'static, str>>| match slot {
+            Some(_) if text.is_some() => text.take(),
+            _ => lent(slot),
+        };
+        WireEvent {
+            kind: lent(&kept.kind),
+            index: kept.index,
+            delta: kept.delta.as_ref().map(|d| WireDelta {
+                kind: lent(&d.kind),
+                text: fill(&d.text),
+                thinking: fill(&d.thinking),
+                signature: fill(&d.signature),
+                partial_json: fill(&d.partial_json),
+                stop_reason: d.stop_reason.clone(),
+            }),
+            content_block: None,
+            message: None,
+            usage: None,
         }
-        event
     }
 }
 
@@ -453,7 +463,9 @@ mod tests {
         testing::agree_on(
             testing::pairs(prop_oneof![3 => streamed_delta(), 1 => event().boxed()]),
             128,
-            |(first, second)| testing::repeats_agree::<WireEvent<'_>>(first, second),
+            |(first, second)| {
+                testing::repeats_agree::<WireEvent<'_>>(first, second, &mut Repeat::default())
+            },
         );
     }
 

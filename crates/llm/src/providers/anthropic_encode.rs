@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde::Serializer;
 use serde::ser::SerializeMap;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::fragments;
 use super::fragments::Fragment;
@@ -64,13 +65,15 @@ struct WireMessage<'a> {
 }
 
 /// A block serialized once (see `fragments`), remembered by where it came
-/// from in case it must be marked; or one built for this call.
+/// from in case it must be marked; the same block's marked JSON, also
+/// kept with the fragment; or one built for this call.
 enum Slot<'a> {
     Cached {
         fragment: &'a Fragment,
         message: usize,
         position: usize,
     },
+    Marked(&'a RawValue),
     Fresh(WireBlock<'a>),
 }
 
@@ -78,6 +81,7 @@ impl Serialize for Slot<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             Slot::Cached { fragment, .. } => fragment.json.serialize(serializer),
+            Slot::Marked(json) => json.serialize(serializer),
             Slot::Fresh(block) => block.serialize(serializer),
         }
     }
@@ -87,6 +91,8 @@ impl Slot<'_> {
     fn markable(&self) -> bool {
         match self {
             Slot::Cached { fragment, .. } => fragment.markable,
+            // Already marked: another marker would be a second one.
+            Slot::Marked(_) => false,
             Slot::Fresh(block) => block.markable(),
         }
     }
@@ -294,25 +300,39 @@ fn mark_history<'a>(request: &'a Request, messages: &mut [WireMessage<'a>]) {
     }
 }
 
-/// Marks the last markable block; a cached one is built again from its
-/// message, since the marker goes inside it.
+/// Marks the last markable block. The marker goes inside the block, so a
+/// cached one is built again from its message, once: its marked JSON is
+/// kept with its fragment for the calls that resend it marked.
 fn mark_last_block<'a>(request: &'a Request, message: &mut WireMessage<'a>) {
     let Some(slot) = message.content.iter_mut().rev().find(|b| b.markable()) else {
         return;
     };
     match slot {
         Slot::Fresh(block) => block.cached = true,
+        Slot::Marked(_) => {}
         Slot::Cached {
-            message, position, ..
+            fragment,
+            message,
+            position,
         } => {
+            let fragment: &'a Fragment = fragment;
+            if let Some(json) = fragment.marked.get() {
+                *slot = Slot::Marked(json);
+                return;
+            }
             let rebuilt = request
                 .messages
                 .get(*message)
                 .and_then(|source| message_blocks(source).1.into_iter().nth(*position));
-            if let Some(mut block) = rebuilt {
-                block.cached = true;
-                *slot = Slot::Fresh(block);
-            }
+            let Some(mut block) = rebuilt else {
+                return;
+            };
+            block.cached = true;
+            *slot = match serde_json::value::to_raw_value(&block) {
+                Ok(json) => Slot::Marked(fragment.marked.get_or_init(|| json)),
+                // Left to the body's own serialization, which reports it.
+                Err(_) => Slot::Fresh(block),
+            };
         }
     }
 }

@@ -16,6 +16,7 @@ use super::scan::QuickRead;
 use super::scan::Refill;
 use super::scan::Repeat;
 use super::scan::Scanner;
+use super::scan::lent;
 use super::scan::once;
 use super::scan::owned;
 use super::sse::SseEvent;
@@ -245,25 +246,41 @@ impl<'a> Refill<'a> for WireAnswer<'a> {
         }
     }
 
-    fn refill(kept: &Self::Kept, text: Cow<'a, str>) -> Self {
-        let mut answer: WireAnswer<'a> = kept.clone();
-        for choice in &mut answer.choices {
-            let message = &mut choice.message;
-            if let Some(content) = &mut message.content {
-                content.0 = text;
-                break;
-            }
-            let slots = [
-                &mut message.reasoning_content,
-                &mut message.reasoning,
-                &mut message.refusal,
-            ];
-            if let Some(slot) = slots.into_iter().find(|slot| slot.is_some()) {
-                *slot = Some(text);
-                break;
-            }
+    fn refill(kept: &'a Self::Kept, text: Cow<'a, str>) -> Self {
+        let mut text = Some(text);
+        let choices = kept
+            .choices
+            .iter()
+            .map(|choice| {
+                let message = &choice.message;
+                // The text goes into the first slot that held one, as in
+                // the kept event; every other string is lent from it.
+                let content = match &message.content {
+                    Some(_) if text.is_some() => text.take().map(WireContent),
+                    content => content.as_ref().map(|c| WireContent(Cow::Borrowed(&c.0))),
+                };
+                let mut fill = |slot: &'a Option<Cow<'static, str>>| match slot {
+                    Some(_) if text.is_some() => text.take(),
+                    _ => lent(slot),
+                };
+                WireChoice {
+                    message: WireMessage {
+                        content,
+                        reasoning_content: fill(&message.reasoning_content),
+                        reasoning: fill(&message.reasoning),
+                        refusal: fill(&message.refusal),
+                        tool_calls: None,
+                    },
+                    finish_reason: lent(&choice.finish_reason),
+                }
+            })
+            .collect();
+        WireAnswer {
+            model: lent(&kept.model),
+            error: None,
+            choices,
+            usage: None,
         }
-        answer
     }
 }
 
@@ -402,28 +419,27 @@ impl ChatDecoder {
             repeat: Repeat::default(),
         }
     }
+}
 
-    fn push_text(&mut self, delta: &str, thinking: bool) {
-        let slot = if thinking {
-            &mut self.thinking_slot
+/// Appends a delta to the answer's text (or reasoning) part, opening the
+/// part at its first delta. A free function over the two fields it
+/// touches, so it runs while the event being read still borrows the
+/// decoder's last delta.
+fn push_text(parts: &mut Vec<Partial>, slot: &mut Option<usize>, delta: &str, thinking: bool) {
+    let index = *slot.get_or_insert_with(|| {
+        parts.push(if thinking {
+            Partial::Thinking {
+                text: String::new(),
+                signature: String::new(),
+            }
         } else {
-            &mut self.text_slot
-        };
-        let index = *slot.get_or_insert_with(|| {
-            self.parts.push(if thinking {
-                Partial::Thinking {
-                    text: String::new(),
-                    signature: String::new(),
-                }
-            } else {
-                Partial::Text(String::new())
-            });
-            self.parts.len() - 1
+            Partial::Text(String::new())
         });
-        match &mut self.parts[index] {
-            Partial::Text(text) | Partial::Thinking { text, .. } => text.push_str(delta),
-            _ => {}
-        }
+        parts.len() - 1
+    });
+    match &mut parts[index] {
+        Partial::Text(text) | Partial::Thinking { text, .. } => text.push_str(delta),
+        _ => {}
     }
 }
 
@@ -462,12 +478,12 @@ impl Decoder for ChatDecoder {
         for choice in chunk.choices {
             let delta = choice.message;
             if let Some(thinking) = owned_text(delta.reasoning_content.or(delta.reasoning)) {
-                self.push_text(&thinking, true);
+                push_text(&mut self.parts, &mut self.thinking_slot, &thinking, true);
                 out.push(StreamEvent::ThinkingDelta(thinking));
             }
             let text = content_text(delta.content);
             if !text.is_empty() {
-                self.push_text(&text, false);
+                push_text(&mut self.parts, &mut self.text_slot, &text, false);
                 out.push(StreamEvent::TextDelta(text.into_owned()));
             }
             for call in delta.tool_calls.unwrap_or_default() {
@@ -614,7 +630,9 @@ mod tests {
         testing::agree_on(
             testing::pairs(prop_oneof![3 => streamed_chunk().boxed(), 1 => chunk().boxed()]),
             128,
-            |(first, second)| testing::repeats_agree::<WireAnswer<'_>>(first, second),
+            |(first, second)| {
+                testing::repeats_agree::<WireAnswer<'_>>(first, second, &mut Repeat::default())
+            },
         );
     }
 

@@ -84,30 +84,48 @@ pub(crate) struct Fragment {
     pub(crate) json: Box<RawValue>,
     /// Whether a cache marker may go on it (Anthropic; false elsewhere).
     pub(crate) markable: bool,
+    /// The item's JSON with a cache marker inside, made the first time a
+    /// call marks it and reused while the message is resent (Anthropic).
+    pub(crate) marked: std::sync::OnceLock<Box<RawValue>>,
 }
 
 /// The items of one message.
 pub(crate) type Items = Arc<Vec<Fragment>>;
 
+#[derive(Clone)]
 struct Entry {
     /// Keeps the address taken as the key from being reused.
-    _message: SharedMessage,
+    message: SharedMessage,
     items: Items,
 }
 
-/// A client's cache of message fragments.
+/// A client's cache of message fragments: the last call's entries, in its
+/// message order.
 #[derive(Default)]
 pub(crate) struct FragmentCache {
-    entries: Mutex<ByAddress>,
+    entries: Mutex<Vec<Option<Entry>>>,
 }
 
 impl fmt::Debug for FragmentCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let len = self.entries.lock().map_or(0, |entries| entries.len());
+        let len = self
+            .entries
+            .lock()
+            .map_or(0, |entries| entries.iter().flatten().count());
         f.debug_struct("FragmentCache")
             .field("messages", &len)
             .finish()
     }
+}
+
+/// The entries left in `last`, by address: where a message is looked up
+/// once it is not at the index it had in the last call.
+fn by_address(last: &mut [Option<Entry>]) -> ByAddress {
+    let mut map = ByAddress::with_capacity_and_hasher(last.len(), AddressHash);
+    for entry in last.iter_mut().filter_map(Option::take) {
+        map.insert(Arc::as_ptr(&entry.message) as usize, entry);
+    }
+    map
 }
 
 /// Bytes a body will take: its messages' JSON, plus room for the fields
@@ -137,7 +155,11 @@ pub(crate) fn fragment<T: Serialize>(
         provider: provider.to_string(),
         message: format!("could not serialize the request body: {e}"),
     })?;
-    Ok(Fragment { json, markable })
+    Ok(Fragment {
+        json,
+        markable,
+        marked: std::sync::OnceLock::new(),
+    })
 }
 
 impl FragmentCache {
@@ -159,23 +181,38 @@ impl FragmentCache {
             Ok(mut entries) => std::mem::take(&mut *entries),
             Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
         };
-        let mut next = ByAddress::with_capacity_and_hasher(messages.len(), AddressHash);
+        // An agent resends its history in the same order, growing at the
+        // end, so a message is first looked for where it was in the last
+        // call: a pointer comparison. Only once one is not (a compaction
+        // moved the history) are the entries left put in a map.
+        let mut moved: Option<ByAddress> = None;
+        let mut next = Vec::with_capacity(messages.len());
         let mut out = Vec::with_capacity(messages.len());
         for (index, message) in messages.iter().enumerate() {
             if !cacheable(index, message) {
                 out.push(None);
+                next.push(None);
                 continue;
             }
-            let key = Arc::as_ptr(message) as usize;
-            let entry = match last.remove(&key).or_else(|| next.remove(&key)) {
+            let in_place = last
+                .get_mut(index)
+                .and_then(|slot| slot.take_if(|e| Arc::ptr_eq(&e.message, message)));
+            let found = in_place.or_else(|| {
+                let key = Arc::as_ptr(message) as usize;
+                moved
+                    .get_or_insert_with(|| by_address(&mut last))
+                    .get(&key)
+                    .cloned()
+            });
+            let entry = match found {
                 Some(entry) => entry,
                 None => Entry {
-                    _message: Arc::clone(message),
+                    message: Arc::clone(message),
                     items: Arc::new(encode(message)?),
                 },
             };
             out.push(Some(Arc::clone(&entry.items)));
-            next.insert(key, entry);
+            next.push(Some(entry));
         }
         if let Ok(mut entries) = self.entries.lock() {
             *entries = next;
@@ -240,6 +277,40 @@ mod tests {
         cache.items(&[copy], all, encode_counting(&count)).unwrap();
         assert_eq!(count.get(), 3);
         assert_eq!(Arc::strong_count(&a), 1, "entries not sent are dropped");
+    }
+
+    #[test]
+    fn a_history_that_moved_is_still_reused() {
+        // A compaction drops the head and the rest shift down: the entries
+        // are no longer where the last call had them, and are found anyway.
+        let cache = FragmentCache::default();
+        let [a, b, c, d]: [SharedMessage; 4] =
+            ["a", "b", "c", "d"].map(|t| Arc::new(Message::user(t)));
+        let count = std::cell::Cell::new(0);
+        let all = |_: usize, _: &Message| true;
+        cache
+            .items(
+                &[a.clone(), b.clone(), c.clone()],
+                all,
+                encode_counting(&count),
+            )
+            .unwrap();
+        let items = cache
+            .items(&[b.clone(), c.clone(), d], all, encode_counting(&count))
+            .unwrap();
+        assert_eq!(count.get(), 4, "only the new message is encoded");
+        let texts: Vec<&str> = items
+            .iter()
+            .map(|i| i.as_ref().unwrap()[0].json.get())
+            .collect();
+        assert_eq!(texts, ["\"b\"", "\"c\"", "\"d\""]);
+        assert_eq!(Arc::strong_count(&a), 1, "the dropped head is let go");
+        // The same message twice in one request: both get its items.
+        let twice = cache
+            .items(&[c.clone(), b, c], all, encode_counting(&count))
+            .unwrap();
+        assert_eq!(twice[0].as_ref().unwrap()[0].json.get(), "\"c\"");
+        assert_eq!(twice[2].as_ref().unwrap()[0].json.get(), "\"c\"");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use super::scan::QuickRead;
 use super::scan::Refill;
 use super::scan::Repeat;
 use super::scan::Scanner;
+use super::scan::lent;
 use super::scan::once;
 use super::scan::owned;
 use super::sse::SseEvent;
@@ -321,9 +322,9 @@ impl<'a> Refill<'a> for WireEvent<'a> {
         }
     }
 
-    fn refill(kept: &Self::Kept, text: Cow<'a, str>) -> Self {
+    fn refill(kept: &'a Self::Kept, text: Cow<'a, str>) -> Self {
         WireEvent {
-            kind: kept.kind.clone(),
+            kind: lent(&kept.kind),
             delta: Some(text.into_owned()),
             output_index: kept.output_index,
             item: None,
@@ -539,7 +540,9 @@ mod tests {
         testing::agree_on(
             testing::pairs(prop_oneof![3 => streamed_delta().boxed(), 1 => event().boxed()]),
             128,
-            |(first, second)| testing::repeats_agree::<WireEvent<'_>>(first, second),
+            |(first, second)| {
+                testing::repeats_agree::<WireEvent<'_>>(first, second, &mut Repeat::default())
+            },
         );
     }
 

@@ -768,12 +768,15 @@ mod agreement {
         from_bytes
     }
 
-    /// The request, and the same messages shared again with one more
-    /// message after them (the next turn).
-    fn turns(request: &Request) -> [Request; 2] {
+    /// The request; the same messages shared again with one more message
+    /// after them (the next turn); and that turn without its first message
+    /// (a compaction dropped the head, so every message moved).
+    fn turns(request: &Request) -> [Request; 3] {
         let mut next = request.clone();
         next.messages.push(Arc::new(Message::user("next turn")));
-        [request.clone(), next]
+        let mut moved = next.clone();
+        moved.messages.remove(0);
+        [request.clone(), next, moved]
     }
 
     proptest! {

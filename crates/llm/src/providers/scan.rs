@@ -367,12 +367,19 @@ pub(crate) trait Refill<'a>: QuickRead<'a> {
     fn keep(&self) -> Self::Kept;
 
     /// `kept` with its delta text (the one text hole) replaced by `text`.
-    fn refill(kept: &Self::Kept, text: Cow<'a, str>) -> Self;
+    /// The rest borrows from `kept`, so a rebuilt event copies no string
+    /// but its text.
+    fn refill(kept: &'a Self::Kept, text: Cow<'a, str>) -> Self;
 }
 
 /// `text`, owned, for a [`Refill::Kept`] event.
 pub(crate) fn owned(text: &Option<Cow<'_, str>>) -> Option<Cow<'static, str>> {
     text.as_deref().map(|t| Cow::Owned(t.to_string()))
+}
+
+/// A kept string, borrowed for an event rebuilt by [`Refill::refill`].
+pub(crate) fn lent<'a>(text: &'a Option<Cow<'static, str>>) -> Option<Cow<'a, str>> {
+    text.as_deref().map(Cow::Borrowed)
 }
 
 /// What kind of token a hole in a [`Shape`] holds.
@@ -442,12 +449,21 @@ impl<K> Repeat<K> {
     /// Reads `data` as a `T`: rebuilt from the last delta when it has the
     /// same shape, else read by the scanner (and kept, when it is a delta);
     /// `None` when the scanner leaves it to serde.
-    pub(crate) fn read<'a, T: Refill<'a, Kept = K>>(&mut self, data: &'a str) -> Option<T> {
-        if let Some((shape, kept)) = &self.last
-            && let Some(text) = shape.fill(data)
-        {
+    pub(crate) fn read<'a, T: Refill<'a, Kept = K>>(&'a mut self, data: &'a str) -> Option<T> {
+        // The text borrows `data` only, so a miss leaves `self` free to
+        // keep the new shape.
+        let hit = self.last.as_ref().and_then(|(shape, _)| shape.fill(data));
+        if let Some(text) = hit {
+            let kept = self.last.as_ref().map(|(_, kept)| kept)?;
             return Some(T::refill(kept, text));
         }
+        self.scan(data)
+    }
+
+    /// Reads `data` with the scanner, keeping it (when it is a delta) for
+    /// the next event to be rebuilt from; `None` when the scanner leaves
+    /// it to serde.
+    pub(crate) fn scan<'a, T: Refill<'a, Kept = K>>(&mut self, data: &'a str) -> Option<T> {
         let mut scanner = Scanner::recording(data);
         let event = T::read(&mut scanner)?;
         if let Some(shape) = scanner.shape() {
@@ -707,19 +723,19 @@ pub(crate) mod testing {
         })
     }
 
-    /// Reads `second` after `first` through one [`Repeat`](super::Repeat)
-    /// and fails unless the result (when there is one) equals serde's;
-    /// returns whether `second`, a different text, was rebuilt from
-    /// `first`'s shape.
+    /// Reads `second` after `first` through `repeat` (new, so the events
+    /// it rebuilds may borrow it) and fails unless the result (when there
+    /// is one) equals serde's; returns whether `second`, a different
+    /// text, was rebuilt from `first`'s shape.
     pub(crate) fn repeats_agree<'a, T>(
         first: &'a str,
         second: &'a str,
+        repeat: &'a mut super::Repeat<T::Kept>,
     ) -> Result<bool, TestCaseError>
     where
         T: super::Refill<'a> + serde::Deserialize<'a> + PartialEq + Debug,
     {
-        let mut repeat = super::Repeat::<T::Kept>::default();
-        let _ = repeat.read::<T>(first);
+        let _ = repeat.scan::<T>(first);
         let rebuilt = repeat
             .last
             .as_ref()

@@ -327,7 +327,7 @@ pub(crate) fn parse_event<'a, T: serde::Deserialize<'a>>(
 pub(crate) fn read_event<'a, T: Refill<'a> + serde::Deserialize<'a>>(
     provider: &str,
     data: &'a str,
-    repeat: &mut Repeat<T::Kept>,
+    repeat: &'a mut Repeat<T::Kept>,
 ) -> Result<T, LlmError> {
     match repeat.read(data) {
         Some(event) => Ok(event),
