@@ -21,13 +21,6 @@ use crate::ImportError;
 use crate::json::Record;
 use crate::json::parse_record;
 
-/// Parses every non-blank line of `bytes` (see
-/// [`Input::records`]), for the formats that
-/// need all their records at once.
-pub(crate) fn parse_lines(file: &str, bytes: &[u8]) -> Result<Vec<Record>, ImportError> {
-    Input::Bytes(bytes).records(file)?.collect()
-}
-
 /// Read buffer of a file source: large enough that reading costs few
 /// system calls, small beside any file worth streaming.
 const BUFFER_BYTES: usize = 256 * 1024;
@@ -374,6 +367,11 @@ fn io_error(file: &str, source: std::io::Error) -> ImportError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every record of `bytes`, as [`Input::records`] reads them.
+    fn parse_lines(file: &str, bytes: &[u8]) -> Result<Vec<Record>, ImportError> {
+        Input::Bytes(bytes).records(file)?.collect()
+    }
 
     /// Scans `bytes` in pieces of `size` bytes, as a file is read.
     fn scan_in_pieces(bytes: &[u8], size: usize) -> Result<Scan, ImportError> {

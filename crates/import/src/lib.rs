@@ -315,9 +315,10 @@ pub fn read_bytes_with(
     read_input(file, input::Input::Bytes(bytes), options)
 }
 
-/// Reads a session from `input` as `options` say: the line-based formats,
-/// SWE-agent's document, OpenHands trajectories and aider's Markdown one
-/// record (or line) at a time; OpenHands evaluation output whole.
+/// Reads a session from `input` as `options` say, one record (or line) at
+/// a time: the line-based formats, SWE-agent's document, OpenHands
+/// trajectories and evaluation output (only the chosen record is parsed
+/// twice), aider's Markdown.
 fn read_input(
     file: &str,
     input: input::Input<'_>,

@@ -336,6 +336,50 @@ fn openhands_output_records_are_sessions() {
     );
 }
 
+/// Bare events, one per line, are one session after the file's records:
+/// the trajectory's events written as JSONL import as the trajectory does,
+/// and a record before them is session 1 of 2.
+#[test]
+fn openhands_bare_events_are_the_last_session() {
+    let trajectory = read(OPENHANDS, None).unwrap();
+    let events: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(fixture(OPENHANDS)).unwrap()).unwrap();
+    let lines: String = events.iter().map(|e| format!("{e}\n")).collect();
+    let record = std::fs::read_to_string(fixture(OPENHANDS_OUTPUT))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text, sessions) in [
+        ("bare.jsonl", lines.clone(), 1),
+        ("mixed.jsonl", format!("{record}\n{lines}"), 2),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, &text).unwrap();
+        let bare = import::read(&path, None).unwrap();
+        assert_eq!(bare.report.sessions, sessions, "{name}");
+        assert_eq!(bare.report.session, sessions, "{name}");
+        assert_eq!(bare.report.records, text.lines().count() as u64, "{name}");
+        assert!(bare.drafts == trajectory.drafts, "{name}");
+        let first = import::read_with(
+            &path,
+            &ReadOptions {
+                session: Some(1),
+                ..ReadOptions::default()
+            },
+        )
+        .unwrap();
+        let expected = if sessions == 1 {
+            "bare"
+        } else {
+            "demo__calc-1"
+        };
+        assert_eq!(first.header.session_id, expected, "{name}");
+    }
+}
+
 /// Issue 16, point 6: a file holding only sidechain entries is a
 /// sub-agent's transcript; it imports as its own session (it used to give
 /// 0 events and exit 0).

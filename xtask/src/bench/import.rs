@@ -66,7 +66,7 @@ struct Case {
     shape: Shape,
 }
 
-const CASES: [Case; 7] = [
+const CASES: [Case; 8] = [
     Case {
         label: "pi (v1)",
         format: Format::Pi,
@@ -109,6 +109,14 @@ const CASES: [Case; 7] = [
         sample: "crates/import/tests/data/openhands-trajectory.json",
         shape: Shape::EventArray,
     },
+    // Evaluation output: one record per task; an import reads the one it
+    // picks (the last), not the file.
+    Case {
+        label: "OpenHands (evaluation output)",
+        format: Format::OpenHands,
+        sample: "crates/import/tests/data/openhands-output.jsonl",
+        shape: Shape::Lines { header: 0 },
+    },
 ];
 
 /// Runs this area's benchmarks; each returned section becomes a table.
@@ -124,7 +132,7 @@ fn measure_all(dir: &Path) -> anyhow::Result<Section> {
     let mut section = Section::new(
         "Import: peak memory and throughput per format",
         &format!(
-            "Each format's sample repeated until the file is at least {} MB, every id and call id made unique per repetition (pi, Claude Code, Codex and SWE-agent: the bundled samples; Codex legacy, aider and OpenHands: the import tests' samples). Each import runs once in its own process (`xtask bench-child import-peak`): `abridge_import::read_with` from the file, then `Imported::into_session` into a new JSONL log. Peak memory is that process's VmHWM after the import minus its VmRSS before it (and, in the next column, after reading the source, before writing); `opening the written log` is the peak of `Session::open` on the log the import wrote, in another process, also over the input's size; MB/s is input bytes over the wall time of read and write together.",
+            "Each format's sample repeated until the file is at least {} MB, every id and call id made unique per repetition (pi, Claude Code, Codex and SWE-agent: the bundled samples; Codex legacy, aider and OpenHands: the import tests' samples; OpenHands evaluation output repeats its records, and an import reads the last one). Each import runs once in its own process (`xtask bench-child import-peak`): `abridge_import::read_with` from the file, then `Imported::into_session` into a new JSONL log. Peak memory is that process's VmHWM after the import minus its VmRSS before it (and, in the next column, after reading the source, before writing); `opening the written log` is the peak of `Session::open` on the log the import wrote, in another process, also over the input's size; MB/s is input bytes over the wall time of read and write together.",
             INPUT_BYTES / 1_000_000
         ),
         &[

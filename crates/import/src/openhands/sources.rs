@@ -1,14 +1,12 @@
-//! The sessions in an OpenHands file: one document (an array of events,
-//! or a record with a `history`) or JSONL, each event with the line and
-//! path it was read from.
+//! The sessions in OpenHands JSON values: an array of events, a record
+//! with a `history`, or bare events, each event with the line and path it
+//! was read from.
 
 use serde_json::Value;
 
 use crate::ImportError;
-use crate::input::parse_lines;
 use crate::json::At;
 use crate::json::kind_of;
-use crate::json::parse_document;
 
 /// One event and where it sits: its line (JSONL) and its path.
 pub(super) struct Located<'v> {
@@ -22,29 +20,6 @@ pub(super) struct Source<'v> {
     /// The record holding the events in `history`, if any.
     pub(super) record: Option<&'v Value>,
     pub(super) events: Vec<Located<'v>>,
-}
-
-/// The file as JSON values with their lines: one document (an array, or a
-/// record) or JSONL.
-pub(super) fn documents(
-    file: &str,
-    bytes: &[u8],
-) -> Result<Vec<(Option<u64>, Value)>, ImportError> {
-    let head = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if head == Some(&b'[') {
-        return Ok(vec![(None, parse_document(file, bytes)?)]);
-    }
-    match parse_lines(file, bytes) {
-        Ok(records) => Ok(records
-            .into_iter()
-            .map(|r| (Some(r.line), r.value))
-            .collect()),
-        // A pretty-printed record spans lines.
-        Err(lines_error) => match parse_document(file, bytes) {
-            Ok(value) => Ok(vec![(None, value)]),
-            Err(_) => Err(lines_error),
-        },
-    }
 }
 
 /// The sessions of the file: an array of events is one, each record with
