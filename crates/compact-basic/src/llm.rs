@@ -12,6 +12,7 @@ use abridge_compact::Summarizer;
 use abridge_compact::Summary;
 use abridge_compact::SummaryRequest;
 use abridge_llm::LlmClient;
+use abridge_llm::Purpose;
 use abridge_llm::Request;
 use abridge_llm::Response;
 use abridge_llm::StopReason;
@@ -96,6 +97,20 @@ pub(crate) fn split_short(text: &str) -> (String, Option<String>) {
     }
 }
 
+/// The method a summary is written for, as its purpose says: what its
+/// errors name, so a failed branch summary or handoff is not reported as a
+/// failed soft compaction.
+fn asking_method(purpose: Purpose) -> &'static str {
+    match purpose {
+        Purpose::BranchSummary => BRANCH_SUMMARY_METHOD,
+        Purpose::Handoff => crate::handoff::HANDOFF,
+        Purpose::Compaction | Purpose::Turn => crate::soft::SOFT,
+    }
+}
+
+/// What a branch summary's errors name as their method.
+pub(crate) const BRANCH_SUMMARY_METHOD: &str = "branch-summary";
+
 /// A summarizer that asks a model.
 #[derive(Debug, Clone)]
 pub struct LlmSummarizer {
@@ -128,7 +143,7 @@ impl Summarizer for LlmSummarizer {
     }
 
     async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, CompactError> {
-        let method = "soft";
+        let method = asking_method(request.purpose);
         let built = build_summary_request(&self.model, self.mode.clone(), request);
         let response = self
             .client
@@ -149,6 +164,25 @@ impl Summarizer for LlmSummarizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn errors_name_the_method_the_summary_was_for() {
+        // An empty answer is refused; the refusal names who asked.
+        let client = abridge_test_support::scripted::ScriptedClient::new(Vec::new()).fallback("");
+        let summarizer = LlmSummarizer::new(client.shared(), "m");
+        for (purpose, method) in [
+            (Purpose::Compaction, "soft"),
+            (Purpose::BranchSummary, "branch-summary"),
+            (Purpose::Handoff, "handoff"),
+        ] {
+            let mut request = SummaryRequest::new(vec![Arc::new(abridge_llm::Message::user("hi"))]);
+            request.purpose = purpose;
+            match summarizer.summarize(&request).await {
+                Err(CompactError::Summary { method: named, .. }) => assert_eq!(named, method),
+                other => panic!("{purpose:?}: {other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn short_section_is_split_off() {
