@@ -23,12 +23,11 @@ pub(crate) fn resolve(session: &Session, requested: Option<&str>) -> (String, Lo
     (id, lookup)
 }
 
-/// The catalog entry of the model that wrote `session`'s last assistant
-/// message (the conservative default when none is named or known),
-/// without a note: for work done on the user's behalf, such as counting
-/// an imported session ahead of time.
-pub(crate) fn last_or_default(session: &Session) -> Lookup {
-    Catalog::builtin().lookup(last_model(session).as_deref().unwrap_or("unknown"))
+/// The catalog entry of `model` (the conservative default when it is
+/// `None` or unknown), without a note: for work done on the user's
+/// behalf, such as counting an imported session ahead of time.
+pub(crate) fn named_or_default(model: Option<&str>) -> Lookup {
+    Catalog::builtin().lookup(model.unwrap_or("unknown"))
 }
 
 fn last_model(session: &Session) -> Option<String> {

@@ -100,6 +100,37 @@ fn stats_reports_counts_and_tokens() {
     assert!(stats["tokens"]["measure"]["tokens"].as_u64().unwrap() > 1000);
 }
 
+/// `import` counts every message as it writes it, for the model that
+/// wrote the session: the counts file it leaves is private, holds a count
+/// per message, and `stats` for that model reads every count back (it
+/// would replace the file, a new inode, had it counted anything anew).
+#[test]
+fn import_leaves_the_counts_that_stats_reads_back() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    let counts = PathBuf::from(format!("{}.counts", session.display()));
+    let before = std::fs::metadata(&counts).unwrap();
+    assert_eq!(before.mode() & 0o777, 0o600);
+    let lines = std::fs::read_to_string(&counts).unwrap().lines().count();
+    let output = abridge(&["stats", session.to_str().unwrap(), "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stats: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let messages: u64 = stats["messages_by_role"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        lines as u64,
+        messages + 1,
+        "a header and a line per message"
+    );
+    let after = std::fs::metadata(&counts).unwrap();
+    assert_eq!(after.ino(), before.ino(), "stats rewrote the counts");
+}
+
 #[test]
 fn render_writes_png_frames() {
     let dir = tempfile::tempdir().unwrap();

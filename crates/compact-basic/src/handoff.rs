@@ -53,8 +53,7 @@ use crate::record::HandoffRecord;
 use crate::transcript::clip;
 use crate::transcript::render_transcript;
 
-/// The name `handoff` registers under.
-pub const HANDOFF: &str = "handoff";
+pub use crate::names::HANDOFF;
 
 /// Plain configuration of [`handoff_method`].
 #[derive(Debug, Clone)]

@@ -35,6 +35,7 @@ mod digest;
 mod files;
 mod handoff;
 mod llm;
+mod names;
 pub mod prompts;
 mod record;
 #[cfg(feature = "remote")]

@@ -20,6 +20,7 @@ use async_trait::async_trait;
 
 use crate::cache_aligned::AlignedPrefix;
 use crate::cache_aligned::build_cache_aligned_request;
+use crate::names;
 use crate::prompts::SHORT_HEADING;
 use crate::transcript_request::transcript_request;
 
@@ -102,14 +103,11 @@ pub(crate) fn split_short(text: &str) -> (String, Option<String>) {
 /// failed soft compaction.
 fn asking_method(purpose: Purpose) -> &'static str {
     match purpose {
-        Purpose::BranchSummary => BRANCH_SUMMARY_METHOD,
-        Purpose::Handoff => crate::handoff::HANDOFF,
-        Purpose::Compaction | Purpose::Turn => crate::soft::SOFT,
+        Purpose::BranchSummary => names::BRANCH_SUMMARY,
+        Purpose::Handoff => names::HANDOFF,
+        Purpose::Compaction | Purpose::Turn => names::SOFT,
     }
 }
-
-/// What a branch summary's errors name as their method.
-pub(crate) const BRANCH_SUMMARY_METHOD: &str = "branch-summary";
 
 /// A summarizer that asks a model.
 #[derive(Debug, Clone)]

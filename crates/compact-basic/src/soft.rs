@@ -30,8 +30,7 @@ use crate::prompts::TURN_PREFIX_HEADING;
 use crate::record::SoftRecord;
 use crate::transcript::clip;
 
-/// The name `soft` registers under.
-pub const SOFT: &str = "soft";
+pub use crate::names::SOFT;
 
 /// Knobs of the soft method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -28,6 +28,7 @@ use crate::ImportWarning;
 use crate::Imported;
 use crate::TYPE_MODEL_CHANGE;
 use crate::builder::Builder;
+use crate::builder::Output;
 use crate::format::AIDER_CHAT_START as CHAT_START;
 use crate::input::Input;
 
@@ -78,6 +79,7 @@ pub(crate) fn import(
     file: &str,
     input: &Input<'_>,
     session: Option<usize>,
+    output: Output,
 ) -> Result<Imported, ImportError> {
     let chats = chats(file, input)?;
     let index = crate::pick(file, chats.len(), session, |i| chats[i].has_message)?;
@@ -86,7 +88,7 @@ pub(crate) fn import(
             file: file.to_string(),
         });
     };
-    let mut b = Builder::new(file, Format::Aider);
+    let mut b = Builder::new(file, Format::Aider, output);
     b.report.sessions = chats.len();
     b.report.session = index + 1;
     b.report.records = chat.records;

@@ -10,7 +10,6 @@ use std::collections::HashMap;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use abridge_llm::Block;
 use abridge_llm::Message;
 use abridge_llm::Meta;
 use abridge_llm::Origin;
@@ -18,7 +17,6 @@ use abridge_llm::Role;
 use abridge_llm::Usage;
 use abridge_session::Draft;
 use abridge_session::EventBody;
-use abridge_session::Reference;
 use abridge_session::Seq;
 use abridge_session::SurfaceOp;
 
@@ -29,23 +27,13 @@ use crate::ImportWarning;
 use crate::MISSING_RESULT;
 use crate::call_ids::CallIds;
 
-/// What a compaction keeps visible after its summary.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Keep {
-    /// Nothing: the summary stands for the whole surface (Claude Code,
-    /// Codex).
-    Nothing,
-    /// The messages that came from source lines at or after `line`, when
-    /// `anchor` (the first kept entry, as mapped) is on the compacted
-    /// branch; everything else is hidden (pi).
-    FromLine {
-        /// The first kept entry's source line.
-        line: u64,
-        /// Where that entry landed in our log; `None` when it was not found.
-        anchor: Option<Option<Seq>>,
-    },
-}
+mod compaction;
 
+pub(crate) use compaction::Keep;
+
+/// What the builder keeps of every draft, including those it has passed
+/// on: a few words, so a streaming import's memory does not grow with
+/// what the events say.
 #[derive(Debug)]
 struct Node {
     parent: Option<Seq>,
@@ -55,13 +43,55 @@ struct Node {
     children: u32,
 }
 
+/// How many of the newest drafts stay open to change (usage attached to a
+/// reply, a time read for an added result) before they are passed to the
+/// sink. Importers change only drafts of the turn they are in, which is
+/// far shorter; past this a change is not made (and the report says so).
+pub(crate) const WINDOW: usize = 4096;
+
+/// Where finished drafts go.
+pub(crate) enum Sink {
+    /// Kept and returned by [`Builder::finish`]: an [`Imported`](crate::Imported).
+    Keep,
+    /// Handed on one at a time with the source line they came from; the
+    /// first error stops the handing and is returned by `finish`.
+    Send(Box<dyn FnMut(Draft, Option<u64>) -> Result<(), ImportError>>),
+}
+
+/// Where an import's drafts go, and the pixel cap they are held to.
+#[derive(Debug)]
+pub(crate) struct Output {
+    pub(crate) sink: Sink,
+    pub(crate) max_image_pixels: u64,
+}
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Sink::Keep => "Keep",
+            Sink::Send(_) => "Send",
+        })
+    }
+}
+
 /// Drafts under construction for one import.
 #[derive(Debug)]
 pub(crate) struct Builder {
     file: String,
     format: Format,
-    drafts: Vec<Draft>,
+    /// The newest drafts, still open to change; the first is seq `first`.
+    window: std::collections::VecDeque<Draft>,
+    first: Seq,
+    sink: Sink,
+    /// Drafts kept by [`Sink::Keep`].
+    kept: Vec<Draft>,
+    /// Pixel cap on a draft's images, checked as each leaves the window.
+    max_image_pixels: u64,
+    /// The first error the sink or the image check gave.
+    failed: Option<ImportError>,
     nodes: Vec<Node>,
+    /// Where a checkpoint's replace starts and ends, by its seq.
+    replaces: HashMap<Seq, (usize, usize)>,
     pub(crate) report: ImportReport,
     /// Call id -> the assistant message that made the call.
     call_owner: HashMap<String, Seq>,
@@ -80,12 +110,22 @@ pub(crate) struct Builder {
 }
 
 impl Builder {
-    pub(crate) fn new(file: &str, format: Format) -> Self {
+    pub(crate) fn new(file: &str, format: Format, output: Output) -> Self {
+        let Output {
+            sink,
+            max_image_pixels,
+        } = output;
         Builder {
             file: file.to_string(),
             format,
-            drafts: Vec::new(),
+            window: std::collections::VecDeque::new(),
+            first: 0,
+            sink,
+            kept: Vec::new(),
+            max_image_pixels,
+            failed: None,
             nodes: Vec::new(),
+            replaces: HashMap::new(),
             report: ImportReport::new(format),
             call_owner: HashMap::new(),
             call_names: HashMap::new(),
@@ -106,7 +146,47 @@ impl Builder {
 
     /// The newest draft.
     pub(crate) fn last(&self) -> Option<Seq> {
-        self.drafts.len().checked_sub(1).map(|i| i as Seq)
+        self.next_seq().checked_sub(1)
+    }
+
+    fn next_seq(&self) -> Seq {
+        self.first + self.window.len() as Seq
+    }
+
+    /// Draft `seq` while it is in the window.
+    fn draft(&self, seq: Seq) -> Option<&Draft> {
+        let index = usize::try_from(seq.checked_sub(self.first)?).ok()?;
+        self.window.get(index)
+    }
+
+    fn draft_mut(&mut self, seq: Seq) -> Option<&mut Draft> {
+        let index = usize::try_from(seq.checked_sub(self.first)?).ok()?;
+        self.window.get_mut(index)
+    }
+
+    /// Passes the oldest draft in the window to the sink.
+    fn pass_oldest(&mut self) {
+        let Some(draft) = self.window.pop_front() else {
+            return;
+        };
+        let seq = self.first;
+        self.first += 1;
+        if self.failed.is_some() {
+            return;
+        }
+        let line = self.node(seq).and_then(|n| n.line);
+        if let Err(error) = crate::check_image(&self.file, &draft, line, self.max_image_pixels) {
+            self.failed = Some(error);
+            return;
+        }
+        match &mut self.sink {
+            Sink::Keep => self.kept.push(draft),
+            Sink::Send(send) => {
+                if let Err(error) = send(draft, line) {
+                    self.failed = Some(error);
+                }
+            }
+        }
     }
 
     fn node(&self, seq: Seq) -> Option<&Node> {
@@ -121,7 +201,7 @@ impl Builder {
         line: Option<u64>,
         checkpoint: bool,
     ) -> Seq {
-        let seq = self.drafts.len() as Seq;
+        let seq = self.next_seq();
         // Parents come from `last()` or from seqs this builder returned, so
         // they are always earlier; anything else becomes the previous draft.
         let parent =
@@ -144,11 +224,16 @@ impl Builder {
                 .entry(role.as_str().to_string())
                 .or_default() += 1;
         }
+        if let EventBody::Message(m) = &body
+            && let SurfaceOp::Replace { start, end } = m.op
+        {
+            self.replaces.insert(seq, (start, end));
+        }
         let mut draft = Draft::body(body).with_parent(parent);
         if let Some(time) = time {
             draft = draft.with_time(time);
         }
-        self.drafts.push(draft);
+        self.window.push_back(draft);
         self.nodes.push(Node {
             parent,
             line,
@@ -156,6 +241,9 @@ impl Builder {
             checkpoint,
             children: 0,
         });
+        if self.window.len() > WINDOW {
+            self.pass_oldest();
+        }
         seq
     }
 
@@ -237,10 +325,7 @@ impl Builder {
             _ => return p,
         };
         let line = self.node(a).and_then(|n| n.line);
-        let time = p
-            .and_then(|p| usize::try_from(p).ok())
-            .and_then(|i| self.drafts.get(i))
-            .and_then(|d| d.time.clone());
+        let time = p.and_then(|p| self.draft(p)).and_then(|d| d.time.clone());
         let mut parent = p;
         for call_id in calls {
             self.report.warn(ImportWarning::MissingResult {
@@ -409,10 +494,7 @@ impl Builder {
     /// Sets usage on the message `seq` if it has none. Returns whether it
     /// did.
     pub(crate) fn attach_usage(&mut self, seq: Seq, usage: Usage) -> bool {
-        let Some(draft) = usize::try_from(seq)
-            .ok()
-            .and_then(|i| self.drafts.get_mut(i))
-        else {
+        let Some(draft) = self.draft_mut(seq) else {
             return false;
         };
         let EventBody::Message(m) = &mut draft.body else {
@@ -446,110 +528,13 @@ impl Builder {
         None
     }
 
-    /// The seqs a model would see at the end of `path`: appends push,
-    /// replaces swap their span for the checkpoint. The builder writes no
-    /// rewrites, and its replaces always fit, so this short fold is the
-    /// session's own fold for these drafts.
-    fn surface_of(&self, path: &[Seq]) -> Vec<Seq> {
-        let mut surface: Vec<Seq> = Vec::new();
-        for seq in path {
-            let body = usize::try_from(*seq)
-                .ok()
-                .and_then(|i| self.drafts.get(i))
-                .map(|d| &d.body);
-            let Some(EventBody::Message(m)) = body else {
-                continue;
-            };
-            match m.op {
-                SurfaceOp::Append => surface.push(*seq),
-                SurfaceOp::Replace { start, end } if start <= end && end < surface.len() => {
-                    surface.splice(start..=end, [*seq]);
-                }
-                SurfaceOp::Replace { .. } | SurfaceOp::Rewrite { .. } => {}
-            }
-        }
-        surface
-    }
-
-    /// Adds a compaction checkpoint after `parent`: `message` replaces
-    /// every message the compacting agent stopped showing its model, and
-    /// lists them with `bookkeeping` (log events describing the compaction)
-    /// in its sources.
-    ///
-    /// # Errors
-    /// [`ImportError::Cycle`] (never, by construction).
-    pub(crate) fn compaction(
-        &mut self,
-        mut message: Message,
-        parent: Option<Seq>,
-        time: Option<String>,
-        line: u64,
-        keep: Keep,
-        bookkeeping: &[Seq],
-    ) -> Result<Seq, ImportError> {
-        let parent = self.snap(parent);
-        let parent = self.close_open(parent);
-        let path = self.path_to(parent)?;
-        let surface = self.surface_of(&path);
-        let cut = match keep {
-            Keep::Nothing => surface.len(),
-            Keep::FromLine { line: kept, anchor } => {
-                let on_path = match anchor {
-                    Some(Some(seq)) => path.contains(&seq),
-                    Some(None) => true,
-                    None => false,
-                };
-                if on_path {
-                    let mut cut = surface.len();
-                    while let Some(seq) = cut.checked_sub(1).map(|i| surface[i]) {
-                        let keep_it = self
-                            .node(seq)
-                            .is_some_and(|n| !n.checkpoint && n.line.is_some_and(|l| l >= kept));
-                        if !keep_it {
-                            break;
-                        }
-                        cut -= 1;
-                    }
-                    cut
-                } else {
-                    self.report.warn(ImportWarning::Compaction {
-                        line,
-                        reason: format!(
-                            "the first kept entry (line {kept}) is not on the compacted branch; the summary replaces everything before it"
-                        ),
-                    });
-                    surface.len()
-                }
-            }
-        };
-        if message.meta.origin.is_none() {
-            message.meta.origin = Some(self.imported());
-        }
-        if cut == 0 {
-            self.report.warn(ImportWarning::Compaction {
-                line,
-                reason: "nothing was hidden; the summary was appended".to_string(),
-            });
-            return Ok(self.message(message, parent, time, Some(line)));
-        }
-        // Name what the checkpoint hides, as the seam's framing does, so the
-        // `recall` tool reads an imported checkpoint's past back too.
-        let hides = Reference::range(surface[0], surface[cut - 1]);
-        message.content.push(Block::text(hides.hidden_note()));
-        let mut sources: Vec<Seq> = surface[..cut].to_vec();
-        sources.extend_from_slice(bookkeeping);
-        crate::shared::fit(&mut message.content);
-        let Draft { body, .. } = Draft::replace(message, 0, cut - 1, sources);
-        let seq = self.push(body, parent, time, Some(line), true);
-        self.report.compactions += 1;
-        Ok(seq)
-    }
-
     /// Ends the import: makes `leaf` the active leaf (appending a `leaf`
-    /// event when it is not the newest event) and reports calls left
-    /// without results.
+    /// event when it is not the newest event), reports calls left without
+    /// results, and passes every draft still in the window to the sink.
+    /// Returns the drafts a [`Sink::Keep`] kept (none for the others).
     ///
     /// # Errors
+    /// The first error of the sink or of the image check;
     /// [`ImportError::Cycle`] (never, by construction).
     pub(crate) fn finish(
         mut self,
@@ -559,7 +544,7 @@ impl Builder {
             let target = self.snap(target);
             if target != self.last() {
                 let Draft { body, .. } = Draft::body(EventBody::Leaf);
-                let time = self.drafts.last().and_then(|d| d.time.clone());
+                let time = self.window.back().and_then(|d| d.time.clone());
                 self.push(body, target, time, None, false);
                 self.report.leaf_events += 1;
             }
@@ -584,7 +569,13 @@ impl Builder {
             }
         }
         self.report.branch_points = self.nodes.iter().filter(|n| n.children > 1).count();
+        while !self.window.is_empty() {
+            self.pass_oldest();
+        }
+        if let Some(error) = self.failed {
+            return Err(error);
+        }
         self.report.lines = self.nodes.iter().map(|n| n.line).collect();
-        Ok((self.drafts, self.report))
+        Ok((self.kept, self.report))
     }
 }

@@ -39,6 +39,7 @@ use crate::Imported;
 use crate::TYPE_IMPORTED_COMPACTION;
 use crate::builder::Builder;
 use crate::builder::Keep;
+use crate::builder::Output;
 use crate::injected::Markers;
 use crate::input::Input;
 use crate::json::At;
@@ -74,8 +75,12 @@ const MARKERS: Markers = Markers {
     ],
 };
 
-pub(crate) fn import(file: &str, input: &Input<'_>) -> Result<Imported, ImportError> {
-    let mut b = Builder::new(file, Format::ClaudeCode);
+pub(crate) fn import(
+    file: &str,
+    input: &Input<'_>,
+    output: Output,
+) -> Result<Imported, ImportError> {
+    let mut b = Builder::new(file, Format::ClaudeCode, output);
     // Pass 1, over a first read of the file: whether it is a sub-agent's
     // transcript, and where each assistant message's lines are.
     let survey = survey(input.records(file)?)?;

@@ -40,6 +40,7 @@ use crate::TYPE_MODEL_CHANGE;
 use crate::UNECHOED;
 use crate::builder::Builder;
 use crate::builder::Keep;
+use crate::builder::Output;
 use crate::format::is_legacy_codex_header;
 use crate::input::Input;
 use crate::input::Records;
@@ -209,9 +210,13 @@ impl State {
     }
 }
 
-pub(crate) fn import(file: &str, input: &Input<'_>) -> Result<Imported, ImportError> {
+pub(crate) fn import(
+    file: &str,
+    input: &Input<'_>,
+    output: Output,
+) -> Result<Imported, ImportError> {
     let mut state = State {
-        b: Builder::new(file, Format::Codex),
+        b: Builder::new(file, Format::Codex, output),
         group: None,
         held: Vec::new(),
         provider: "openai".to_string(),

@@ -23,6 +23,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! A file too large to hold as drafts is written while it is read:
+//! [`check_with`] reads it once for its header and report, checking every
+//! event, and [`Checked::write`] reads it again, writing each event to a
+//! store as it is converted. Memory stays a few dozen bytes an event
+//! whatever the events say; the log written is the one `into_session`
+//! writes. `abridge import` does this.
+//!
 //! # Why a crate of its own
 //!
 //! The session log is abridge's own format; what other agents write changes
@@ -71,6 +78,7 @@ mod pi;
 mod report;
 mod shared;
 mod swe;
+mod write;
 
 use std::path::Path;
 
@@ -78,12 +86,18 @@ pub use error::ImportError;
 pub use format::Format;
 pub use report::ImportReport;
 pub use report::ImportWarning;
+pub use write::Checked;
+pub use write::Written;
+pub use write::check_with;
+pub use write::write_with;
 
 use abridge_session::Draft;
 use abridge_session::Header;
 use abridge_session::Seq;
 use abridge_session::Session;
 use abridge_session::SessionStore;
+use builder::Output;
+use builder::Sink;
 
 use abridge_llm::Origin;
 
@@ -280,7 +294,7 @@ pub fn read(path: &Path, format: Option<Format>) -> Result<Imported, ImportError
 /// is past the sessions the file holds.
 pub fn read_with(path: &Path, options: &ReadOptions) -> Result<Imported, ImportError> {
     let file = path.display().to_string();
-    read_input(&file, input::Input::File(path), options)
+    read_input(&file, input::Input::File(path), options, Sink::Keep)
 }
 
 /// Reads a session from memory; `file` names it in errors, and its
@@ -312,7 +326,7 @@ pub fn read_bytes_with(
     bytes: &[u8],
     options: &ReadOptions,
 ) -> Result<Imported, ImportError> {
-    read_input(file, input::Input::Bytes(bytes), options)
+    read_input(file, input::Input::Bytes(bytes), options, Sink::Keep)
 }
 
 /// Reads a session from `input` as `options` say, one record (or line) at
@@ -323,6 +337,7 @@ fn read_input(
     file: &str,
     input: input::Input<'_>,
     options: &ReadOptions,
+    sink: Sink,
 ) -> Result<Imported, ImportError> {
     // Line lengths are checked before anything is parsed.
     if input::scan(file, &input, options.max_record_bytes)?.blank {
@@ -342,15 +357,18 @@ fn read_input(
         // One session per file: only `--session 1` names it.
         pick(file, 1, options.session, |_| true)?;
     }
+    let output = Output {
+        sink,
+        max_image_pixels: options.max_image_pixels,
+    };
     let imported = match format {
-        Format::Pi => pi::import(file, &input),
-        Format::ClaudeCode => claude::import(file, &input),
-        Format::Codex => codex::import(file, &input),
-        Format::SweAgent => swe::import(file, &input),
-        Format::Aider => aider::import(file, &input, options.session),
-        Format::OpenHands => openhands::import(file, &input, options.session),
+        Format::Pi => pi::import(file, &input, output),
+        Format::ClaudeCode => claude::import(file, &input, output),
+        Format::Codex => codex::import(file, &input, output),
+        Format::SweAgent => swe::import(file, &input, output),
+        Format::Aider => aider::import(file, &input, options.session, output),
+        Format::OpenHands => openhands::import(file, &input, options.session, output),
     }?;
-    check_images(file, &imported, options.max_image_pixels)?;
     if imported.report.message_count() == 0 {
         return Err(ImportError::NoMessages {
             file: file.to_string(),
@@ -374,25 +392,27 @@ fn content_bytes(draft: &Draft) -> usize {
     }
 }
 
-/// Refuses the first imported image claiming more than `limit` pixels,
+/// Refuses a draft with an image claiming more than `limit` pixels,
 /// naming the source line it came from.
-fn check_images(file: &str, imported: &Imported, limit: u64) -> Result<(), ImportError> {
-    for (index, draft) in imported.drafts.iter().enumerate() {
-        let abridge_session::EventBody::Message(event) = &draft.body else {
-            continue;
-        };
-        if let Err(fault) = abridge_llm::check_image_pixels(&event.message, limit) {
-            return Err(ImportError::ImageTooLarge {
-                file: file.to_string(),
-                line: imported.report.lines.get(index).copied().flatten(),
-                field: format!("message.{}", fault.field),
-                width: fault.width,
-                height: fault.height,
-                limit,
-            });
+fn check_image(
+    file: &str,
+    draft: &Draft,
+    line: Option<u64>,
+    limit: u64,
+) -> Result<(), ImportError> {
+    let abridge_session::EventBody::Message(event) = &draft.body else {
+        return Ok(());
+    };
+    abridge_llm::check_image_pixels(&event.message, limit).map_err(|fault| {
+        ImportError::ImageTooLarge {
+            file: file.to_string(),
+            line,
+            field: format!("message.{}", fault.field),
+            width: fault.width,
+            height: fault.height,
+            limit,
         }
-    }
-    Ok(())
+    })
 }
 
 /// Which of `count` sessions to import (0-based): `asked` (1-based) when

@@ -36,10 +36,15 @@ use crate::TYPE_IMPORTED_COMPACTION;
 use crate::TYPE_MODEL_CHANGE;
 use crate::builder::Builder;
 use crate::builder::Keep;
+use crate::builder::Output;
 use crate::input::Input;
 use crate::json::At;
 
-pub(crate) fn import(file: &str, input: &Input<'_>) -> Result<Imported, ImportError> {
+pub(crate) fn import(
+    file: &str,
+    input: &Input<'_>,
+    output: Output,
+) -> Result<Imported, ImportError> {
     let mut records = input.records(file)?;
     let Some(first) = records.next().transpose()? else {
         return Err(ImportError::Empty {
@@ -67,7 +72,7 @@ pub(crate) fn import(file: &str, input: &Input<'_>) -> Result<Imported, ImportEr
         .opt_str(&first.value, "parentSession")?
         .map(str::to_string);
 
-    let mut b = Builder::new(file, Format::Pi);
+    let mut b = Builder::new(file, Format::Pi, output);
     b.report.records = 1;
     let tree = version >= 2;
     // Entry index (header = 0, as v1's firstKeptEntryIndex counts) -> where

@@ -23,17 +23,22 @@ use crate::ImportError;
 use crate::ImportWarning;
 use crate::Imported;
 use crate::builder::Builder;
+use crate::builder::Output;
 use crate::input::Input;
 use crate::json::At;
 use crate::json::kind_of;
 
-pub(crate) fn import(file: &str, input: &Input<'_>) -> Result<Imported, ImportError> {
+pub(crate) fn import(
+    file: &str,
+    input: &Input<'_>,
+    output: Output,
+) -> Result<Imported, ImportError> {
     let root = At {
         file,
         line: None,
         path: "",
     };
-    let mut b = Builder::new(file, Format::SweAgent);
+    let mut b = Builder::new(file, Format::SweAgent, output);
     b.report.records = 1;
     // The history is converted entry by entry as it is parsed; the rest of
     // the document (mostly the trajectory's steps) is skipped unbuilt.

@@ -231,29 +231,39 @@ impl KeptCounts {
     /// # Errors
     /// [`KeptError::Io`] when writing fails.
     pub fn write(&mut self, mut writer: impl Write) -> Result<(), KeptError> {
-        writeln!(writer, "{KEPT_MAGIC} {KEPT_VERSION} {}", self.model)?;
+        write_header(&mut writer, &self.model)?;
         for (seq, cost) in self.costs.iter().enumerate() {
             let Some(cost) = cost else { continue };
-            write!(writer, "{seq} ")?;
-            for byte in cost.hash {
-                write!(writer, "{byte:02x}")?;
-            }
-            write!(writer, " {} {} ", cost.rest, cost.thinking)?;
-            if cost.calls.is_empty() {
-                writer.write_all(b"-")?;
-            }
-            for (i, call) in cost.calls.iter().enumerate() {
-                if i > 0 {
-                    writer.write_all(b",")?;
-                }
-                write!(writer, "{call}")?;
-            }
-            writer.write_all(b"\n")?;
+            write_line(&mut writer, seq as Seq, cost)?;
         }
         writer.flush()?;
         self.changed = false;
         Ok(())
     }
+}
+
+/// The file's first line, for cost model `model`.
+pub(crate) fn write_header(mut writer: impl Write, model: &str) -> std::io::Result<()> {
+    writeln!(writer, "{KEPT_MAGIC} {KEPT_VERSION} {model}")
+}
+
+/// One message's line: seq, hash, costs.
+pub(crate) fn write_line(mut writer: impl Write, seq: Seq, cost: &KeptCost) -> std::io::Result<()> {
+    write!(writer, "{seq} ")?;
+    for byte in cost.hash {
+        write!(writer, "{byte:02x}")?;
+    }
+    write!(writer, " {} {} ", cost.rest, cost.thinking)?;
+    if cost.calls.is_empty() {
+        writer.write_all(b"-")?;
+    }
+    for (i, call) in cost.calls.iter().enumerate() {
+        if i > 0 {
+            writer.write_all(b",")?;
+        }
+        write!(writer, "{call}")?;
+    }
+    writer.write_all(b"\n")
 }
 
 /// A line read with its end (`\n` or `\r\n`) taken off.

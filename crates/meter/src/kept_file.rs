@@ -12,6 +12,10 @@ use std::io::BufReader;
 use std::path::Path;
 use std::path::PathBuf;
 
+use abridge_llm::Message;
+use abridge_session::Seq;
+
+use crate::CostModel;
 use crate::KeptCounts;
 use crate::KeptError;
 use crate::TokenMeter;
@@ -109,6 +113,68 @@ impl KeptFile {
     }
 }
 
+/// Counts written as a session is written, a line per message, by a
+/// writer that does not hold the session (a streaming import): made once,
+/// when each event is written, so the first open reads them back instead
+/// of tokenizing. The lines go to a private temporary file renamed into
+/// place by [`finish`](Self::finish); a writer dropped before that leaves
+/// no file.
+#[derive(Debug)]
+pub struct KeptWriter {
+    cost: CostModel,
+    out: abridge_session::PrivateReplacement,
+    lines: usize,
+}
+
+impl KeptFile {
+    /// A writer of a fresh set of counts made with `cost`, replacing the
+    /// file when it finishes; `None` when `cost` keeps no counts.
+    ///
+    /// # Errors
+    /// [`KeptError::Io`] when the temporary file cannot be created.
+    pub fn writer(&self, cost: CostModel) -> Result<Option<KeptWriter>, KeptError> {
+        let Some(model) = cost.kept_id() else {
+            return Ok(None);
+        };
+        let mut out = abridge_session::PrivateReplacement::create(&self.path)?;
+        crate::kept::write_header(&mut out, &model)?;
+        Ok(Some(KeptWriter {
+            cost,
+            out,
+            lines: 0,
+        }))
+    }
+}
+
+impl KeptWriter {
+    /// Counts `message`, written at `seq`, and writes its line.
+    ///
+    /// # Errors
+    /// [`KeptError::Io`] when writing fails.
+    pub fn count(&mut self, seq: Seq, message: &Message) -> Result<(), KeptError> {
+        let priced = self.cost.priced(message);
+        let cost = crate::kept::KeptCost {
+            hash: crate::content_hash(message),
+            rest: priced.rest,
+            thinking: priced.thinking,
+            calls: priced.calls.into(),
+        };
+        crate::kept::write_line(&mut self.out, seq, &cost)?;
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// Puts the file in place; returns how many counts it holds.
+    ///
+    /// # Errors
+    /// [`KeptError::Io`] when it cannot be synced or renamed (no file is
+    /// left then).
+    pub fn finish(self) -> Result<usize, KeptError> {
+        self.out.commit()?;
+        Ok(self.lines)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use abridge_llm::Catalog;
@@ -153,6 +219,60 @@ mod tests {
         assert!(
             file.save(&mut third).unwrap(),
             "a refused file is rewritten"
+        );
+    }
+
+    #[test]
+    fn counts_written_as_events_go_by_are_the_ones_a_meter_makes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = KeptFile::beside(&dir.path().join("s.jsonl"));
+        let entry = Catalog::builtin().lookup("gpt-4o").entry;
+        let mut session = Session::in_memory("s");
+        session
+            .append_message(Message::user("read the file"))
+            .unwrap();
+        session
+            .append_message(Message {
+                role: abridge_llm::Role::Assistant,
+                content: vec![abridge_llm::Block::ToolCall {
+                    id: "c1".into(),
+                    name: "read".into(),
+                    arguments: serde_json::json!({"path": "a.rs"}),
+                }],
+                meta: abridge_llm::Meta::default(),
+            })
+            .unwrap();
+        session
+            .append_message(Message::tool_result("c1", "fn main() {}", false))
+            .unwrap();
+        session.append_message(Message::assistant("done")).unwrap();
+
+        // A writer dropped before it finishes leaves nothing behind.
+        let dropped = file.writer(CostModel::for_model(&entry)).unwrap().unwrap();
+        drop(dropped);
+        assert!(!file.path().exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+        let mut writer = file.writer(CostModel::for_model(&entry)).unwrap().unwrap();
+        for event in session.events() {
+            if let Some(message) = event.message() {
+                writer.count(event.seq, message).unwrap();
+            }
+        }
+        assert_eq!(writer.finish().unwrap(), 4);
+
+        let mut fresh = TokenMeter::for_model(&entry);
+        let tokens = fresh.measure(&session).tokens;
+        let mut meter = TokenMeter::for_model(&entry);
+        assert!(matches!(file.load(&mut meter), KeptLoad::Read(4)));
+        assert_eq!(meter.measure(&session).tokens, tokens);
+        assert_eq!(
+            meter.call_tokens(&session, 1),
+            fresh.call_tokens(&session, 1)
+        );
+        assert!(
+            !meter.kept_counts().unwrap().changed(),
+            "every count was read, none made again"
         );
     }
 }

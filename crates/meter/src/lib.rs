@@ -107,6 +107,7 @@ pub use kept::KeptError;
 pub use kept::content_hash;
 pub use kept_file::KeptFile;
 pub use kept_file::KeptLoad;
+pub use kept_file::KeptWriter;
 pub use known::KnownCounts;
 pub use meter::Anchor;
 pub use meter::Measure;

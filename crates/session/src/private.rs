@@ -45,20 +45,82 @@ pub fn create_private(path: &Path) -> std::io::Result<File> {
 /// The I/O error of creating, writing, syncing or renaming; the temporary
 /// file is removed on failure.
 pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let temp = temp_beside(path);
-    let written = create_private(&temp)
-        .and_then(|mut file| {
-            file.write_all(bytes)?;
-            file.sync_all()
-        })
-        .and_then(|()| std::fs::rename(&temp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
+    let mut file = PrivateReplacement::create(path)?;
+    file.write_all(bytes)?;
+    file.commit()
 }
 
-/// A temporary name in `path`'s directory, unique to this process and call.
+/// A file that replaces `path` once committed, written in pieces: the
+/// pieces go to a private temporary file beside it, which
+/// [`commit`](Self::commit) syncs and renames into place. Dropped before
+/// that, it removes the temporary file and leaves `path` as it was. For
+/// content too large to gather first (the token counts of a session
+/// being imported); [`write_private`] is the one-piece form.
+#[derive(Debug)]
+pub struct PrivateReplacement {
+    path: PathBuf,
+    temp: PathBuf,
+    /// `None` once committed.
+    file: Option<std::io::BufWriter<File>>,
+}
+
+impl PrivateReplacement {
+    /// Starts the replacement of `path`.
+    ///
+    /// # Errors
+    /// The I/O error of creating the temporary file.
+    pub fn create(path: &Path) -> std::io::Result<Self> {
+        let temp = temp_beside(path);
+        let file = create_private(&temp)?;
+        Ok(PrivateReplacement {
+            path: path.to_path_buf(),
+            temp,
+            file: Some(std::io::BufWriter::new(file)),
+        })
+    }
+
+    /// Syncs what was written and renames it into place.
+    ///
+    /// # Errors
+    /// The I/O error of flushing, syncing or renaming; the temporary file
+    /// is removed then.
+    pub fn commit(mut self) -> std::io::Result<()> {
+        let Some(file) = self.file.take() else {
+            return Ok(());
+        };
+        let done = file
+            .into_inner()
+            .map_err(std::io::IntoInnerError::into_error)
+            .and_then(|file| file.sync_all())
+            .and_then(|()| std::fs::rename(&self.temp, &self.path));
+        if done.is_err() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+        done
+    }
+}
+
+impl Write for PrivateReplacement {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match &mut self.file {
+            Some(file) => file.write(bytes),
+            None => Err(std::io::Error::other("written after commit")),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.as_mut().map_or(Ok(()), Write::flush)
+    }
+}
+
+impl Drop for PrivateReplacement {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
 fn temp_beside(path: &Path) -> PathBuf {
     let mut name = std::ffi::OsString::from(".");
     name.push(path.file_name().unwrap_or_default());

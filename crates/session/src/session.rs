@@ -22,8 +22,10 @@ use crate::surface::Undo;
 mod catch_up;
 mod hold;
 mod rules;
+mod writer;
 
 pub use rules::check_drafts;
+pub use writer::LogWriter;
 
 /// A position in the surface change journal, for consumers that keep
 /// running totals (see [`Session::surface_changes_since`]).

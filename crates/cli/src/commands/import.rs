@@ -2,9 +2,17 @@
 
 use std::path::PathBuf;
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use abridge::import;
+use abridge_meter::CostModel;
+use abridge_meter::KeptError;
+use abridge_meter::KeptFile;
+use abridge_meter::KeptWriter;
 use abridge_session::JsonlOptions;
 use abridge_session::JsonlStore;
+use abridge_session::Seq;
 use anyhow::Context;
 
 /// Arguments of `abridge import`.
@@ -39,31 +47,35 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
     let progress = crate::progress::Progress::start("importing", true);
-    let imported = import::read_with(
-        &args.file,
-        &import::ReadOptions {
-            format: args.format,
-            session: args.session,
-            ..import::ReadOptions::default()
-        },
-    )?;
+    let options = import::ReadOptions {
+        format: args.format,
+        session: args.session,
+        ..import::ReadOptions::default()
+    };
+    // Read once for the header, the report and the model; then again,
+    // each event written as it comes, never all held at once.
+    let checked = import::check_with(&args.file, &options)?;
     let store = JsonlStore::open(&out, JsonlOptions::default())?;
-    let (session, report) = imported
-        .into_session(Box::new(store))
-        .with_context(|| format!("cannot write {}", out.display()))?;
     // Each message is counted once, now, for the model that wrote the
     // session; later commands read the counts back instead of tokenizing.
-    let mut meter =
-        abridge_meter::TokenMeter::for_model(&crate::model::last_or_default(&session).entry);
-    crate::kept::load(&mut meter, &out);
-    meter.measure(&session);
-    crate::kept::save(&mut meter, &out);
+    let entry = crate::model::named_or_default(checked.last_model.as_deref()).entry;
+    let counts = KeptFile::beside(&out);
+    let counting = Rc::new(RefCell::new(Counting::start(&counts, &entry)));
+    let watch = {
+        let counting = Rc::clone(&counting);
+        move |draft: &abridge_session::Draft| counting.borrow_mut().count(draft)
+    };
+    let written = checked
+        .write(Box::new(store), watch)
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    counting.borrow_mut().finish(&counts);
     progress.finish();
+    let report = written.report;
     if args.json {
         let value = serde_json::json!({
             "out": out.display().to_string(),
-            "events": session.len(),
-            "surface_messages": session.surface().len(),
+            "events": written.events,
+            "surface_messages": written.surface_messages,
             "report": report,
         });
         println!("{}", serde_json::to_string_pretty(&value)?);
@@ -72,12 +84,57 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             "imported {} -> {} ({} events, {} messages visible)",
             args.file.display(),
             out.display(),
-            session.len(),
-            session.surface().len()
+            written.events,
+            written.surface_messages
         );
         println!("{report}");
     }
     Ok(())
+}
+
+/// The counts file being written as the events go by. A failure is a
+/// note, not an error: the counts are a cache, made again on first use.
+enum Counting {
+    Writing {
+        writer: KeptWriter,
+        next: Seq,
+    },
+    /// Not kept for this model, or given up after a failure.
+    Off(Option<KeptError>),
+}
+
+impl Counting {
+    fn start(file: &KeptFile, entry: &abridge_llm::ModelEntry) -> Self {
+        match file.writer(CostModel::for_model(entry)) {
+            Ok(Some(writer)) => Counting::Writing { writer, next: 0 },
+            Ok(None) => Counting::Off(None),
+            Err(error) => Counting::Off(Some(error)),
+        }
+    }
+
+    /// Counts `draft`, the next event written.
+    fn count(&mut self, draft: &abridge_session::Draft) {
+        let Counting::Writing { writer, next } = self else {
+            return;
+        };
+        let seq = *next;
+        *next += 1;
+        if let abridge_session::EventBody::Message(event) = &draft.body
+            && let Err(error) = writer.count(seq, &event.message)
+        {
+            *self = Counting::Off(Some(error));
+        }
+    }
+
+    fn finish(&mut self, file: &KeptFile) {
+        let failed = match std::mem::replace(self, Counting::Off(None)) {
+            Counting::Writing { writer, .. } => writer.finish().err(),
+            Counting::Off(error) => error,
+        };
+        if let Some(error) = failed {
+            eprintln!("note: {}: {error}; counts not kept", file.path().display());
+        }
+    }
 }
 
 fn default_out(file: &std::path::Path) -> PathBuf {

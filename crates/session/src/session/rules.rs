@@ -55,6 +55,22 @@ impl Log for [Event] {
     }
 }
 
+/// What a rewrite is checked against: the target's tool-result call id.
+/// Every [`Log`] answers from its messages; a log that keeps only the
+/// skeleton of what it wrote (the streaming writer) answers from that.
+pub(super) trait RewriteTargets {
+    /// `None` unless `seq` is a tool message; else the call id of its
+    /// result block, if it has one.
+    fn tool_result_id(&self, seq: Seq) -> Option<Option<&str>>;
+}
+
+impl<L: Log + ?Sized> RewriteTargets for L {
+    fn tool_result_id(&self, seq: Seq) -> Option<Option<&str>> {
+        let message = &self.message_event(seq)?.message;
+        (message.role == Role::Tool).then(|| message.tool_result_block().map(|b| b.0))
+    }
+}
+
 /// A batch of drafts read as the log of a new session: draft `i` becomes
 /// seq `i`, its parent the one it names or else the draft before it.
 struct Drafts<'a>(&'a [Draft]);
@@ -194,7 +210,7 @@ pub(super) fn fold<L: Log + ?Sized>(
 
 /// Checks that message event `m` at `seq` can apply to `surface`, the
 /// surface of its parent's path in `log`.
-pub(super) fn check_message<L: Log + ?Sized>(
+pub(super) fn check_message<L: RewriteTargets + ?Sized>(
     log: &L,
     surface: &Surface,
     seq: Seq,
@@ -205,22 +221,18 @@ pub(super) fn check_message<L: Log + ?Sized>(
         .map_err(|reject| ("data.op", reject.to_string()))?;
     match m.op {
         SurfaceOp::Rewrite { target } => {
-            let target_message = log.message_event(target).map(|t| &t.message);
-            if target_message.map(|t| t.role) != Some(Role::Tool) {
+            let Some(old_id) = log.tool_result_id(target) else {
                 return Err((
                     "data.op.target",
                     format!("rewrite target seq {target} is not a tool result"),
                 ));
-            }
+            };
             if m.message.role != Role::Tool {
                 return Err((
                     "data.message.role",
                     format!("a rewrite must be a tool message, not {}", m.message.role),
                 ));
             }
-            let old_id = target_message
-                .and_then(|t| t.tool_result_block())
-                .map(|b| b.0);
             let new_id = m.message.tool_result_block().map(|b| b.0);
             if old_id != new_id {
                 return Err((

@@ -15,6 +15,7 @@ use abridge_session::Draft;
 use abridge_session::Event;
 use abridge_session::EventBody;
 use abridge_session::FsyncPolicy;
+use abridge_session::LogWriter;
 use abridge_session::MemoryStore;
 use abridge_session::Seq;
 use abridge_session::Session;
@@ -505,6 +506,24 @@ fn run(ops: &[Op]) {
     if let Err(e) = abridge_session::check_drafts(&drafts) {
         panic!("check_drafts refused what the session accepted: {e}");
     }
+    // And the streaming writer writes them one at a time to the same log.
+    let written = path.with_extension("written.jsonl");
+    let mut writer = LogWriter::create(
+        support::jsonl(&written, FsyncPolicy::EveryBatch),
+        &support::header("w"),
+    )
+    .unwrap();
+    for draft in drafts {
+        writer.push(draft).unwrap();
+    }
+    assert_eq!(writer.surface_len(), h.session.surface().len());
+    drop(writer.finish().unwrap());
+    let (rewritten, _) = Session::open(support::jsonl(&written, FsyncPolicy::EveryBatch)).unwrap();
+    assert_eq!(
+        support::lines(rewritten.events()),
+        support::lines(h.session.events())
+    );
+    assert_eq!(rewritten.surface(), h.session.surface());
 
     // Reopen: same events, surface and messages.
     let live_lines = support::lines(h.session.events());
@@ -581,9 +600,13 @@ fn check_drafts_refuses_as_a_new_session_does() {
     for drafts in cases {
         let session = Session::in_memory("c").append_batch(drafts.clone());
         let checked = abridge_session::check_drafts(&drafts);
-        match (session, checked) {
-            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
-            (a, b) => panic!("session {a:?}, check {b:?}"),
+        let written = write_one_by_one(&drafts);
+        match (session, checked, written) {
+            (Err(a), Err(b), Err(c)) => {
+                assert_eq!(a.to_string(), b.to_string());
+                assert_eq!(a.to_string(), c.to_string());
+            }
+            (a, b, c) => panic!("session {a:?}, check {b:?}, writer {c:?}"),
         }
     }
     let mut valid = with(vec![
@@ -592,8 +615,27 @@ fn check_drafts_refuses_as_a_new_session_does() {
     ]);
     abridge_session::check_drafts(&valid).unwrap();
     Session::in_memory("c").append_batch(valid.clone()).unwrap();
+    write_one_by_one(&valid).unwrap();
     valid.push(Draft::rewrite(Message::tool_result("c1", "[p]", false), 2));
     assert!(abridge_session::check_drafts(&valid).is_err());
+    assert!(write_one_by_one(&valid).is_err());
+    // A rewrite on the active path that keeps the call id is taken.
+    let mut rewritten = base.clone();
+    rewritten.push(Draft::rewrite(Message::tool_result("c1", "[p]", false), 2));
+    write_one_by_one(&rewritten).unwrap();
+}
+
+/// Pushes `drafts` through a [`LogWriter`] on a memory store; the first
+/// refusal, after which the writer must still hold what came before.
+fn write_one_by_one(drafts: &[Draft]) -> Result<(), SessionError> {
+    let mut writer = LogWriter::create(Box::new(MemoryStore::new()), &support::header("w"))?;
+    for (index, draft) in drafts.iter().enumerate() {
+        if let Err(error) = writer.push(draft.clone()) {
+            assert_eq!(writer.len(), index, "a refused draft is not kept");
+            return Err(error);
+        }
+    }
+    writer.finish().map(drop)
 }
 
 proptest! {
