@@ -19,15 +19,33 @@ pub(crate) struct SseEvent<'a> {
 /// so a long stream allocates nothing per event once they have grown.
 #[derive(Debug, Default)]
 pub(crate) struct SseParser {
+    /// The start of a line the last chunk cut off.
     buffer: Vec<u8>,
     event: String,
     has_event: bool,
+    /// The event's data so far, when it did not fit in one chunk or came
+    /// in several lines.
     data: String,
     has_data: bool,
 }
 
+/// A field line's meaning for the event being read.
+enum Field<'a> {
+    /// A blank line: the event ends.
+    End,
+    /// A `data:` line's value.
+    Data(&'a str),
+    /// Anything else (its effect already applied), or a comment.
+    Other,
+}
+
 impl SseParser {
     /// Feeds the next bytes, handing each complete event to `on_event`.
+    ///
+    /// Lines wholly inside `chunk` are read where they lie, and an event
+    /// of one `data:` line (what providers send) is handed over as a
+    /// slice of `chunk`, copied nowhere; only a line the chunk cuts off,
+    /// and the data of an event still open at its end, are kept.
     ///
     /// # Errors
     /// A line that is not UTF-8 (events before it are handed over first).
@@ -36,84 +54,117 @@ impl SseParser {
         chunk: &[u8],
         mut on_event: impl FnMut(SseEvent<'_>),
     ) -> Result<(), String> {
-        self.buffer.extend_from_slice(chunk);
-        let mut start = 0;
-        let mut result = Ok(());
-        while let Some(offset) = memchr_newline(&self.buffer[start..]) {
-            let end = start + offset;
-            let mut line = &self.buffer[start..end];
-            if let Some(stripped) = line.strip_suffix(b"\r") {
-                line = stripped;
-            }
-            match std::str::from_utf8(line) {
-                Ok(line) => take_line(
-                    line,
-                    &mut self.event,
-                    &mut self.has_event,
-                    &mut self.data,
-                    &mut self.has_data,
-                    &mut on_event,
-                ),
-                Err(e) => {
-                    result = Err(format!("stream line is not utf-8 ({e})"));
-                    start = end + 1;
-                    break;
-                }
-            }
-            start = end + 1;
+        let mut rest = chunk;
+        if !self.buffer.is_empty() {
+            let Some(end) = memchr_newline(rest) else {
+                self.buffer.extend_from_slice(rest);
+                return Ok(());
+            };
+            self.buffer.extend_from_slice(&rest[..end]);
+            rest = &rest[end + 1..];
+            let line = std::mem::take(&mut self.buffer);
+            let done = self.line(&line, None, &mut on_event);
+            self.buffer = line;
+            self.buffer.clear();
+            done?;
         }
-        self.buffer.drain(..start);
-        result
+        // The data of the event being read while it is one line of this
+        // chunk: handed over from here when the event ends in the chunk.
+        let mut single: Option<&str> = None;
+        while let Some(end) = memchr_newline(rest) {
+            let line = &rest[..end];
+            rest = &rest[end + 1..];
+            self.line(line, Some(&mut single), &mut on_event)?;
+        }
+        if let Some(data) = single {
+            self.data.push_str(data);
+            self.has_data = true;
+        }
+        self.buffer.extend_from_slice(rest);
+        Ok(())
+    }
+
+    /// Reads one line (without its `\n`). With `single`, a first `data:`
+    /// line is held there as a slice instead of copied; without, the line
+    /// lives only for this call and anything kept is copied.
+    fn line<'c>(
+        &mut self,
+        line: &'c [u8],
+        single: Option<&mut Option<&'c str>>,
+        on_event: &mut impl FnMut(SseEvent<'_>),
+    ) -> Result<(), String> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let line =
+            std::str::from_utf8(line).map_err(|e| format!("stream line is not utf-8 ({e})"))?;
+        match self.field(line) {
+            Field::Other => {}
+            Field::Data(value) => match single {
+                Some(slot) if slot.is_none() && !self.has_data => *slot = Some(value),
+                Some(slot) => {
+                    if let Some(first) = slot.take() {
+                        self.data.push_str(first);
+                        self.has_data = true;
+                    }
+                    self.push_data(value);
+                }
+                None => self.push_data(value),
+            },
+            Field::End => {
+                let held = single.and_then(Option::take);
+                let data = match held {
+                    Some(data) => Some(data),
+                    None => self.has_data.then_some(self.data.as_str()),
+                };
+                if let Some(data) = data {
+                    on_event(SseEvent {
+                        event: self.has_event.then_some(self.event.as_str()),
+                        data,
+                    });
+                }
+                self.event.clear();
+                self.data.clear();
+                self.has_event = false;
+                self.has_data = false;
+            }
+        }
+        Ok(())
+    }
+
+    fn push_data(&mut self, value: &str) {
+        if self.has_data {
+            self.data.push('\n');
+        }
+        self.data.push_str(value);
+        self.has_data = true;
+    }
+
+    /// What `line` is; an `event:` line is applied here.
+    fn field<'l>(&mut self, line: &'l str) -> Field<'l> {
+        if line.is_empty() {
+            return Field::End;
+        }
+        if line.starts_with(':') {
+            return Field::Other;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
+        };
+        match field {
+            "data" => Field::Data(value),
+            "event" => {
+                self.event.clear();
+                self.event.push_str(value);
+                self.has_event = true;
+                Field::Other
+            }
+            _ => Field::Other,
+        }
     }
 }
 
 fn memchr_newline(bytes: &[u8]) -> Option<usize> {
     memchr::memchr(b'\n', bytes)
-}
-
-fn take_line(
-    line: &str,
-    event: &mut String,
-    has_event: &mut bool,
-    data: &mut String,
-    has_data: &mut bool,
-    on_event: &mut impl FnMut(SseEvent<'_>),
-) {
-    if line.is_empty() {
-        if *has_data {
-            on_event(SseEvent {
-                event: has_event.then_some(event.as_str()),
-                data,
-            });
-        }
-        event.clear();
-        data.clear();
-        *has_event = false;
-        *has_data = false;
-        return;
-    }
-    if line.starts_with(':') {
-        return;
-    }
-    let (field, value) = match line.split_once(':') {
-        Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
-        None => (line, ""),
-    };
-    match field {
-        "data" => {
-            if *has_data {
-                data.push('\n');
-            }
-            data.push_str(value);
-            *has_data = true;
-        }
-        "event" => {
-            event.clear();
-            event.push_str(value);
-            *has_event = true;
-        }
-        _ => {}
-    }
 }
 
 #[cfg(test)]
@@ -169,6 +220,27 @@ mod tests {
     }
 
     #[test]
+    fn data_over_several_lines_and_chunks_is_joined() {
+        let owned = |event: Option<&str>, data: &str| Owned {
+            event: event.map(str::to_string),
+            data: data.to_string(),
+        };
+        let expected = vec![
+            owned(None, "one\ntwo\nthree"),
+            owned(Some("b"), ""),
+            owned(None, "z"),
+        ];
+        let text: &[u8] = b"data: one\ndata: two\ndata: three\n\nevent: b\ndata\n\ndata: z\n\n";
+        assert_eq!(parse_all(&[text]), expected);
+        // Cut inside the first line, between lines, and inside the blank
+        // line's `\n\n`.
+        assert_eq!(
+            parse_all(&[&text[..4], &text[4..20], &text[20..35], &text[35..]]),
+            expected
+        );
+    }
+
+    #[test]
     fn an_unterminated_event_is_not_dispatched() {
         assert_eq!(parse_all(&[b"data: {\"partial\":true}\n"]), Vec::new());
     }
@@ -182,8 +254,8 @@ mod tests {
     proptest! {
         /// However the bytes are cut, the same events come out.
         #[test]
-        fn splitting_does_not_change_events(cuts in proptest::collection::vec(0usize..120, 0..8)) {
-            let text = "event: a\ndata: héllo wörld\n\n: c\ndata: {\"x\":\"ünï\"}\r\n\r\ndata: z\n\n".as_bytes();
+        fn splitting_does_not_change_events(cuts in proptest::collection::vec(0usize..160, 0..8)) {
+            let text = "event: a\ndata: héllo wörld\n\n: c\ndata: {\"x\":\"ünï\"}\r\n\r\ndata: one\ndata: two\ndata: three\n\nevent: b\ndata\n\ndata: z\n\n".as_bytes();
             let whole = parse_all(&[text]);
             let mut points: Vec<usize> = cuts.into_iter().map(|c| c % (text.len() + 1)).collect();
             points.sort_unstable();
