@@ -447,7 +447,7 @@ impl Decoder for ChatDecoder {
     fn on_event(
         &mut self,
         event: SseEvent<'_>,
-        out: &mut Vec<StreamEvent>,
+        out: &mut stream::Out<'_>,
     ) -> Result<bool, LlmError> {
         if event.data.trim() == "[DONE]" {
             out.push(stream::done(

@@ -349,7 +349,7 @@ impl Decoder for ResponsesDecoder {
     fn on_event(
         &mut self,
         event: SseEvent<'_>,
-        out: &mut Vec<StreamEvent>,
+        out: &mut stream::Out<'_>,
     ) -> Result<bool, LlmError> {
         let wire: WireEvent<'_> = stream::read_event(&self.provider, event.data, &mut self.repeat)?;
         let kind = wire.kind.as_deref().or(event.event).unwrap_or("");

@@ -34,11 +34,18 @@ pub(crate) trait Decoder: Send + 'static {
     /// # Errors
     /// A malformed event (`Transport`) or an error the provider reported in
     /// the stream (classified).
-    fn on_event(
-        &mut self,
-        event: SseEvent<'_>,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<bool, LlmError>;
+    fn on_event(&mut self, event: SseEvent<'_>, out: &mut Out<'_>) -> Result<bool, LlmError>;
+}
+
+/// Where a decoder puts what an event yields: straight onto the stream's
+/// queue, so an event is moved once, not gathered first and moved again.
+pub(crate) struct Out<'q>(&'q mut VecDeque<Result<StreamEvent, LlmError>>);
+
+impl Out<'_> {
+    /// Queues `event` for the caller.
+    pub(crate) fn push(&mut self, event: StreamEvent) {
+        self.0.push_back(Ok(event));
+    }
 }
 
 struct Driver<D> {
@@ -65,7 +72,6 @@ impl<D: Decoder> Driver<D> {
     fn feed(&mut self, chunk: &[u8]) {
         let decoder = &mut self.decoder;
         let queue = &mut self.queue;
-        let mut out = Vec::new();
         // Set once the terminal event or an error has been handled; later
         // events in the same bytes are ignored.
         let mut ended = false;
@@ -73,8 +79,7 @@ impl<D: Decoder> Driver<D> {
             if ended {
                 return;
             }
-            let result = decoder.on_event(event, &mut out);
-            queue.extend(out.drain(..).map(Ok));
+            let result = decoder.on_event(event, &mut Out(queue));
             match result {
                 Ok(finished) => ended = finished,
                 Err(error) => {
