@@ -202,7 +202,16 @@ impl Redactor {
                 .unwrap_or(text.len());
             match secret {
                 Some((kind, span)) => {
-                    out.push_str(&rest[..span.start()]);
+                    // The match's text before the part it replaces (a
+                    // URL's scheme and user name) is searched on its own:
+                    // a secret there (a key used as the user name) would
+                    // otherwise be copied out, and found only by a second
+                    // pass.
+                    let before = &rest[..span.start()];
+                    match self.replace_matches(before) {
+                        Some(redacted) => out.push_str(&redacted),
+                        None => out.push_str(before),
+                    }
                     out.push_str(kind.placeholder());
                     out.push_str(&text[pos + span.end()..next]);
                     changed = true;

@@ -90,6 +90,18 @@ fn frames_around_a_secret_are_kept() {
         r.redact(&format!("key={}.", fake(SecretKind::OpenAiKey))),
         "key=[redacted: openai-key]."
     );
+    // A key used as a URL's user name goes with the password, in one pass
+    // (found by the idempotence property: the key used to survive the
+    // first pass, copied out with the URL around the password).
+    let key = fake(SecretKind::AnthropicKey);
+    let once = r
+        .redact(&format!("A://{key}:!@ and https://{key}:pw@host/x"))
+        .into_owned();
+    assert_eq!(
+        once,
+        "A://[redacted: anthropic-key]:[redacted: url-password]@ and https://[redacted: anthropic-key]:[redacted: url-password]@host/x"
+    );
+    assert_eq!(r.redact(&once), once);
 }
 
 #[test]
