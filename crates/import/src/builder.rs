@@ -53,9 +53,9 @@ pub(crate) const WINDOW: usize = 4096;
 pub(crate) enum Sink {
     /// Kept and returned by [`Builder::finish`]: an [`Imported`](crate::Imported).
     Keep,
-    /// Handed on one at a time with the source line they came from; the
-    /// first error stops the handing and is returned by `finish`.
-    Send(Box<dyn FnMut(Draft, Option<u64>) -> Result<(), ImportError>>),
+    /// Handed on one at a time; the first error stops the handing and is
+    /// returned by `finish`.
+    Send(Box<dyn FnMut(Draft) -> Result<(), ImportError>>),
 }
 
 /// Where an import's drafts go, and the pixel cap they are held to.
@@ -182,7 +182,7 @@ impl Builder {
         match &mut self.sink {
             Sink::Keep => self.kept.push(draft),
             Sink::Send(send) => {
-                if let Err(error) = send(draft, line) {
+                if let Err(error) = send(draft) {
                     self.failed = Some(error);
                 }
             }

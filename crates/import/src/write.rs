@@ -24,6 +24,7 @@ use abridge_session::Draft;
 use abridge_session::EventBody;
 use abridge_session::Header;
 use abridge_session::LogWriter;
+use abridge_session::Seq;
 use abridge_session::SessionStore;
 
 use crate::ImportError;
@@ -77,25 +78,15 @@ pub fn check_with(path: &Path, options: &ReadOptions) -> Result<Checked, ImportE
     let checker = Rc::new(RefCell::new(LogWriter::checking()));
     let last_model = Rc::new(RefCell::new(None));
     let sink = {
-        let checker = Rc::clone(&checker);
         let last_model = Rc::clone(&last_model);
-        let file = file.clone();
-        Sink::Send(Box::new(move |draft, _line| {
+        into(&checker, file.clone(), move |_, draft| {
             if let EventBody::Message(m) = &draft.body
                 && let Some(Origin::Model { model, .. }) = &m.message.meta.origin
                 && !model.is_empty()
             {
                 *last_model.borrow_mut() = Some(model.clone());
             }
-            checker
-                .borrow_mut()
-                .push(draft)
-                .map(drop)
-                .map_err(|source| ImportError::Session {
-                    file: file.clone(),
-                    source,
-                })
-        }))
+        })
     };
     let first = crate::read_input(&file, Input::File(path), options, sink)?;
     let last_model = last_model.borrow_mut().take();
@@ -108,6 +99,28 @@ pub fn check_with(path: &Path, options: &ReadOptions) -> Result<Checked, ImportE
     })
 }
 
+/// The sink of both passes: each draft shown to `watch` with the seq it
+/// gets, then pushed to `writer`; a refusal names `name` (the source file
+/// for the check, the store for the write).
+fn into(
+    writer: &Rc<RefCell<LogWriter>>,
+    name: String,
+    mut watch: impl FnMut(Seq, &Draft) + 'static,
+) -> Sink {
+    let writer = Rc::clone(writer);
+    Sink::Send(Box::new(move |draft| {
+        let mut writer = writer.borrow_mut();
+        watch(writer.len() as Seq, &draft);
+        writer
+            .push(draft)
+            .map(drop)
+            .map_err(|source| ImportError::Session {
+                file: name.clone(),
+                source,
+            })
+    }))
+}
+
 /// [`check_with`], then [`Checked::write`] with no watcher.
 ///
 /// # Errors
@@ -117,13 +130,14 @@ pub fn write_with(
     options: &ReadOptions,
     store: Box<dyn SessionStore>,
 ) -> Result<Written, ImportError> {
-    check_with(path, options)?.write(store, |_| {})
+    check_with(path, options)?.write(store, |_, _| {})
 }
 
 impl Checked {
     /// Reads the file again and writes each event into a new session in
     /// `store` as it leaves the importer's window; `watch` sees every
-    /// event before it is written (to count its tokens, for example).
+    /// event, with its seq, before it is written (to count its tokens, for
+    /// example).
     ///
     /// # Errors
     /// What reading the file returns (it may have changed since it was
@@ -133,7 +147,7 @@ impl Checked {
     pub fn write(
         self,
         store: Box<dyn SessionStore>,
-        watch: impl FnMut(&Draft) + 'static,
+        watch: impl FnMut(Seq, &Draft) + 'static,
     ) -> Result<Written, ImportError> {
         let file = self.path.display().to_string();
         let location = store.location();
@@ -143,21 +157,7 @@ impl Checked {
         };
         let writer = LogWriter::create(store, &self.header).map_err(refused)?;
         let writer = Rc::new(RefCell::new(writer));
-        let sink =
-            {
-                let writer = Rc::clone(&writer);
-                let location = location.clone();
-                let mut watch = watch;
-                Sink::Send(Box::new(move |draft, _line| {
-                    watch(&draft);
-                    writer.borrow_mut().push(draft).map(drop).map_err(|source| {
-                        ImportError::Session {
-                            file: location.clone(),
-                            source,
-                        }
-                    })
-                }))
-            };
+        let sink = into(&writer, location.clone(), watch);
         let second = crate::read_input(&file, Input::File(&self.path), &self.options, sink)?;
         // The sink, and its handle on the writer, went with the builder.
         let writer = match Rc::try_unwrap(writer) {

@@ -207,7 +207,8 @@ fn writing_while_reading_gives_the_log_of_reading_then_writing() {
             });
         assert_eq!(checked.last_model, last_model, "{name}");
         let written = checked
-            .write(jsonl(&streamed_log), move |_| {
+            .write(jsonl(&streamed_log), move |seq, _| {
+                assert_eq!(seq as usize, counter.get(), "seqs in order from 0");
                 counter.set(counter.get() + 1);
             })
             .unwrap();

@@ -458,7 +458,6 @@ fn paired_medians(
             (timed(&mut client), r)
         };
         ratios.push(c[0].as_secs_f64() / r[0].as_secs_f64().max(1e-12));
-
         samples[0].push(c);
         samples[1].push(r);
     }
@@ -470,7 +469,6 @@ fn paired_medians(
         })
     };
     ratios.sort_by(f64::total_cmp);
-
     Paired {
         client: medians(&samples[0]),
         raw: medians(&samples[1]),

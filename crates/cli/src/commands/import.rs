@@ -63,7 +63,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let counting = Rc::new(RefCell::new(Counting::start(&counts, &entry)));
     let watch = {
         let counting = Rc::clone(&counting);
-        move |draft: &abridge_session::Draft| counting.borrow_mut().count(draft)
+        move |seq, draft: &abridge_session::Draft| counting.borrow_mut().count(seq, draft)
     };
     let written = checked
         .write(Box::new(store), watch)
@@ -95,10 +95,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
 /// The counts file being written as the events go by. A failure is a
 /// note, not an error: the counts are a cache, made again on first use.
 enum Counting {
-    Writing {
-        writer: KeptWriter,
-        next: Seq,
-    },
+    Writing(KeptWriter),
     /// Not kept for this model, or given up after a failure.
     Off(Option<KeptError>),
 }
@@ -106,19 +103,17 @@ enum Counting {
 impl Counting {
     fn start(file: &KeptFile, entry: &abridge_llm::ModelEntry) -> Self {
         match file.writer(CostModel::for_model(entry)) {
-            Ok(Some(writer)) => Counting::Writing { writer, next: 0 },
+            Ok(Some(writer)) => Counting::Writing(writer),
             Ok(None) => Counting::Off(None),
             Err(error) => Counting::Off(Some(error)),
         }
     }
 
-    /// Counts `draft`, the next event written.
-    fn count(&mut self, draft: &abridge_session::Draft) {
-        let Counting::Writing { writer, next } = self else {
+    /// Counts `draft`, written at `seq`.
+    fn count(&mut self, seq: Seq, draft: &abridge_session::Draft) {
+        let Counting::Writing(writer) = self else {
             return;
         };
-        let seq = *next;
-        *next += 1;
         if let abridge_session::EventBody::Message(event) = &draft.body
             && let Err(error) = writer.count(seq, &event.message)
         {
@@ -128,7 +123,7 @@ impl Counting {
 
     fn finish(&mut self, file: &KeptFile) {
         let failed = match std::mem::replace(self, Counting::Off(None)) {
-            Counting::Writing { writer, .. } => writer.finish().err(),
+            Counting::Writing(writer) => writer.finish().err(),
             Counting::Off(error) => error,
         };
         if let Some(error) = failed {

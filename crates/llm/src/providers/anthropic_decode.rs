@@ -12,6 +12,7 @@ use super::scan::Refill;
 use super::scan::Repeat;
 use super::scan::Scanner;
 use super::scan::lent;
+use super::scan::lent_or_text;
 use super::scan::nullable;
 use super::scan::once;
 use super::scan::owned;
@@ -176,21 +177,15 @@ impl<'a> Refill<'a> for WireEvent<'a> {
 
     fn refill(kept: &'a Self::Kept, text: Cow<'a, str>) -> Self {
         let mut text = Some(text);
-        // The text goes into the first slot that held one, as in the kept
-        // event; every other string is lent from it.
-        let mut fill = |slot: &'a Option<Cow<'static, str>>| match slot {
-            Some(_) if text.is_some() => text.take(),
-            _ => lent(slot),
-        };
         WireEvent {
             kind: lent(&kept.kind),
             index: kept.index,
             delta: kept.delta.as_ref().map(|d| WireDelta {
                 kind: lent(&d.kind),
-                text: fill(&d.text),
-                thinking: fill(&d.thinking),
-                signature: fill(&d.signature),
-                partial_json: fill(&d.partial_json),
+                text: lent_or_text(&d.text, &mut text),
+                thinking: lent_or_text(&d.thinking, &mut text),
+                signature: lent_or_text(&d.signature, &mut text),
+                partial_json: lent_or_text(&d.partial_json, &mut text),
                 stop_reason: d.stop_reason.clone(),
             }),
             content_block: None,

@@ -17,6 +17,7 @@ use super::scan::Refill;
 use super::scan::Repeat;
 use super::scan::Scanner;
 use super::scan::lent;
+use super::scan::lent_or_text;
 use super::scan::once;
 use super::scan::owned;
 use super::sse::SseEvent;
@@ -259,16 +260,12 @@ impl<'a> Refill<'a> for WireAnswer<'a> {
                     Some(_) if text.is_some() => text.take().map(WireContent),
                     content => content.as_ref().map(|c| WireContent(Cow::Borrowed(&c.0))),
                 };
-                let mut fill = |slot: &'a Option<Cow<'static, str>>| match slot {
-                    Some(_) if text.is_some() => text.take(),
-                    _ => lent(slot),
-                };
                 WireChoice {
                     message: WireMessage {
                         content,
-                        reasoning_content: fill(&message.reasoning_content),
-                        reasoning: fill(&message.reasoning),
-                        refusal: fill(&message.refusal),
+                        reasoning_content: lent_or_text(&message.reasoning_content, &mut text),
+                        reasoning: lent_or_text(&message.reasoning, &mut text),
+                        refusal: lent_or_text(&message.refusal, &mut text),
                         tool_calls: None,
                     },
                     finish_reason: lent(&choice.finish_reason),

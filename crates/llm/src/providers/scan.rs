@@ -382,6 +382,20 @@ pub(crate) fn lent<'a>(text: &'a Option<Cow<'static, str>>) -> Option<Cow<'a, st
     text.as_deref().map(Cow::Borrowed)
 }
 
+/// A text slot of an event rebuilt by [`Refill::refill`]: the new `text`
+/// when the kept event had a string here and the text is not placed yet
+/// (it goes into the first such slot, as in the kept event), else the
+/// kept string lent.
+pub(crate) fn lent_or_text<'a>(
+    slot: &'a Option<Cow<'static, str>>,
+    text: &mut Option<Cow<'a, str>>,
+) -> Option<Cow<'a, str>> {
+    match slot {
+        Some(_) if text.is_some() => text.take(),
+        _ => lent(slot),
+    }
+}
+
 /// What kind of token a hole in a [`Shape`] holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum HoleKind {

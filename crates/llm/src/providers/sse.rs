@@ -110,11 +110,9 @@ impl SseParser {
                 None => self.push_data(value),
             },
             Field::End => {
-                let held = single.and_then(Option::take);
-                let data = match held {
-                    Some(data) => Some(data),
-                    None => self.has_data.then_some(self.data.as_str()),
-                };
+                let data = single
+                    .and_then(Option::take)
+                    .or_else(|| self.has_data.then_some(self.data.as_str()));
                 if let Some(data) = data {
                     on_event(SseEvent {
                         event: self.has_event.then_some(self.event.as_str()),

@@ -148,7 +148,6 @@ pub struct LogWriter {
     surface: Surface,
     batch: Vec<Event>,
     batch_bytes: usize,
-    max_image_pixels: u64,
 }
 
 impl LogWriter {
@@ -158,27 +157,24 @@ impl LogWriter {
     /// The store's, for example when a session already exists there.
     pub fn create(mut store: Box<dyn SessionStore>, header: &Header) -> Result<Self, SessionError> {
         store.create(header)?;
-        Ok(LogWriter {
-            store,
-            skeleton: Skeleton::default(),
-            surface: Surface::default(),
-            batch: Vec::new(),
-            batch_bytes: 0,
-            max_image_pixels: abridge_llm::DEFAULT_MAX_IMAGE_PIXELS,
-        })
+        Ok(Self::with_store(store))
     }
 
     /// A writer that checks drafts as [`push`](LogWriter::push) does and
     /// writes nothing: a first pass that proves a whole stream valid
     /// before any of it reaches a store, at the cost of the skeleton.
     pub fn checking() -> Self {
+        Self::with_store(Box::new(Unwritten))
+    }
+
+    /// An empty writer over a store already created.
+    fn with_store(store: Box<dyn SessionStore>) -> Self {
         LogWriter {
-            store: Box::new(Unwritten),
+            store,
             skeleton: Skeleton::default(),
             surface: Surface::default(),
             batch: Vec::new(),
             batch_bytes: 0,
-            max_image_pixels: abridge_llm::DEFAULT_MAX_IMAGE_PIXELS,
         }
     }
 
@@ -221,7 +217,8 @@ impl LogWriter {
         // kept only once the draft is accepted.
         let branch = (parent != leaf).then(|| self.skeleton.surface_at(parent));
         if let EventBody::Message(m) = &draft.body {
-            rules::check_image(m, self.max_image_pixels).map_err(invalid)?;
+            // The pixel cap of a fresh session, as `check_drafts` checks.
+            rules::check_image(m, abridge_llm::DEFAULT_MAX_IMAGE_PIXELS).map_err(invalid)?;
             let surface = branch.as_ref().unwrap_or(&self.surface);
             rules::check_message(&self.skeleton, surface, seq, m).map_err(invalid)?;
         }
@@ -287,10 +284,6 @@ impl LogWriter {
         self.store.append(&self.batch)?;
         self.batch.clear();
         self.batch_bytes = 0;
-        // A batch of huge messages is not kept around for the small ones.
-        if self.batch.capacity() > 4 * BATCH_EVENTS {
-            self.batch = Vec::new();
-        }
         Ok(())
     }
 }
