@@ -302,3 +302,26 @@ fn a_store_failing_mid_import_keeps_the_batches_before_it() {
     assert_eq!(report, abridge_session::LoadReport::default());
     assert_eq!(partial.len(), 2 * 1024, "two whole batches");
 }
+
+/// A broken file fails the streamed import as it fails `read_with`,
+/// naming the cut line, before anything reaches the store.
+#[test]
+fn a_broken_file_fails_the_streamed_import_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let pi = std::fs::read(sample(PI)).unwrap();
+    let path = write(&dir, "cut.jsonl", &pi[..pi.len() / 2]);
+    let read = import::read_with(&path, &ReadOptions::default()).unwrap_err();
+    let checked = import::check_with(&path, &ReadOptions::default()).unwrap_err();
+    assert!(
+        matches!(checked, ImportError::Truncated { .. }),
+        "{checked}"
+    );
+    assert_eq!(checked.to_string(), read.to_string());
+    let log = dir.path().join("out.jsonl");
+    let written = import::write_with(&path, &ReadOptions::default(), jsonl(&log)).unwrap_err();
+    assert_eq!(written.to_string(), read.to_string());
+    assert!(
+        Session::open(jsonl(&log)).is_err(),
+        "no session was created in the store"
+    );
+}
