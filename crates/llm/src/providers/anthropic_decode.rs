@@ -2,7 +2,6 @@
 //! (text deltas by the quick reader), and the decoder that assembles them.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use serde::Deserialize;
 
@@ -33,7 +32,10 @@ pub(super) struct AnthropicDecoder {
     dialect: classify::ErrorDialect,
     model: String,
     parts: Vec<Partial>,
-    slots: HashMap<u64, usize>,
+    /// Each started block's wire index and its place in `parts`, newest
+    /// last: a message has a handful of blocks and deltas go to the newest,
+    /// so a search from the end beats hashing every delta's index.
+    slots: Vec<(u64, usize)>,
     stop: Option<String>,
     usage: Usage,
     /// The last delta, to rebuild the next one of the same shape.
@@ -253,7 +255,7 @@ impl AnthropicDecoder {
             dialect,
             model,
             parts: Vec::new(),
-            slots: HashMap::new(),
+            slots: Vec::new(),
             stop: None,
             usage: Usage::default(),
             repeat: Repeat::default(),
@@ -303,14 +305,16 @@ impl Decoder for AnthropicDecoder {
                     _ => Partial::Text(block.text),
                 };
                 self.parts.push(partial);
-                self.slots.insert(index, self.parts.len() - 1);
+                self.slots.push((index, self.parts.len() - 1));
             }
             "content_block_delta" => {
                 let index = wire.index.unwrap_or(0);
                 let Some(part) = self
                     .slots
-                    .get(&index)
-                    .and_then(|slot| self.parts.get_mut(*slot))
+                    .iter()
+                    .rev()
+                    .find(|(started, _)| *started == index)
+                    .and_then(|(_, slot)| self.parts.get_mut(*slot))
                 else {
                     return Err(LlmError::Transport {
                         provider: self.provider.clone(),
@@ -459,7 +463,12 @@ mod tests {
             testing::pairs(prop_oneof![3 => streamed_delta(), 1 => event().boxed()]),
             128,
             |(first, second)| {
-                testing::repeats_agree::<WireEvent<'_>>(first, second, &mut Repeat::default())
+                testing::repeats_agree::<WireEvent<'_>>(
+                    first,
+                    second,
+                    &mut Repeat::default(),
+                    &mut Repeat::default(),
+                )
             },
         );
     }

@@ -31,7 +31,7 @@ pub(crate) struct AnthropicBody<'a> {
     max_tokens: u32,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     system: Vec<WireBlock<'a>>,
-    messages: Vec<WireMessage<'a>>,
+    messages: Turns<'a>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -58,10 +58,35 @@ struct WireTool<'a> {
     cache_control: Option<Ephemeral>,
 }
 
-#[derive(Serialize)]
-struct WireMessage<'a> {
+/// The conversation's turns: every turn's blocks in one buffer, with each
+/// turn's role and its range of the buffer. One buffer, not a vector per
+/// turn: a history of hundreds of turns would allocate hundreds of times a
+/// call, and again each time a tool result merges into the user turn after
+/// it.
+struct Turns<'a> {
+    slots: Vec<Slot<'a>>,
+    turns: Vec<Turn>,
+}
+
+/// One wire message: its role and where its blocks lie in [`Turns`].
+struct Turn {
     role: &'static str,
-    content: Vec<Slot<'a>>,
+    blocks: std::ops::Range<usize>,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'s, 'a> {
+    role: &'static str,
+    content: &'s [Slot<'a>],
+}
+
+impl Serialize for Turns<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.turns.iter().map(|turn| WireMessage {
+            role: turn.role,
+            content: &self.slots[turn.blocks.clone()],
+        }))
+    }
 }
 
 /// A block serialized once (see `fragments`), remembered by where it came
@@ -290,21 +315,22 @@ pub(crate) fn body<'a>(
 /// Marks the last markable block of the last message and of the last user
 /// message before it (at most two markers; with system and tools that is
 /// the API's limit of four).
-fn mark_history<'a>(request: &'a Request, messages: &mut [WireMessage<'a>]) {
-    let Some(last) = messages.len().checked_sub(1) else {
+fn mark_history<'a>(request: &'a Request, messages: &mut Turns<'a>) {
+    let Turns { slots, turns } = messages;
+    let Some((last, before)) = turns.split_last() else {
         return;
     };
-    mark_last_block(request, &mut messages[last]);
-    if let Some(previous) = (0..last).rev().find(|&i| messages[i].role == "user") {
-        mark_last_block(request, &mut messages[previous]);
+    mark_last_block(request, &mut slots[last.blocks.clone()]);
+    if let Some(previous) = before.iter().rev().find(|turn| turn.role == "user") {
+        mark_last_block(request, &mut slots[previous.blocks.clone()]);
     }
 }
 
 /// Marks the last markable block. The marker goes inside the block, so a
 /// cached one is built again from its message, once: its marked JSON is
 /// kept with its fragment for the calls that resend it marked.
-fn mark_last_block<'a>(request: &'a Request, message: &mut WireMessage<'a>) {
-    let Some(slot) = message.content.iter_mut().rev().find(|b| b.markable()) else {
+fn mark_last_block<'a>(request: &'a Request, blocks: &mut [Slot<'a>]) {
+    let Some(slot) = blocks.iter_mut().rev().find(|b| b.markable()) else {
         return;
     };
     match slot {
@@ -432,14 +458,16 @@ fn message_blocks(message: &Message) -> (&'static str, Vec<WireBlock<'_>>) {
 fn split_messages<'a>(
     request: &'a Request,
     items: &'a [Option<Items>],
-) -> (Vec<WireBlock<'a>>, Vec<WireMessage<'a>>) {
+) -> (Vec<WireBlock<'a>>, Turns<'a>) {
     let lead = leading_system(request);
     let system = request.messages[..lead]
         .iter()
         .flat_map(|message| message.content.iter().filter_map(media_block))
         .filter(|b| b.type_name() == Some("text"))
         .collect();
-    let mut messages: Vec<WireMessage<'a>> = Vec::with_capacity(request.messages.len());
+    let blocks = items.iter().flatten().map(|items| items.len()).sum();
+    let mut slots: Vec<Slot<'a>> = Vec::with_capacity(blocks);
+    let mut turns: Vec<Turn> = Vec::with_capacity(request.messages.len());
     for (index, (message, blocks)) in request.messages.iter().zip(items).enumerate().skip(lead) {
         let Some(blocks) = blocks.as_ref().filter(|b| !b.is_empty()) else {
             continue;
@@ -448,23 +476,26 @@ fn split_messages<'a>(
             Role::Assistant => "assistant",
             _ => "user",
         };
-        let slots = blocks
-            .iter()
-            .enumerate()
-            .map(|(position, fragment)| Slot::Cached {
-                fragment,
-                message: index,
-                position,
-            });
-        match messages.last_mut() {
-            Some(previous) if previous.role == role => previous.content.extend(slots),
-            _ => messages.push(WireMessage {
+        let start = slots.len();
+        slots.extend(
+            blocks
+                .iter()
+                .enumerate()
+                .map(|(position, fragment)| Slot::Cached {
+                    fragment,
+                    message: index,
+                    position,
+                }),
+        );
+        match turns.last_mut() {
+            Some(previous) if previous.role == role => previous.blocks.end = slots.len(),
+            _ => turns.push(Turn {
                 role,
-                content: slots.collect(),
+                blocks: start..slots.len(),
             }),
         }
     }
-    (system, messages)
+    (system, Turns { slots, turns })
 }
 
 #[cfg(test)]

@@ -628,7 +628,12 @@ mod tests {
             testing::pairs(prop_oneof![3 => streamed_chunk().boxed(), 1 => chunk().boxed()]),
             128,
             |(first, second)| {
-                testing::repeats_agree::<WireAnswer<'_>>(first, second, &mut Repeat::default())
+                testing::repeats_agree::<WireAnswer<'_>>(
+                    first,
+                    second,
+                    &mut Repeat::default(),
+                    &mut Repeat::default(),
+                )
             },
         );
     }

@@ -541,7 +541,12 @@ mod tests {
             testing::pairs(prop_oneof![3 => streamed_delta().boxed(), 1 => event().boxed()]),
             128,
             |(first, second)| {
-                testing::repeats_agree::<WireEvent<'_>>(first, second, &mut Repeat::default())
+                testing::repeats_agree::<WireEvent<'_>>(
+                    first,
+                    second,
+                    &mut Repeat::default(),
+                    &mut Repeat::default(),
+                )
             },
         );
     }

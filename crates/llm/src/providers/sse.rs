@@ -40,7 +40,11 @@ enum Field<'a> {
 }
 
 impl SseParser {
-    /// Feeds the next bytes, handing each complete event to `on_event`.
+    /// Reads `chunk` up to the end of the first event that completes in
+    /// it, hands that event to `on_event`, and returns how many bytes it
+    /// read; a chunk where no event completes is read whole. A driver
+    /// calls it again on the rest when it wants the next event, so events
+    /// are decoded as the caller takes them, not all at once.
     ///
     /// Lines wholly inside `chunk` are read where they lie, and an event
     /// of one `data:` line (what providers send) is handed over as a
@@ -48,25 +52,27 @@ impl SseParser {
     /// and the data of an event still open at its end, are kept.
     ///
     /// # Errors
-    /// A line that is not UTF-8 (events before it are handed over first).
-    pub(crate) fn feed(
+    /// A line that is not UTF-8.
+    pub(crate) fn feed_one(
         &mut self,
         chunk: &[u8],
         mut on_event: impl FnMut(SseEvent<'_>),
-    ) -> Result<(), String> {
+    ) -> Result<usize, String> {
         let mut rest = chunk;
         if !self.buffer.is_empty() {
             let Some(end) = memchr_newline(rest) else {
                 self.buffer.extend_from_slice(rest);
-                return Ok(());
+                return Ok(chunk.len());
             };
             self.buffer.extend_from_slice(&rest[..end]);
             rest = &rest[end + 1..];
             let line = std::mem::take(&mut self.buffer);
-            let done = self.line(&line, None, &mut on_event);
+            let dispatched = self.line(&line, None, &mut on_event);
             self.buffer = line;
             self.buffer.clear();
-            done?;
+            if dispatched? {
+                return Ok(chunk.len() - rest.len());
+            }
         }
         // The data of the event being read while it is one line of this
         // chunk: handed over from here when the event ends in the chunk.
@@ -74,29 +80,30 @@ impl SseParser {
         while let Some(end) = memchr_newline(rest) {
             let line = &rest[..end];
             rest = &rest[end + 1..];
-            self.line(line, Some(&mut single), &mut on_event)?;
+            if self.line(line, Some(&mut single), &mut on_event)? {
+                return Ok(chunk.len() - rest.len());
+            }
         }
         if let Some(data) = single {
             self.data.push_str(data);
             self.has_data = true;
         }
         self.buffer.extend_from_slice(rest);
-        Ok(())
+        Ok(chunk.len())
     }
 
-    /// Reads one line (without its `\n`). With `single`, a first `data:`
-    /// line is held there as a slice instead of copied; without, the line
-    /// lives only for this call and anything kept is copied.
+    /// Reads one line (without its `\n`); `true` when it ended an event
+    /// and the event was handed to `on_event`. With `single`, a first
+    /// `data:` line is held there as a slice instead of copied; without,
+    /// the line lives only for this call and anything kept is copied.
     fn line<'c>(
         &mut self,
         line: &'c [u8],
         single: Option<&mut Option<&'c str>>,
         on_event: &mut impl FnMut(SseEvent<'_>),
-    ) -> Result<(), String> {
+    ) -> Result<bool, String> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let line =
-            std::str::from_utf8(line).map_err(|e| format!("stream line is not utf-8 ({e})"))?;
-        match self.field(line) {
+        match self.field(line)? {
             Field::Other => {}
             Field::Data(value) => match single {
                 Some(slot) if slot.is_none() && !self.has_data => *slot = Some(value),
@@ -113,6 +120,7 @@ impl SseParser {
                 let data = single
                     .and_then(Option::take)
                     .or_else(|| self.has_data.then_some(self.data.as_str()));
+                let dispatched = data.is_some();
                 if let Some(data) = data {
                     on_event(SseEvent {
                         event: self.has_event.then_some(self.event.as_str()),
@@ -123,9 +131,10 @@ impl SseParser {
                 self.data.clear();
                 self.has_event = false;
                 self.has_data = false;
+                return Ok(dispatched);
             }
         }
-        Ok(())
+        Ok(false)
     }
 
     fn push_data(&mut self, value: &str) {
@@ -136,32 +145,50 @@ impl SseParser {
         self.has_data = true;
     }
 
-    /// What `line` is; an `event:` line is applied here.
-    fn field<'l>(&mut self, line: &'l str) -> Field<'l> {
-        if line.is_empty() {
-            return Field::End;
-        }
-        if line.starts_with(':') {
-            return Field::Other;
-        }
-        let (field, value) = match line.split_once(':') {
-            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
-            None => (line, ""),
+    /// What `line` is; an `event:` line is applied here. Field names are
+    /// matched on bytes, the blank and `data:` lines that make up most of
+    /// a stream first, and only the value is checked as UTF-8 (the name
+    /// is ASCII once matched).
+    ///
+    /// # Errors
+    /// A line that is not UTF-8.
+    fn field<'l>(&mut self, line: &'l [u8]) -> Result<Field<'l>, String> {
+        let text = |bytes: &'l [u8]| {
+            std::str::from_utf8(bytes).map_err(|e| format!("stream line is not utf-8 ({e})"))
         };
-        match field {
-            "data" => Field::Data(value),
+        let value = |bytes: &'l [u8]| text(bytes.strip_prefix(b" ").unwrap_or(bytes));
+        if line.is_empty() {
+            return Ok(Field::End);
+        }
+        if let Some(data) = line.strip_prefix(b"data:") {
+            return Ok(Field::Data(value(data)?));
+        }
+        if let Some(name) = line.strip_prefix(b"event:") {
+            self.event.clear();
+            self.event.push_str(value(name)?);
+            self.has_event = true;
+            return Ok(Field::Other);
+        }
+        // A comment, a field we do not use, or a field name alone (which
+        // means an empty value: a bare `data` line is an empty data line).
+        match text(line)? {
+            "data" => Ok(Field::Data("")),
             "event" => {
                 self.event.clear();
-                self.event.push_str(value);
                 self.has_event = true;
-                Field::Other
+                Ok(Field::Other)
             }
-            _ => Field::Other,
+            _ => Ok(Field::Other),
         }
     }
 }
 
+/// Where the next line ends. Every event ends in a blank line, found
+/// without the vectorized search's setup.
 fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    if bytes.first() == Some(&b'\n') {
+        return Some(0);
+    }
     memchr::memchr(b'\n', bytes)
 }
 
@@ -182,14 +209,24 @@ mod tests {
         let mut parser = SseParser::default();
         let mut out = Vec::new();
         for chunk in chunks {
-            parser
-                .feed(chunk, |e| {
-                    out.push(Owned {
-                        event: e.event.map(str::to_string),
-                        data: e.data.to_string(),
+            // Event by event, as the driver reads: each call hands over at
+            // most one event, and reads the chunk whole when it hands none.
+            let mut rest: &[u8] = chunk;
+            while !rest.is_empty() {
+                let before = out.len();
+                let read = parser
+                    .feed_one(rest, |e| {
+                        out.push(Owned {
+                            event: e.event.map(str::to_string),
+                            data: e.data.to_string(),
+                        })
                     })
-                })
-                .unwrap();
+                    .unwrap();
+                assert!(read > 0 && read <= rest.len());
+                assert!(out.len() <= before + 1, "more than one event in one call");
+                assert!(out.len() == before + 1 || read == rest.len());
+                rest = &rest[read..];
+            }
         }
         out
     }
@@ -246,7 +283,7 @@ mod tests {
     #[test]
     fn invalid_utf8_is_an_error() {
         let mut parser = SseParser::default();
-        assert!(parser.feed(b"data: \xff\xfe\n\n", |_| {}).is_err());
+        assert!(parser.feed_one(b"data: \xff\xfe\n\n", |_| {}).is_err());
     }
 
     proptest! {

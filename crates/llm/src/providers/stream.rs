@@ -53,6 +53,9 @@ struct Driver<D> {
     body: futures::stream::BoxStream<'static, Result<bytes::Bytes, reqwest::Error>>,
     parser: SseParser,
     decoder: D,
+    /// The network chunk being decoded, and how much of it has been read.
+    chunk: bytes::Bytes,
+    read: usize,
     queue: VecDeque<Result<StreamEvent, LlmError>>,
     ended: bool,
     /// Bytes the stream may still deliver before it is over the size cap.
@@ -69,18 +72,22 @@ impl<D: Decoder> Driver<D> {
         self.ended = true;
     }
 
-    fn feed(&mut self, chunk: &[u8]) {
-        let decoder = &mut self.decoder;
-        let queue = &mut self.queue;
-        // Set once the terminal event or an error has been handled; later
-        // events in the same bytes are ignored.
+    /// Decodes the chunk's next event (or reads the chunk's tail into the
+    /// parser when no event completes in it).
+    fn decode_next(&mut self) {
+        let Driver {
+            parser,
+            decoder,
+            chunk,
+            read,
+            queue,
+            ..
+        } = self;
+        // Set once the terminal event or an error has been handled; the
+        // bytes after it are never read.
         let mut ended = false;
-        let parsed = self.parser.feed(chunk, |event| {
-            if ended {
-                return;
-            }
-            let result = decoder.on_event(event, &mut Out(queue));
-            match result {
+        let parsed = parser.feed_one(&chunk[*read..], |event| {
+            match decoder.on_event(event, &mut Out(queue)) {
                 Ok(finished) => ended = finished,
                 Err(error) => {
                     queue.push_back(Err(error));
@@ -88,10 +95,10 @@ impl<D: Decoder> Driver<D> {
                 }
             }
         });
-        if ended {
-            self.ended = true;
-        } else if let Err(message) = parsed {
-            self.fail(message);
+        match parsed {
+            Ok(_) if ended => self.ended = true,
+            Ok(length) => *read += length,
+            Err(message) => self.fail(message),
         }
     }
 }
@@ -99,9 +106,12 @@ impl<D: Decoder> Driver<D> {
 impl<D: Decoder + Unpin> futures::Stream for Driver<D> {
     type Item = Result<StreamEvent, LlmError>;
 
-    /// Hands out queued events first; reads the body only when the queue
-    /// is empty, so one network chunk's events are decoded together and
-    /// then returned one poll each without touching the socket.
+    /// Hands out queued events first, then decodes the next event of the
+    /// chunk at hand, and reads the body only when the chunk is used up.
+    /// Events are decoded one at a time as the caller takes them: each
+    /// event's allocations are freed by the caller before the next are
+    /// made (so the allocator hands the same memory back), and the queue
+    /// never holds more than one event's output.
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
         loop {
@@ -110,6 +120,10 @@ impl<D: Decoder + Unpin> futures::Stream for Driver<D> {
             }
             if this.ended {
                 return Poll::Ready(None);
+            }
+            if this.read < this.chunk.len() {
+                this.decode_next();
+                continue;
             }
             match std::task::ready!(this.body.poll_next_unpin(cx)) {
                 Some(Ok(chunk)) if chunk.len() > this.budget => {
@@ -122,7 +136,8 @@ impl<D: Decoder + Unpin> futures::Stream for Driver<D> {
                 }
                 Some(Ok(chunk)) => {
                     this.budget -= chunk.len();
-                    this.feed(&chunk);
+                    this.chunk = chunk;
+                    this.read = 0;
                 }
                 Some(Err(error)) => {
                     let error = error.without_url();
@@ -154,6 +169,8 @@ pub(crate) fn drive<D: Decoder + Unpin>(
         body: response.bytes_stream().boxed(),
         parser: SseParser::default(),
         decoder,
+        chunk: bytes::Bytes::new(),
+        read: 0,
         queue: VecDeque::new(),
         ended: false,
     };

@@ -15,12 +15,24 @@
 //!
 //! Deltas of one stream are mostly the same bytes: the same keys, types
 //! and model, with another piece of text, another counter, another id.
-//! So a decoder keeps the last delta's [`Shape`] (its literal bytes around
-//! the tokens that change) and, when the next event has the same literal
-//! bytes, rebuilds it from the last one with the new text ([`Refill`]): a
-//! byte comparison in place of a scan.
+//! So a decoder keeps the last delta's [`Shape`](repeat::Shape) (its
+//! literal bytes around the tokens that change) and, when the next event
+//! has the same literal bytes, rebuilds it from the last one with the new
+//! text ([`Refill`]): a byte comparison in place of a scan. The first such
+//! match settles the shape: tokens the two events share (a stream's id,
+//! creation time, fingerprint) become literal, so only the text and the
+//! counters that really change are still scanned.
 
 use std::borrow::Cow;
+
+mod repeat;
+
+pub(crate) use repeat::HoleKind;
+pub(crate) use repeat::Refill;
+pub(crate) use repeat::Repeat;
+pub(crate) use repeat::lent;
+pub(crate) use repeat::lent_or_text;
+pub(crate) use repeat::owned;
 
 /// How deep a skipped value may nest before the scanner gives up.
 const MAX_DEPTH: usize = 16;
@@ -44,7 +56,7 @@ const STOP: [bool; 256] = {
 pub(crate) struct Scanner<'a> {
     text: &'a str,
     at: usize,
-    /// When recording a [`Shape`]: the spans of the tokens that may
+    /// When recording a [`Shape`](repeat::Shape): the spans of the tokens that may
     /// change from one delta to the next, in text order.
     holes: Option<Vec<(usize, usize, HoleKind)>>,
 }
@@ -72,28 +84,6 @@ impl<'a> Scanner<'a> {
         if let Some(holes) = &mut self.holes {
             holes.push((start, end, kind));
         }
-    }
-
-    /// The shape of the text just read: its literal pieces around the
-    /// tokens that may change. `None` unless exactly one delta text was
-    /// read (see [`Scanner::text_hole`]).
-    pub(crate) fn shape(self) -> Option<Shape> {
-        let holes = self.holes?;
-        let texts = holes.iter().filter(|h| h.2 == HoleKind::Text).count();
-        if texts != 1 {
-            return None;
-        }
-        let mut pieces = Vec::with_capacity(holes.len());
-        let mut from = 0;
-        for (start, end, kind) in holes {
-            pieces.push((from..start, kind));
-            from = end;
-        }
-        Some(Shape {
-            text: self.text.into(),
-            holes: pieces,
-            tail: from..self.text.len(),
-        })
     }
 
     fn bytes(&self) -> &'a [u8] {
@@ -241,7 +231,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A delta's text, or `null`: as [`Scanner::optional_string`], noted
-    /// as the token a [`Shape`] refills.
+    /// as the token a [`Shape`](repeat::Shape) refills.
     pub(crate) fn text_hole(&mut self) -> Option<Option<Cow<'a, str>>> {
         nullable(self, |s| {
             s.skip_space();
@@ -350,141 +340,6 @@ impl<'a> Scanner<'a> {
 pub(crate) trait QuickRead<'a>: Sized {
     /// The event read by the scanner, or `None` to leave it to serde.
     fn read(scanner: &mut Scanner<'a>) -> Option<Self>;
-}
-
-/// A delta event rebuilt from the last one of its stream: when a new
-/// event's text has the last one's [`Shape`], it is that event with
-/// another delta text.
-///
-/// # Contract
-/// `refill(&keep(e), t)` equals what [`QuickRead::read`] gives for `e`'s
-/// text with its one text hole (see [`Scanner::shape`]) holding `t`.
-pub(crate) trait Refill<'a>: QuickRead<'a> {
-    /// The event with every borrowed piece owned, kept between events.
-    type Kept: Send + std::fmt::Debug + 'static;
-
-    /// This event, owned.
-    fn keep(&self) -> Self::Kept;
-
-    /// `kept` with its delta text (the one text hole) replaced by `text`.
-    /// The rest borrows from `kept`, so a rebuilt event copies no string
-    /// but its text.
-    fn refill(kept: &'a Self::Kept, text: Cow<'a, str>) -> Self;
-}
-
-/// `text`, owned, for a [`Refill::Kept`] event.
-pub(crate) fn owned(text: &Option<Cow<'_, str>>) -> Option<Cow<'static, str>> {
-    text.as_deref().map(|t| Cow::Owned(t.to_string()))
-}
-
-/// A kept string, borrowed for an event rebuilt by [`Refill::refill`].
-pub(crate) fn lent<'a>(text: &'a Option<Cow<'static, str>>) -> Option<Cow<'a, str>> {
-    text.as_deref().map(Cow::Borrowed)
-}
-
-/// A text slot of an event rebuilt by [`Refill::refill`]: the new `text`
-/// when the kept event had a string here and the text is not placed yet
-/// (it goes into the first such slot, as in the kept event), else the
-/// kept string lent.
-pub(crate) fn lent_or_text<'a>(
-    slot: &'a Option<Cow<'static, str>>,
-    text: &mut Option<Cow<'a, str>>,
-) -> Option<Cow<'a, str>> {
-    match slot {
-        Some(_) if text.is_some() => text.take(),
-        _ => lent(slot),
-    }
-}
-
-/// What kind of token a hole in a [`Shape`] holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HoleKind {
-    /// The delta text: read, and put in the rebuilt event.
-    Text,
-    /// A string the reader stepped over: any string will do.
-    String,
-    /// A number the reader stepped over: any number will do.
-    Number,
-}
-
-/// An event's text as literal pieces around the tokens that change from
-/// one delta to the next (the text itself, and the ids, counters and
-/// padding a reader steps over). A later event whose literal pieces are
-/// the same bytes, with a valid token of the same kind in each hole, is
-/// the same JSON structure with other values where the reader either
-/// ignores them or reads the delta text: so it reads to the same event
-/// with the new text, and a byte comparison replaces a scan.
-#[derive(Debug)]
-pub(crate) struct Shape {
-    text: Box<str>,
-    /// Each hole: the literal piece before it (a range of `text`) and
-    /// its kind.
-    holes: Vec<(std::ops::Range<usize>, HoleKind)>,
-    /// The literal piece after the last hole.
-    tail: std::ops::Range<usize>,
-}
-
-impl Shape {
-    /// The delta text of `data` when it has this shape.
-    pub(crate) fn fill<'a>(&self, data: &'a str) -> Option<Cow<'a, str>> {
-        let mut scanner = Scanner::new(data);
-        let mut text = None;
-        for (literal, kind) in &self.holes {
-            let literal = self.text.as_bytes().get(literal.clone())?;
-            if !data.as_bytes().get(scanner.at..)?.starts_with(literal) {
-                return None;
-            }
-            scanner.at += literal.len();
-            match kind {
-                HoleKind::Text => text = Some(scanner.string()?),
-                HoleKind::String => drop(scanner.string()?),
-                HoleKind::Number => drop(scanner.number()?),
-            }
-        }
-        let tail = self.text.as_bytes().get(self.tail.clone())?;
-        (data.as_bytes().get(scanner.at..)? == tail).then_some(())?;
-        text
-    }
-}
-
-/// The last delta of a stream and its shape, for [`Refill`].
-#[derive(Debug)]
-pub(crate) struct Repeat<K> {
-    last: Option<(Shape, K)>,
-}
-
-impl<K> Default for Repeat<K> {
-    fn default() -> Self {
-        Repeat { last: None }
-    }
-}
-
-impl<K> Repeat<K> {
-    /// Reads `data` as a `T`: rebuilt from the last delta when it has the
-    /// same shape, else read by the scanner (and kept, when it is a delta);
-    /// `None` when the scanner leaves it to serde.
-    pub(crate) fn read<'a, T: Refill<'a, Kept = K>>(&'a mut self, data: &'a str) -> Option<T> {
-        // The text borrows `data` only, so a miss leaves `self` free to
-        // keep the new shape.
-        let hit = self.last.as_ref().and_then(|(shape, _)| shape.fill(data));
-        if let Some(text) = hit {
-            let kept = self.last.as_ref().map(|(_, kept)| kept)?;
-            return Some(T::refill(kept, text));
-        }
-        self.scan(data)
-    }
-
-    /// Reads `data` with the scanner, keeping it (when it is a delta) for
-    /// the next event to be rebuilt from; `None` when the scanner leaves
-    /// it to serde.
-    pub(crate) fn scan<'a, T: Refill<'a, Kept = K>>(&mut self, data: &'a str) -> Option<T> {
-        let mut scanner = Scanner::recording(data);
-        let event = T::read(&mut scanner)?;
-        if let Some(shape) = scanner.shape() {
-            self.last = Some((shape, event.keep()));
-        }
-        Some(event)
-    }
 }
 
 /// A value that may be `null`, read by `read` otherwise.
@@ -719,7 +574,7 @@ pub(crate) mod testing {
     /// Pairs of events: one from `events`, and the same text with every
     /// `"word "` string (a value [`text_value`] draws) replaced by another
     /// string. Where that string sat in a hole the two share a
-    /// [`Shape`](super::Shape); where it sat in a field the reader uses
+    /// [`Shape`](super::repeat::Shape); where it sat in a field the reader uses
     /// (a type, a model) they must not.
     pub(crate) fn pairs(
         events: impl Strategy<Value = String>,
@@ -737,14 +592,16 @@ pub(crate) mod testing {
         })
     }
 
-    /// Reads `second` after `first` through `repeat` (new, so the events
-    /// it rebuilds may borrow it) and fails unless the result (when there
-    /// is one) equals serde's; returns whether `second`, a different
-    /// text, was rebuilt from `first`'s shape.
+    /// Reads `second` after `first` through `repeat`, and `first` again
+    /// after both through `settled`, whose shape `second` settled (both
+    /// new, so the events they rebuild may borrow them); fails unless each
+    /// result (when there is one) equals serde's. Returns whether
+    /// `second`, a different text, was rebuilt from `first`'s shape.
     pub(crate) fn repeats_agree<'a, T>(
         first: &'a str,
         second: &'a str,
         repeat: &'a mut super::Repeat<T::Kept>,
+        settled: &'a mut super::Repeat<T::Kept>,
     ) -> Result<bool, TestCaseError>
     where
         T: super::Refill<'a> + serde::Deserialize<'a> + PartialEq + Debug,
@@ -757,13 +614,29 @@ pub(crate) mod testing {
         let Some(event) = repeat.read::<T>(second) else {
             return Ok(false);
         };
-        match serde_json::from_str::<T>(second) {
+        agree_with_serde(event, second, first)?;
+        let _ = settled.scan::<T>(first);
+        if settled.refill_text(second).is_some()
+            && let Some(again) = settled.read::<T>(first)
+        {
+            agree_with_serde(again, first, second)?;
+        }
+        Ok(rebuilt && first != second)
+    }
+
+    /// Fails unless `event`, read from `data` after `before`, is what
+    /// serde reads from `data`.
+    fn agree_with_serde<'a, T>(event: T, data: &'a str, before: &str) -> Result<(), TestCaseError>
+    where
+        T: serde::Deserialize<'a> + PartialEq + Debug,
+    {
+        match serde_json::from_str::<T>(data) {
             Ok(parsed) => {
-                prop_assert_eq!(event, parsed, "{} after {}", second, first);
-                Ok(rebuilt && first != second)
+                prop_assert_eq!(event, parsed, "{} after {}", data, before);
+                Ok(())
             }
             Err(e) => Err(TestCaseError::fail(format!(
-                "read what serde refuses ({e}): {second} after {first}"
+                "read what serde refuses ({e}): {data} after {before}"
             ))),
         }
     }
@@ -931,46 +804,6 @@ mod tests {
         assert_eq!(skip_all("[1]"), None);
         let deep = format!("{{\"a\":{}1{}}}", "[".repeat(40), "]".repeat(40));
         assert_eq!(skip_all(&deep), None, "too deep: left to serde");
-    }
-
-    /// A shape takes another event only when every literal piece matches
-    /// byte for byte and each hole holds a valid token of its kind.
-    #[test]
-    fn a_shape_takes_only_events_that_match_it_outside_its_holes() {
-        let template = r#"{"id":"a1","n":7,"model":"m","text":"word ","end":true}"#;
-        let mut scanner = Scanner::recording(template);
-        scanner
-            .object(|s, key| match key {
-                "text" => s.text_hole().map(drop),
-                "model" => s.optional_string().map(drop),
-                _ => s.skip(),
-            })
-            .expect("the template reads");
-        let shape = scanner.shape().expect("one text hole");
-        let fill = |data| shape.fill(data).map(Cow::into_owned);
-        assert_eq!(fill(template).as_deref(), Some("word "));
-        let same = r#"{"id":"b-22","n":-1.5e3,"model":"m","text":"new\ntext","end":true}"#;
-        assert_eq!(
-            fill(same).as_deref(),
-            Some("new\ntext"),
-            "skipped values and the text may change"
-        );
-        for other in [
-            r#"{"id":"a1","n":7,"model":"M","text":"x","end":true}"#,
-            r#"{"id":"a1","n":7,"model":"m","text":"x","end":false}"#,
-            r#"{"id":"a1","n":7,"model":"m","text":"x","end":true} "#,
-            r#"{"id":"a1","n":7,"model":"m","text":"x","end":true}}"#,
-            r#"{"id":7,"n":7,"model":"m","text":"x","end":true}"#,
-            r#"{"id":"a1","n":"7","model":"m","text":"x","end":true}"#,
-            r#"{"id":"a1","n":7,"model":"m","text":null,"end":true}"#,
-            r#"{"id":"a1","n":7,"model":"m","text":"caf\u00e9","end":true}"#,
-            r#"{"id":"a1","n":7,"model":"m","text":"x"#,
-        ] {
-            assert_eq!(fill(other), None, "{other}");
-        }
-        let mut two = Scanner::recording(r#"{"a":"x","b":"y"}"#);
-        two.object(|s, _| s.text_hole().map(drop)).expect("reads");
-        assert!(two.shape().is_none(), "two texts: no shape");
     }
 
     #[test]
