@@ -1,6 +1,7 @@
-//! Output caps (issue 11, point 7): a report or a render larger than its
-//! cap is a typed error naming the size and the limit, and nothing is
-//! left on disk.
+//! Caps (issue 11, point 7): a report or a render larger than its cap is
+//! a typed error naming the size and the limit, and nothing is left on
+//! disk; an imported image past the pixel cap stops the import, naming
+//! the line and the flag that raises the cap.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -9,6 +10,7 @@ use std::path::Path;
 use abridge_test_support::cli::Cli;
 use abridge_test_support::cli::stderr;
 use abridge_test_support::secrets;
+use abridge_test_support::sessions;
 
 fn cli() -> Cli {
     Cli::new(env!("CARGO_BIN_EXE_abridge"))
@@ -84,4 +86,38 @@ fn a_render_over_max_frames_is_refused_and_nothing_is_written() {
         out.to_str().unwrap(),
     ]);
     assert!(files_in(&out).len() > 2);
+}
+
+#[test]
+fn an_image_past_the_pixel_cap_stops_an_import_until_the_cap_is_raised() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("big-image.jsonl");
+    // One user message holding a PNG that claims 8000x8000 pixels: 64
+    // megapixels, past the default cap of 50.
+    std::fs::write(&file, sessions::pi_session_with_image(8000, 8000)).unwrap();
+    let out = dir.path().join("s.abridge.jsonl");
+    let import = |extra: &[&str]| {
+        let mut args = vec![
+            "import",
+            file.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        cli().run(&args)
+    };
+    let refused = import(&[]);
+    assert!(!refused.status.success());
+    let error = stderr(&refused);
+    assert!(
+        error.contains(":2: field `message.content[0]`")
+            && error.contains("over the limit of 50000000 pixels")
+            && error.contains("--max-image-pixels"),
+        "{error}"
+    );
+    assert!(!out.exists(), "a refused import wrote a log");
+
+    let raised = import(&["--max-image-pixels", "100000000"]);
+    assert!(raised.status.success(), "{}", stderr(&raised));
+    assert!(out.is_file());
 }

@@ -128,16 +128,6 @@ pub const TYPE_MODEL_CHANGE: &str = "model_change";
 /// line is a broken or hostile file.
 pub const MAX_RECORD_BYTES: u64 = 64 * 1024 * 1024;
 
-/// How many events [`Imported::into_session`] writes at a time: enough
-/// that a write costs few system calls, few enough that their encoded
-/// lines stay small beside the session itself.
-const WRITE_BATCH: usize = 1024;
-
-/// Content bytes past which [`Imported::into_session`] ends a batch: a
-/// store encodes a whole batch before writing it, so this bounds that
-/// buffer whatever the size of single messages.
-const WRITE_BATCH_BYTES: usize = 4 * 1024 * 1024;
-
 /// How many leading bytes [`read`] shows [`Format::detect`].
 pub const DETECT_BYTES: usize = 64 * 1024;
 
@@ -171,6 +161,21 @@ impl Imported {
         self,
         store: Box<dyn SessionStore>,
     ) -> Result<(Session, ImportReport), ImportError> {
+        self.into_session_with(store, abridge_llm::DEFAULT_MAX_IMAGE_PIXELS)
+    }
+
+    /// [`Imported::into_session`] for a session whose images may claim at
+    /// most `max_image_pixels`: the cap the file was read under
+    /// ([`ReadOptions::max_image_pixels`]) when it was raised past the
+    /// default, since the session checks every image again.
+    ///
+    /// # Errors
+    /// As [`Imported::into_session`].
+    pub fn into_session_with(
+        self,
+        store: Box<dyn SessionStore>,
+        max_image_pixels: u64,
+    ) -> Result<(Session, ImportReport), ImportError> {
         let location = store.location();
         let wrap = |source| ImportError::Session {
             file: location.clone(),
@@ -178,12 +183,12 @@ impl Imported {
         };
         // Checked where they lie, before the store is touched: a refused
         // import writes nothing, and no second copy of it is built.
-        abridge_session::check_drafts(&self.drafts).map_err(wrap)?;
+        abridge_session::check_drafts_with(&self.drafts, max_image_pixels).map_err(wrap)?;
         let mut session = Session::create(store, self.header).map_err(wrap)?;
-        // Written in batches, so the encoded lines waiting for one write
-        // stay a small part of the import's memory: at most WRITE_BATCH
-        // events, and past WRITE_BATCH_BYTES of content a batch ends, so
-        // huge messages go a few at a time. The drafts are popped from the
+        session.set_max_image_pixels(max_image_pixels);
+        // Written in batches by the log's one batch policy, so the encoded
+        // lines waiting for one write stay a small part of the import's
+        // memory and huge messages go a few at a time. The drafts are popped from the
         // end of the reversed list, which gives its room back as it
         // empties: the session's events grow as the drafts shrink.
         let mut rest = self.drafts;
@@ -191,14 +196,14 @@ impl Imported {
         while !rest.is_empty() {
             let mut batch = Vec::new();
             let mut bytes = 0;
-            while batch.len() < WRITE_BATCH && bytes < WRITE_BATCH_BYTES {
+            while !abridge_session::batch_is_full(batch.len(), bytes) {
                 let Some(draft) = rest.pop() else {
                     break;
                 };
-                bytes += content_bytes(&draft);
+                bytes += draft.body.content_bytes();
                 batch.push(draft);
             }
-            if rest.capacity() / 2 > rest.len() + WRITE_BATCH {
+            if rest.capacity() / 2 > rest.len() + abridge_session::WRITE_BATCH_EVENTS {
                 rest.shrink_to_fit();
             }
             session.append_batch(batch).map_err(wrap)?;
@@ -382,14 +387,6 @@ fn read_input(
         "imported"
     );
     Ok(imported)
-}
-
-/// The text a draft carries, roughly what its encoded line will take.
-fn content_bytes(draft: &Draft) -> usize {
-    match &draft.body {
-        abridge_session::EventBody::Message(m) => m.message.content_bytes(),
-        _ => 0,
-    }
 }
 
 /// Refuses a draft with an image claiming more than `limit` pixels,

@@ -75,7 +75,9 @@ pub struct Written {
 /// the session would refuse an event.
 pub fn check_with(path: &Path, options: &ReadOptions) -> Result<Checked, ImportError> {
     let file = path.display().to_string();
-    let checker = Rc::new(RefCell::new(LogWriter::checking()));
+    let mut checker = LogWriter::checking();
+    checker.set_max_image_pixels(options.max_image_pixels);
+    let checker = Rc::new(RefCell::new(checker));
     let last_model = Rc::new(RefCell::new(None));
     let sink = {
         let last_model = Rc::clone(&last_model);
@@ -155,7 +157,8 @@ impl Checked {
             file: location.clone(),
             source,
         };
-        let writer = LogWriter::create(store, &self.header).map_err(refused)?;
+        let mut writer = LogWriter::create(store, &self.header).map_err(refused)?;
+        writer.set_max_image_pixels(self.options.max_image_pixels);
         let writer = Rc::new(RefCell::new(writer));
         let sink = into(&writer, location.clone(), watch);
         let second = crate::read_input(&file, Input::File(&self.path), &self.options, sink)?;

@@ -9,14 +9,14 @@ use abridge_import as import;
 use abridge_import::Format;
 use abridge_import::ImportError;
 use abridge_import::ReadOptions;
+use abridge_test_support::sessions;
+use abridge_test_support::sessions::pi_image_line;
 
 /// A small valid first record for each line-based format, so the bad line
 /// is the second one.
 fn first_line(format: Format) -> &'static str {
     match format {
-        Format::Pi => {
-            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/"}"#
-        }
+        Format::Pi => sessions::PI_HEADER_LINE,
         Format::ClaudeCode => {
             r#"{"type":"user","uuid":"a","parentUuid":null,"sessionId":"s","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"hi"}}"#
         }
@@ -150,18 +150,6 @@ fn claude_image_line(width: u32, height: u32) -> String {
     .to_string()
 }
 
-/// A pi user line holding the same image.
-fn pi_image_line(width: u32, height: u32) -> String {
-    serde_json::json!({
-        "type": "message", "id": "m1", "parentId": null, "timestamp": "2026-01-01T00:00:01Z",
-        "message": {"role": "user", "timestamp": 1, "content": [
-            {"type": "image", "mimeType": "image/png",
-                "data": abridge_llm::png_header_base64(width, height)},
-        ]},
-    })
-    .to_string()
-}
-
 fn with_image_cap(
     format: Format,
     bytes: &[u8],
@@ -226,5 +214,42 @@ fn the_pixel_cap_is_configurable_and_defaults_to_50_megapixels() {
     assert!(matches!(
         with_image_cap(Format::ClaudeCode, bytes.as_bytes(), 999_999),
         Err(ImportError::ImageTooLarge { .. })
+    ));
+}
+
+/// A cap raised past the default holds all the way into the session: the
+/// session checks every image again, so without the raised cap there a
+/// file the reader accepted would still be refused on write.
+#[test]
+fn a_raised_pixel_cap_holds_through_the_session_written() {
+    // 64 megapixels: past the default of 50, under a raised cap of 100.
+    let bytes = sessions::pi_session_with_image(8000, 8000);
+    let raised = 100_000_000;
+    let store = || Box::new(abridge_session::MemoryStore::new());
+    let imported = with_image_cap(Format::Pi, bytes.as_bytes(), raised).unwrap();
+    let refused = imported.clone().into_session(store()).unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("over the limit of 50000000 pixels"),
+        "{refused}"
+    );
+    let (session, _) = imported.into_session_with(store(), raised).unwrap();
+    assert_eq!(session.surface().len(), 1);
+
+    // The streaming path, read from a file, takes the cap from the options.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big-image.jsonl");
+    std::fs::write(&path, &bytes).unwrap();
+    let options = |max_image_pixels| ReadOptions {
+        format: Some(Format::Pi),
+        max_image_pixels,
+        ..ReadOptions::default()
+    };
+    let written = import::write_with(&path, &options(raised), store()).unwrap();
+    assert_eq!(written.surface_messages, 1);
+    assert!(matches!(
+        import::write_with(&path, &ReadOptions::default(), store()),
+        Err(ImportError::ImageTooLarge { line: Some(2), .. })
     ));
 }

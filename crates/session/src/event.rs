@@ -138,6 +138,17 @@ impl EventBody {
             EventBody::Log(log) => &log.kind,
         }
     }
+
+    /// Bytes of message text and data this body carries (none for a
+    /// log-only event or a leaf): roughly what its encoded line takes,
+    /// which is what a bulk writer counts to bound a batch (see
+    /// [`batch_is_full`](crate::batch_is_full)).
+    pub fn content_bytes(&self) -> usize {
+        match self {
+            EventBody::Message(m) => m.message.content_bytes(),
+            EventBody::Leaf | EventBody::Log(_) => 0,
+        }
+    }
 }
 
 /// One line of the log after the header.

@@ -25,7 +25,11 @@ mod rules;
 mod writer;
 
 pub use rules::check_drafts;
+pub use rules::check_drafts_with;
 pub use writer::LogWriter;
+pub use writer::WRITE_BATCH_BYTES;
+pub use writer::WRITE_BATCH_EVENTS;
+pub use writer::batch_is_full;
 
 /// A position in the surface change journal, for consumers that keep
 /// running totals (see [`Session::surface_changes_since`]).

@@ -25,3 +25,4 @@ pub mod messages;
 pub mod samples;
 pub mod scripted;
 pub mod secrets;
+pub mod sessions;

@@ -33,6 +33,14 @@ pub(crate) struct Args {
     /// message).
     #[arg(long, value_name = "N")]
     session: Option<usize>,
+    /// Most pixels an image may claim, by its header or its stated size
+    /// (default 50,000,000). An image past it stops the import, naming
+    /// the line; raise it for a session that holds very large
+    /// screenshots. The cap is there because an image's header can claim
+    /// far more pixels than its bytes, and decoding it would take that
+    /// much memory.
+    #[arg(long, value_name = "PIXELS")]
+    max_image_pixels: Option<u64>,
     /// Print the import report as JSON.
     #[arg(long)]
     json: bool,
@@ -50,11 +58,19 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let options = import::ReadOptions {
         format: args.format,
         session: args.session,
+        max_image_pixels: args
+            .max_image_pixels
+            .unwrap_or(abridge_llm::DEFAULT_MAX_IMAGE_PIXELS),
         ..import::ReadOptions::default()
     };
     // Read once for the header, the report and the model; then again,
     // each event written as it comes, never all held at once.
-    let checked = import::check_with(&args.file, &options)?;
+    let checked = import::check_with(&args.file, &options).map_err(|error| match error {
+        import::ImportError::ImageTooLarge { .. } => {
+            anyhow::anyhow!("{error}; raise the cap with --max-image-pixels")
+        }
+        other => other.into(),
+    })?;
     let store = JsonlStore::open(&out, JsonlOptions::default())?;
     // Each message is counted once, now, for the model that wrote the
     // session; later commands read the counts back instead of tokenizing.

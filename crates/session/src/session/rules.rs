@@ -113,6 +113,16 @@ impl Log for Drafts<'_> {
 /// # Errors
 /// [`SessionError::Invalid`] naming the first refused draft and field.
 pub fn check_drafts(drafts: &[Draft]) -> Result<(), SessionError> {
+    check_drafts_with(drafts, abridge_llm::DEFAULT_MAX_IMAGE_PIXELS)
+}
+
+/// [`check_drafts`] for a session whose images may claim at most
+/// `max_image_pixels` (see
+/// [`Session::set_max_image_pixels`](super::Session::set_max_image_pixels)).
+///
+/// # Errors
+/// As [`check_drafts`].
+pub fn check_drafts_with(drafts: &[Draft], max_image_pixels: u64) -> Result<(), SessionError> {
     let log = Drafts(drafts);
     let mut surface = Surface::default();
     for (index, draft) in drafts.iter().enumerate() {
@@ -130,7 +140,7 @@ pub fn check_drafts(drafts: &[Draft]) -> Result<(), SessionError> {
         };
         check_links(seq, parent, seq).map_err(invalid)?;
         if let Some(m) = message {
-            check_image(m, abridge_llm::DEFAULT_MAX_IMAGE_PIXELS).map_err(invalid)?;
+            check_image(m, max_image_pixels).map_err(invalid)?;
         }
         if parent == leaf {
             if let Some(m) = message {

@@ -28,13 +28,23 @@ use crate::event::SurfaceOp;
 use crate::store::SessionStore;
 use crate::surface::Surface;
 
-/// How many events a batch holds at most before it is written.
-const BATCH_EVENTS: usize = 1024;
+/// How many events a bulk write puts in one batch at most: enough that a
+/// write costs few system calls, few enough that their encoded lines stay
+/// small beside everything else.
+pub const WRITE_BATCH_EVENTS: usize = 1024;
 
-/// Content bytes past which a batch is written: a store encodes a whole
-/// batch before writing it, so this bounds that buffer whatever the size
-/// of single messages.
-const BATCH_BYTES: usize = 4 * 1024 * 1024;
+/// Content bytes past which a bulk write ends a batch: a store encodes a
+/// whole batch before writing it, so this bounds that buffer whatever the
+/// size of single messages.
+pub const WRITE_BATCH_BYTES: usize = 4 * 1024 * 1024;
+
+/// Whether a batch of `events` events carrying `content_bytes` (see
+/// [`EventBody::content_bytes`]) should be written now: the one batch
+/// policy of every bulk writer of a log ([`LogWriter`], an import written
+/// into a session), so their memory is bounded alike.
+pub fn batch_is_full(events: usize, content_bytes: usize) -> bool {
+    events >= WRITE_BATCH_EVENTS || content_bytes >= WRITE_BATCH_BYTES
+}
 
 /// Parent value meaning "a root".
 const NO_PARENT: Seq = Seq::MAX;
@@ -148,6 +158,7 @@ pub struct LogWriter {
     surface: Surface,
     batch: Vec<Event>,
     batch_bytes: usize,
+    max_image_pixels: u64,
 }
 
 impl LogWriter {
@@ -175,7 +186,16 @@ impl LogWriter {
             surface: Surface::default(),
             batch: Vec::new(),
             batch_bytes: 0,
+            max_image_pixels: abridge_llm::DEFAULT_MAX_IMAGE_PIXELS,
         }
+    }
+
+    /// Most pixels an image in a pushed message may claim, as
+    /// [`Session::set_max_image_pixels`](super::Session::set_max_image_pixels)
+    /// sets for a session's appends. Default
+    /// [`DEFAULT_MAX_IMAGE_PIXELS`](abridge_llm::DEFAULT_MAX_IMAGE_PIXELS).
+    pub fn set_max_image_pixels(&mut self, limit: u64) {
+        self.max_image_pixels = limit;
     }
 
     /// Events written or queued so far.
@@ -217,8 +237,7 @@ impl LogWriter {
         // kept only once the draft is accepted.
         let branch = (parent != leaf).then(|| self.skeleton.surface_at(parent));
         if let EventBody::Message(m) = &draft.body {
-            // The pixel cap of a fresh session, as `check_drafts` checks.
-            rules::check_image(m, abridge_llm::DEFAULT_MAX_IMAGE_PIXELS).map_err(invalid)?;
+            rules::check_image(m, self.max_image_pixels).map_err(invalid)?;
             let surface = branch.as_ref().unwrap_or(&self.surface);
             rules::check_message(&self.skeleton, surface, seq, m).map_err(invalid)?;
         }
@@ -235,12 +254,9 @@ impl LogWriter {
             time: draft.time.unwrap_or_else(crate::time::now_rfc3339),
             body: draft.body,
         };
-        self.batch_bytes += match &event.body {
-            EventBody::Message(m) => m.message.content_bytes(),
-            _ => 0,
-        };
+        self.batch_bytes += event.body.content_bytes();
         self.batch.push(event);
-        if self.batch.len() >= BATCH_EVENTS || self.batch_bytes >= BATCH_BYTES {
+        if batch_is_full(self.batch.len(), self.batch_bytes) {
             self.write_batch()?;
         }
         Ok(seq)
