@@ -241,7 +241,7 @@ mod tests {
         let checkpoint = abridge_compact::Checkpoint::new("summary")
             .with_section(&crate::record::SoftRecord {
                 calls: 2,
-                halvings: 0,
+                ..Default::default()
             })
             .unwrap();
         let Ok(MethodOutput::Checkpoint(settled)) =

@@ -13,10 +13,15 @@ use serde_json::Value;
 
 use crate::attempts::Attempt;
 
-/// The `soft` method's record: how many model calls, and how often the
-/// input window was halved after an overflow.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The `soft` method's record: which summarizer wrote it, how many model
+/// calls, and how often the input window was halved after an overflow.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SoftRecord {
+    /// The summarizer's name ([`Summarizer::name`](abridge_compact::Summarizer::name)):
+    /// with several configured (a chain, a per-session choice), which one
+    /// wrote this checkpoint. Absent in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summarizer: Option<String>,
     /// Model calls made (windows folded plus the split-turn summary).
     pub calls: u32,
     /// Times the input window halved after an overflow.

@@ -257,7 +257,11 @@ impl CompactionMethod for SoftMethod {
             .with_short_summary(short_summary)
             .with_files(files)
             .with_usage((!usage.is_zero()).then_some(usage))
-            .with_section(&SoftRecord { calls, halvings })?;
+            .with_section(&SoftRecord {
+                summarizer: Some(self.summarizer.name().to_string()),
+                calls,
+                halvings,
+            })?;
         checkpoint.model = model;
         Ok(MethodOutput::Checkpoint(checkpoint))
     }

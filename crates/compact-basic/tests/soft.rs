@@ -330,6 +330,11 @@ fn overflow_halves_the_window_and_retries() {
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
     let soft = summary.details.get::<SoftRecord>().unwrap().unwrap();
     assert_eq!(soft.halvings, 1);
+    assert_eq!(
+        soft.summarizer.as_deref(),
+        Some(client.provider()),
+        "the record names the summarizer that wrote it"
+    );
     let requests = client.requests();
     // The retry sends half of what overflowed, not the same request again.
     assert!(
