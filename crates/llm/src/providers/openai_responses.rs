@@ -336,13 +336,26 @@ impl<'a> Refill<'a> for WireEvent<'a> {
 /// Stream decoder: named events ending in `response.completed`,
 /// `response.incomplete` or `response.failed`.
 #[derive(Debug)]
-struct ResponsesDecoder {
+pub(super) struct ResponsesDecoder {
     provider: String,
     dialect: classify::ErrorDialect,
     requested: String,
     items: BTreeMap<u64, Value>,
     /// The last delta, to rebuild the next one of the same shape.
     repeat: Repeat<WireEvent<'static>>,
+}
+
+impl ResponsesDecoder {
+    /// A decoder for one answer to a request for `requested`.
+    pub(super) fn new(provider: &str, dialect: classify::ErrorDialect, requested: String) -> Self {
+        ResponsesDecoder {
+            provider: provider.to_string(),
+            dialect,
+            requested,
+            items: BTreeMap::new(),
+            repeat: Repeat::default(),
+        }
+    }
 }
 
 impl Decoder for ResponsesDecoder {
@@ -457,13 +470,7 @@ impl LlmClient for OpenAiResponsesClient {
             wire::model_for(self.http.provider(), request, self.default_model.as_deref())?
                 .to_string();
         let response = self.send(request, true).await?;
-        let decoder = ResponsesDecoder {
-            provider: self.http.provider().to_string(),
-            dialect: self.http.dialect(),
-            requested,
-            items: BTreeMap::new(),
-            repeat: Repeat::default(),
-        };
+        let decoder = ResponsesDecoder::new(self.http.provider(), self.http.dialect(), requested);
         Ok(stream::drive(
             self.http.provider(),
             self.http.max_response_bytes(),

@@ -369,6 +369,9 @@ fn clip(text: &str) -> String {
 }
 
 #[cfg(test)]
+mod chunking;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
