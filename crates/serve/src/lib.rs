@@ -38,6 +38,7 @@
 mod app;
 mod auth;
 mod error;
+mod off_worker;
 mod open;
 pub mod report;
 mod routes;

@@ -29,12 +29,14 @@ use abridge_compact::lock_session;
 use abridge_session::Draft;
 use abridge_session::Header;
 use abridge_session::Session;
+use abridge_session::SessionStore;
 use serde::Deserialize;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
 use crate::auth::Tenant;
 use crate::error::ApiError;
+use crate::off_worker::OffWorker;
 use crate::stores::SessionStores;
 use crate::stores::valid_id;
 
@@ -180,10 +182,7 @@ impl Registry {
         // leave no file behind.
         let probe = Session::in_memory(&id);
         self.harness(probe, &recorded, broadcast::channel(1).0)?;
-        let store = self
-            .stores
-            .store(tenant, &id)
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        let store = self.store(tenant, &id)?;
         let mut session = match Session::create(store, Header::new(id.clone())) {
             Ok(session) => session,
             // Another worker created it between the check and the write.
@@ -199,6 +198,16 @@ impl Registry {
         tracing::info!(%tenant, session = %live.id, model = %recorded.model, "session created");
         self.open_map().insert(key, live.clone());
         Ok(live)
+    }
+
+    /// The store of the tenant's session `id`, its calls kept off the
+    /// async workers (see [`OffWorker`]).
+    fn store(&self, tenant: &Tenant, id: &str) -> Result<Box<dyn SessionStore>, ApiError> {
+        let store = self
+            .stores
+            .store(tenant, id)
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        Ok(Box::new(OffWorker(store)))
     }
 
     /// The tenant's session `id`, opened from the store on first use and
@@ -229,10 +238,7 @@ impl Registry {
         if !self.stores.exists(tenant, id) {
             return Err(not_found());
         }
-        let store = self
-            .stores
-            .store(tenant, id)
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        let store = self.store(tenant, id)?;
         let (mut session, report) = Session::open(store)?;
         if let Some(torn) = &report.torn_tail {
             tracing::warn!(
