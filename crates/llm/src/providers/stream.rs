@@ -64,6 +64,28 @@ struct Driver<D> {
 }
 
 impl<D: Decoder> Driver<D> {
+    /// A driver of `body`'s bytes through `decoder`, refusing more than
+    /// `cap` bytes in all.
+    fn new(
+        provider: &str,
+        cap: usize,
+        body: futures::stream::BoxStream<'static, Result<bytes::Bytes, reqwest::Error>>,
+        decoder: D,
+    ) -> Self {
+        Driver {
+            budget: cap,
+            cap,
+            provider: provider.to_string(),
+            body,
+            parser: SseParser::default(),
+            decoder,
+            chunk: bytes::Bytes::new(),
+            read: 0,
+            queue: VecDeque::new(),
+            ended: false,
+        }
+    }
+
     fn fail(&mut self, message: String) {
         self.queue.push_back(Err(LlmError::Transport {
             provider: self.provider.clone(),
@@ -162,19 +184,12 @@ pub(crate) fn drive<D: Decoder + Unpin>(
     response: reqwest::Response,
     decoder: D,
 ) -> ResponseStream {
-    let driver = Driver {
-        budget: cap,
+    Box::pin(Driver::new(
+        provider,
         cap,
-        provider: provider.to_string(),
-        body: response.bytes_stream().boxed(),
-        parser: SseParser::default(),
+        response.bytes_stream().boxed(),
         decoder,
-        chunk: bytes::Bytes::new(),
-        read: 0,
-        queue: VecDeque::new(),
-        ended: false,
-    };
-    Box::pin(driver)
+    ))
 }
 
 /// A block being written by a stream.

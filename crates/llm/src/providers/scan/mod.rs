@@ -141,13 +141,8 @@ impl<'a> Scanner<'a> {
             };
             self.eat(b':')?;
             field(self, key)?;
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if !self.comma_or(b'}')? {
+                return Some(());
             }
         }
     }
@@ -164,15 +159,22 @@ impl<'a> Scanner<'a> {
         }
         loop {
             element(self)?;
-            match self.peek()? {
-                b',' => self.at += 1,
-                b']' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if !self.comma_or(b']')? {
+                return Some(());
             }
         }
+    }
+
+    /// Steps past what follows a member or an element: `true` past a
+    /// comma (another follows), `false` past `close` (the last one);
+    /// `None` for anything else.
+    fn comma_or(&mut self, close: u8) -> Option<bool> {
+        let next = self.peek()?;
+        if next != b',' && next != close {
+            return None;
+        }
+        self.at += 1;
+        Some(next == b',')
     }
 
     /// `true` (and consumed) when the value at the cursor is `null`.

@@ -86,9 +86,22 @@ pub(crate) struct Shape {
 impl Shape {
     /// The delta text of `data` when it has this shape.
     pub(crate) fn fill<'a>(&self, data: &'a str) -> Option<Cow<'a, str>> {
+        self.walk(data, |_, _| {})
+    }
+
+    /// Reads `data` along this shape: each literal piece must be the same
+    /// bytes and each hole a valid token of its kind. `on_hole` is shown
+    /// each hole (its literal piece and kind) with its token's span in
+    /// `data`. The delta text; `None` at the first difference.
+    fn walk<'a>(
+        &self,
+        data: &'a str,
+        mut on_hole: impl FnMut(&(std::ops::Range<usize>, HoleKind), std::ops::Range<usize>),
+    ) -> Option<Cow<'a, str>> {
         let mut scanner = Scanner::new(data);
         let mut text = None;
-        for (literal, kind) in &self.holes {
+        for hole in &self.holes {
+            let (literal, kind) = hole;
             let literal = self.text.as_bytes().get(literal.clone())?;
             let next = data
                 .as_bytes()
@@ -97,54 +110,52 @@ impl Shape {
                 return None;
             }
             scanner.at += literal.len();
+            let start = scanner.at;
             match kind {
                 HoleKind::Text => text = Some(scanner.string()?),
                 HoleKind::String => drop(scanner.string()?),
                 HoleKind::Number => drop(scanner.number()?),
             }
+            on_hole(hole, start..scanner.at);
         }
         let tail = self.text.as_bytes().get(self.tail.clone())?;
         same_bytes(data.as_bytes().get(scanner.at..)?, tail).then_some(())?;
         text
     }
 
-    /// This shape taken again from `data`, an event it matched, with each
+    /// [`Shape::fill`], and this shape taken again from `data` with each
     /// hole whose token is the same bytes in both events made part of the
     /// literal around it. A stream repeats its id, creation time and
     /// fingerprint in every delta; as literals they cost a comparison
     /// instead of a scan, and only the tokens that change (the text, a
     /// sequence number, padding) are still read. An event that later
     /// differs in one of them no longer matches and is read afresh, so
-    /// settling can only make the shape stricter. `None` when `data` does
-    /// not match (it is only called on events that did).
-    fn settle(&self, data: &str) -> Option<Shape> {
-        let (old, new) = (self.text.as_bytes(), data.as_bytes());
-        let mut scanner = Scanner::new(data);
+    /// settling can only make the shape stricter.
+    fn settle<'a>(&self, data: &'a str) -> Option<(Cow<'a, str>, Shape)> {
+        let old = self.text.as_bytes();
         let mut holes = Vec::with_capacity(self.holes.len());
         let mut from = 0;
-        for (index, (literal, kind)) in self.holes.iter().enumerate() {
-            scanner.at += literal.len();
-            let start = scanner.at;
-            match kind {
-                HoleKind::Text | HoleKind::String => drop(scanner.string()?),
-                HoleKind::Number => drop(scanner.number()?),
+        let mut tokens = self
+            .holes
+            .iter()
+            .skip(1)
+            .map(|(literal, _)| literal.start)
+            .chain([self.tail.start]);
+        let text = self.walk(data, |(literal, kind), token| {
+            // The old token lies between this literal and the next one.
+            let old_token = tokens.next().and_then(|end| old.get(literal.end..end));
+            if *kind == HoleKind::Text || old_token != data.as_bytes().get(token.clone()) {
+                holes.push((from..token.start, *kind));
+                from = token.end;
             }
-            let next = self
-                .holes
-                .get(index + 1)
-                .map_or(self.tail.start, |(literal, _)| literal.start);
-            let unchanged = old.get(literal.end..next)? == new.get(start..scanner.at)?;
-            if *kind == HoleKind::Text || !unchanged {
-                holes.push((from..start, *kind));
-                from = scanner.at;
-            }
-        }
-        Some(Shape {
+        })?;
+        let settled = Shape {
             text: data.into(),
             holes,
             tail: from..data.len(),
             settled: true,
-        })
+        };
+        Some((text, settled))
     }
 }
 
@@ -198,13 +209,11 @@ impl<K> Repeat<K> {
     /// new shape.
     pub(super) fn refill_text<'d>(&mut self, data: &'d str) -> Option<Cow<'d, str>> {
         let (shape, _) = self.last.as_mut()?;
-        let text = shape.fill(data)?;
-        if !shape.settled {
-            match shape.settle(data) {
-                Some(settled) => *shape = settled,
-                None => shape.settled = true,
-            }
+        if shape.settled {
+            return shape.fill(data);
         }
+        let (text, settled) = shape.settle(data)?;
+        *shape = settled;
         Some(text)
     }
 
@@ -322,7 +331,8 @@ mod tests {
         let shape = scanner.shape().expect("one text hole");
         assert_eq!(shape.holes.len(), 4, "id, n, seq and the text");
         let second = r#"{"id":"a1","n":7,"seq":2,"text":"more","end":true}"#;
-        let settled = shape.settle(second).expect("the second event matched");
+        let (text, settled) = shape.settle(second).expect("the second event matched");
+        assert_eq!(text, "more");
         let kinds: Vec<HoleKind> = settled.holes.iter().map(|(_, kind)| *kind).collect();
         assert_eq!(
             kinds,

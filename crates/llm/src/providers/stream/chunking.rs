@@ -12,29 +12,20 @@ use super::*;
 use crate::providers::anthropic_decode::AnthropicDecoder;
 use crate::providers::chat_decode::ChatDecoder;
 use crate::providers::openai_responses::ResponsesDecoder;
+use crate::providers::sse::cut;
 
 /// Every event the driver yields for `body` cut at `cuts`, up to the end.
 fn events<D: Decoder + Unpin>(body: &[u8], cuts: &[usize], decoder: D) -> Vec<StreamEvent> {
-    let mut points: Vec<usize> = cuts.iter().map(|c| c % (body.len() + 1)).collect();
-    points.sort_unstable();
-    let mut chunks = Vec::new();
-    let mut last = 0;
-    for point in points.into_iter().chain([body.len()]) {
-        chunks.push(bytes::Bytes::copy_from_slice(&body[last..point]));
-        last = point;
-    }
-    let driver = Driver {
-        budget: usize::MAX,
-        cap: usize::MAX,
-        provider: "p".to_string(),
-        body: futures::stream::iter(chunks.into_iter().map(Ok)).boxed(),
-        parser: SseParser::default(),
+    let chunks: Vec<_> = cut(body, cuts)
+        .into_iter()
+        .map(|piece| Ok(bytes::Bytes::copy_from_slice(piece)))
+        .collect();
+    let driver = Driver::new(
+        "p",
+        usize::MAX,
+        futures::stream::iter(chunks).boxed(),
         decoder,
-        chunk: bytes::Bytes::new(),
-        read: 0,
-        queue: VecDeque::new(),
-        ended: false,
-    };
+    );
     futures::executor::block_on(
         driver
             .map(|event| event.expect("the stream decodes"))
