@@ -255,7 +255,6 @@ pub(crate) fn leading_system(request: &Request) -> usize {
 /// `InvalidConfig` if serde cannot write them.
 pub(crate) fn encode_message(provider: &str, message: &Message) -> Result<Vec<Fragment>, LlmError> {
     message_blocks(message)
-        .1
         .iter()
         .map(|block| fragments::fragment(provider, block, block.markable()))
         .collect()
@@ -349,7 +348,7 @@ fn mark_last_block<'a>(request: &'a Request, blocks: &mut [Slot<'a>]) {
             let rebuilt = request
                 .messages
                 .get(*message)
-                .and_then(|source| message_blocks(source).1.into_iter().nth(*position));
+                .and_then(|source| message_blocks(source).into_iter().nth(*position));
             let Some(mut block) = rebuilt else {
                 return;
             };
@@ -430,27 +429,25 @@ fn tool_result_block(block: &Block) -> Option<WireBlock<'_>> {
     }))
 }
 
-/// A message's wire role and blocks, for a message after the leading
-/// system ones (a later system or developer message is user text, since
-/// the API has no system turn mid-conversation).
-fn message_blocks(message: &Message) -> (&'static str, Vec<WireBlock<'_>>) {
-    match message.role {
-        Role::System | Role::Developer | Role::User => (
-            "user",
-            message.content.iter().filter_map(media_block).collect(),
-        ),
-        Role::Assistant => (
-            "assistant",
-            message.content.iter().filter_map(assistant_block).collect(),
-        ),
-        Role::Tool => (
-            "user",
-            message
-                .content
-                .iter()
-                .filter_map(tool_result_block)
-                .collect(),
-        ),
+/// A message's wire blocks, for a message after the leading system ones
+/// (a later system or developer message is user text, since the API has
+/// no system turn mid-conversation).
+fn message_blocks(message: &Message) -> Vec<WireBlock<'_>> {
+    let block = match message.role {
+        Role::System | Role::Developer | Role::User => media_block,
+        Role::Assistant => assistant_block,
+        Role::Tool => tool_result_block,
+    };
+    message.content.iter().filter_map(block).collect()
+}
+
+/// A message's wire role: the API has only user and assistant turns, so
+/// tool results, and system text after the leading system messages, go
+/// in user turns.
+fn wire_role(role: Role) -> &'static str {
+    match role {
+        Role::Assistant => "assistant",
+        Role::System | Role::Developer | Role::User | Role::Tool => "user",
     }
 }
 
@@ -472,10 +469,7 @@ fn split_messages<'a>(
         let Some(blocks) = blocks.as_ref().filter(|b| !b.is_empty()) else {
             continue;
         };
-        let role = match message.role {
-            Role::Assistant => "assistant",
-            _ => "user",
-        };
+        let role = wire_role(message.role);
         let start = slots.len();
         slots.extend(
             blocks
