@@ -188,9 +188,10 @@ impl Imported {
         session.set_max_image_pixels(max_image_pixels);
         // Written in batches by the log's one batch policy, so the encoded
         // lines waiting for one write stay a small part of the import's
-        // memory and huge messages go a few at a time. The drafts are popped from the
-        // end of the reversed list, which gives its room back as it
-        // empties: the session's events grow as the drafts shrink.
+        // memory and huge messages go a few at a time. The drafts are
+        // popped from the end of the reversed list, which gives its room
+        // back as it empties: the session's events grow as the drafts
+        // shrink.
         let mut rest = self.drafts;
         rest.reverse();
         while !rest.is_empty() {

@@ -55,7 +55,7 @@ fn stalling(dir: &std::path::Path, at: StallAt) -> (Setup, Arc<Stall>) {
 #[derive(Debug, Default)]
 struct Stall {
     armed: AtomicBool,
-    /// Told when a `store("slow")` call has begun waiting.
+    /// Told when the stalled call has begun waiting.
     entered: Mutex<Option<mpsc::Sender<()>>>,
     /// Ends the wait.
     release: Mutex<Option<mpsc::Receiver<()>>>,
