@@ -4,6 +4,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod commands;
+mod error_line;
 mod kept;
 mod limits;
 mod methods;
@@ -110,7 +111,7 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", error_line::error_line(&error));
             std::process::ExitCode::FAILURE
         }
     }

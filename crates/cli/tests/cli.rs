@@ -338,6 +338,21 @@ fn missing_session_says_so() {
     );
 }
 
+/// The libraries put an OS error in their own message and also return it
+/// as the cause; the printed line carries it once.
+#[test]
+fn an_unreadable_path_names_the_os_error_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_str().unwrap();
+    for args in [vec!["stats", path], vec!["import", "--format", "pi", path]] {
+        let output = abridge(&args);
+        assert!(!output.status.success());
+        let error = stderr(&output);
+        assert!(error.contains(&format!("{path}: cannot read")), "{error}");
+        assert_eq!(error.matches("os error").count(), 1, "{args:?}: {error}");
+    }
+}
+
 #[test]
 fn corrupt_session_names_file_line_and_field_and_is_left_alone() {
     let dir = tempfile::tempdir().unwrap();
