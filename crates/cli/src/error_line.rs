@@ -1,7 +1,5 @@
 //! The one line `abridge` prints when a command fails.
 
-use std::fmt::Write as _;
-
 /// An error and its causes on one line, outermost first, joined by `": "`,
 /// with each cause printed once.
 ///
@@ -20,7 +18,7 @@ pub(crate) fn error_line(error: &anyhow::Error) -> String {
         if !line.is_empty() {
             line.push_str(": ");
         }
-        let _ = write!(line, "{text}");
+        line.push_str(&text);
     }
     line
 }
