@@ -1,9 +1,9 @@
-//! The kept-counts file beside a session, for the commands that measure
-//! with a meter of their own (`stats`, `import`): read before measuring,
-//! written back after, with a note on stderr when the file could not be
-//! used. The file's place and life belong to abridge-meter's `KeptFile`
-//! (see docs/token-accounting.md); `compact` reaches it through the
-//! Harness.
+//! The kept-counts file beside a session, for `stats`, which measures with
+//! a meter of its own: read before measuring, with a note on stderr when
+//! the file could not be used, and never written (a read-only command
+//! creates no file). The file's place and life belong to abridge-meter's
+//! `KeptFile` (see docs/token-accounting.md); `import` writes it as it
+//! goes and `compact` reaches it through the Harness.
 
 use std::path::Path;
 
@@ -21,14 +21,5 @@ pub(crate) fn load(meter: &mut TokenMeter, session: &Path) {
             "note: {}: {error}; counting again and rewriting it",
             file.path().display()
         );
-    }
-}
-
-/// Writes `meter`'s kept counts beside `session` when it counted anything
-/// new. A failure is a note, not an error: the counts are a cache.
-pub(crate) fn save(meter: &mut TokenMeter, session: &Path) {
-    let file = KeptFile::beside(session);
-    if let Err(error) = file.save(meter) {
-        eprintln!("note: {}: {error}; counts not kept", file.path().display());
     }
 }

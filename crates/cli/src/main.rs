@@ -55,8 +55,9 @@ enum Command {
     /// List a session's branches, or move to one (optionally summarizing
     /// the branch left behind).
     Branch(commands::branch::Args),
-    /// Close compaction starts that were never ended (after a crash or a
-    /// kill), recording why.
+    /// After a crash: move a torn tail to a sidecar file and close
+    /// compaction starts that were never ended; or copy what parses of a
+    /// broken log into a new one (`--salvage-to`).
     Repair(commands::repair::Args),
     /// Replay a recorded session under a given window and methods: when
     /// compaction fires and what the input tokens cost.

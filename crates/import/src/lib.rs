@@ -147,7 +147,7 @@ pub struct Imported {
 
 impl Imported {
     /// Creates a session in `store` with [`Imported::header`] and writes
-    /// every draft, at most 1024 events (and about 4 MiB of content) per
+    /// every draft, at most 256 events (and about 1 MiB of content) per
     /// write. The drafts are checked first
     /// ([`check_drafts`](abridge_session::check_drafts), which copies
     /// nothing), so a rejected import leaves `store` untouched.

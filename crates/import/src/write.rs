@@ -13,6 +13,13 @@
 //! followed by `into_session` writes; only the memory differs: a few dozen
 //! bytes an event for the skeleton of the log and the importer's own
 //! index, instead of the events themselves.
+//!
+//! Events reach the store in bounded batches
+//! ([`batch_is_full`](abridge_session::batch_is_full)), so a crash in the
+//! middle of an import tears at most one batch: the log refuses writers
+//! until `abridge repair` sets that batch aside, and everything before it
+//! is whole (docs/event-log.md, "A torn tail", says why this and not a
+//! file renamed into place).
 
 use std::cell::RefCell;
 use std::path::Path;

@@ -83,9 +83,10 @@ pub enum StoreError {
         /// The lock file.
         lock: PathBuf,
     },
-    /// A line before the last one does not parse. Open with salvage to keep
-    /// what parses.
-    #[error("{}:{line}:{column}: {reason} (open with salvage to keep the lines that parse)", path.display())]
+    /// A line before the last one does not parse. Nothing was changed;
+    /// `abridge repair --salvage-to NEW` (or [`JsonlOptions::salvage`](crate::JsonlOptions::salvage))
+    /// keeps the lines that parse.
+    #[error("{}:{line}:{column}: {reason}; nothing was changed: `abridge repair {} --salvage-to NEW` copies the lines that parse into a new session", path.display(), path.display())]
     Corrupt {
         /// The session file.
         path: PathBuf,
@@ -95,6 +96,20 @@ pub enum StoreError {
         column: u64,
         /// What is wrong.
         reason: String,
+    },
+    /// The log ends in a write a crash cut short (see
+    /// [`TornTail`](crate::TornTail)), and the store was opened to write:
+    /// appending after it would bury it mid-file, and cutting it would
+    /// destroy bytes, so the open is refused and nothing changes. Open
+    /// read-only to read the complete part, or set the torn bytes aside
+    /// with [`JsonlStore::set_aside_torn`](crate::JsonlStore::set_aside_torn)
+    /// (what `abridge repair` runs).
+    #[error("{}: the log ends in a write a crash cut short ({torn}); nothing was written: `abridge repair {}` moves those bytes to a `{}N` file beside it, then the log opens", path.display(), path.display(), crate::TORN_SUFFIX)]
+    Torn {
+        /// The session file.
+        path: PathBuf,
+        /// What is torn.
+        torn: crate::TornTail,
     },
     /// A line exceeds the configured maximum.
     #[error("{}:{line}: line is {len} bytes, over the limit of {limit} bytes", path.display())]

@@ -20,7 +20,8 @@
 //! a span of the surface, or *rewrites* one tool result, and lists what it
 //! hides. The originals stay in the file, so any earlier state can be
 //! replayed, token counts can be cached by seq forever, and a crash can at
-//! worst tear the last line, which is cut on the next open.
+//! worst tear the last write, which a reader skips and a writer refuses
+//! until `repair` sets its bytes aside (see [`JsonlStore`]).
 //!
 //! # Example
 //!
@@ -75,6 +76,7 @@ pub use reference::ReferenceError;
 pub use reference::SCHEME as RECALL_SCHEME;
 pub use repair::UNKNOWN_OUTCOME;
 pub use repair::dangling_tool_calls;
+pub use repair::keep_torn_events;
 pub use repair::repair_dangling_tool_calls;
 pub use session::LogWriter;
 pub use session::Navigation;
@@ -95,7 +97,9 @@ pub use store::LoadReport;
 pub use store::LoadedLog;
 pub use store::MemoryStore;
 pub use store::SessionStore;
+pub use store::SetAside;
 pub use store::SkippedLine;
+pub use store::TORN_SUFFIX;
 pub use store::TornTail;
 pub use store::blob_sha256;
 #[cfg(any(test, feature = "testing"))]

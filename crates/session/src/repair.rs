@@ -1,6 +1,9 @@
-//! Resume repair: a session whose model asked for tools and then stopped
-//! (a crash, a kill) gets results saying the outcome is unknown, so the
-//! next request is well-formed.
+//! Repairs after a crash. Resume repair: a session whose model asked for
+//! tools and then stopped (a crash, a kill) gets results saying the
+//! outcome is unknown, so the next request is well-formed. Torn-tail
+//! repair: the complete events of a batch a crash cut short, once set
+//! aside (see [`JsonlStore::set_aside_torn`](crate::JsonlStore::set_aside_torn)),
+//! can be appended again, checked as any append is.
 
 use std::collections::HashSet;
 
@@ -9,10 +12,12 @@ use abridge_llm::Meta;
 use abridge_llm::Origin;
 use abridge_llm::Role;
 
+use crate::error::Place;
 use crate::error::SessionError;
 use crate::event::Draft;
 use crate::event::Seq;
 use crate::session::Session;
+use crate::store::SetAside;
 
 /// The text of a result added for a call whose outcome was never recorded.
 /// Providers reject a call without a result; this says plainly that the
@@ -67,4 +72,60 @@ pub fn repair_dangling_tool_calls(session: &mut Session) -> Result<Vec<Seq>, Ses
     }
     tracing::info!(count = drafts.len(), "answered dangling tool calls");
     session.append_batch(drafts)
+}
+
+/// Appends the complete events of a torn batch that
+/// [`JsonlStore::set_aside_torn`](crate::JsonlStore::set_aside_torn) set
+/// aside, in one batch, with their parents and times, checked by the
+/// session's rules as any append is. Each must take the seq it had (the
+/// log's next ones), so what refers to it still does. Returns their seqs
+/// (empty when there were none). The sidecar keeps its copy either way.
+///
+/// # Errors
+/// [`SessionError::Invalid`] naming the event's line in the torn batch
+/// when its seq does not follow the log, or when the session refuses it
+/// (nothing is appended then); the store's.
+pub fn keep_torn_events(
+    session: &mut Session,
+    set_aside: &SetAside,
+) -> Result<Vec<Seq>, SessionError> {
+    let first = session.len() as Seq;
+    let line = |index: usize| Place::Line {
+        location: set_aside.sidecar.display().to_string(),
+        line: index as u64 + 1,
+    };
+    let mut drafts = Vec::with_capacity(set_aside.complete.len());
+    for (index, event) in set_aside.complete.iter().enumerate() {
+        let expected = first + index as Seq;
+        if event.seq != expected {
+            return Err(SessionError::Invalid {
+                place: line(index),
+                field: "seq",
+                reason: format!(
+                    "the event is seq {} but would be appended as seq {expected}: the torn batch does not follow the log",
+                    event.seq
+                ),
+            });
+        }
+        drafts.push(Draft {
+            parent: Some(event.parent),
+            time: Some(event.time.clone()),
+            body: event.body.clone(),
+        });
+    }
+    if drafts.is_empty() {
+        return Ok(Vec::new());
+    }
+    session.append_batch(drafts).map_err(|error| match error {
+        SessionError::Invalid {
+            place: Place::Draft { index },
+            field,
+            reason,
+        } => SessionError::Invalid {
+            place: line(index),
+            field,
+            reason,
+        },
+        other => other,
+    })
 }

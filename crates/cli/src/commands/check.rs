@@ -1,10 +1,11 @@
-//! `abridge check`: the invariants every session must keep.
+//! `abridge check`: the invariants every session must keep, and whether
+//! the log can be written (a torn tail makes every writer refuse it).
 
 use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::open::open_session;
+use crate::open::open_quietly;
 
 /// Arguments of `abridge check`.
 #[derive(Debug, clap::Args)]
@@ -22,23 +23,38 @@ struct StaleStart {
     compaction_id: String,
 }
 
+/// A torn tail as `--json` shows it.
+#[derive(Debug, Serialize)]
+struct Torn {
+    line: u64,
+    bytes: u64,
+    events: usize,
+}
+
 #[derive(Debug, Serialize)]
 struct Report {
     ok: bool,
     events: usize,
     visible: usize,
+    torn_tail: Option<Torn>,
     skipped_lines: Vec<String>,
     stale_starts: Vec<StaleStart>,
     violations: Vec<String>,
 }
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
-    let (session, loaded) = open_session(&args.session, false)?;
+    let (session, loaded) = open_quietly(&args.session, false)?;
     let invariants = abridge_compact::check_invariants(&session);
     let report = Report {
-        ok: invariants.is_ok(),
+        // False for a torn log too, as the exit status says.
+        ok: invariants.is_ok() && loaded.torn_tail.is_none(),
         events: session.len(),
         visible: session.surface().len(),
+        torn_tail: loaded.torn_tail.as_ref().map(|torn| Torn {
+            line: torn.line,
+            bytes: torn.bytes,
+            events: torn.events,
+        }),
         skipped_lines: loaded
             .skipped
             .iter()
@@ -61,6 +77,9 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
+        if let Some(torn) = &loaded.torn_tail {
+            println!("torn tail: {torn}; not part of the log until `abridge repair`");
+        }
         for skipped in &report.skipped_lines {
             println!("skipped {skipped}");
         }
@@ -70,9 +89,14 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
                 stale.seq, stale.compaction_id
             );
         }
-        if report.ok && report.stale_starts.is_empty() {
+        if invariants.is_ok() && report.stale_starts.is_empty() {
+            let ok = if report.torn_tail.is_some() {
+                "the complete part before it is ok"
+            } else {
+                "ok"
+            };
             println!(
-                "ok: {} events, {} messages visible, tool calls paired, checkpoints account for what they hide",
+                "{ok}: {} events, {} messages visible, tool calls paired, checkpoints account for what they hide",
                 report.events, report.visible
             );
         }
@@ -80,7 +104,17 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             println!("violation: {violation}");
         }
     }
-    if !report.ok {
+    if let Some(torn) = &loaded.torn_tail {
+        let keep = match torn.events {
+            0 => String::new(),
+            n => format!(", or with `--keep-complete` to keep its {n} complete events in the log"),
+        };
+        anyhow::bail!(
+            "the log ends in a write a crash cut short ({torn}): commands that write refuse it; run `abridge repair {}` to move those bytes to a sidecar file{keep}",
+            args.session.display()
+        );
+    }
+    if !invariants.is_ok() {
         anyhow::bail!("{} invariant violations", report.violations.len());
     }
     if !report.stale_starts.is_empty() {

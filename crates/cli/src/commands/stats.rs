@@ -42,9 +42,10 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let stats = collect(&session, args.top);
     let (model, lookup) = crate::model::resolve(&session, args.model.as_deref());
     let mut meter = abridge_meter::TokenMeter::for_model(&lookup.entry);
+    // Read-only: the counts kept beside the session are read, and what is
+    // counted anew stays in memory (only commands that write keep counts).
     crate::kept::load(&mut meter, &args.session);
     let tokens = abridge_meter::token_stats(&mut meter, &session, args.top);
-    crate::kept::save(&mut meter, &args.session);
     if args.json {
         let full = Full {
             stats: &stats,

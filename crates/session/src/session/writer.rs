@@ -29,14 +29,15 @@ use crate::store::SessionStore;
 use crate::surface::Surface;
 
 /// How many events a bulk write puts in one batch at most: enough that a
-/// write costs few system calls, few enough that their encoded lines stay
-/// small beside everything else.
-pub const WRITE_BATCH_EVENTS: usize = 1024;
+/// write (and its fsync) is rare, few enough that a crash mid-import tears
+/// little. A torn batch is set aside whole by `repair` (docs/event-log.md,
+/// "A torn tail"), so this bounds what a crash can take out of the log.
+pub const WRITE_BATCH_EVENTS: usize = 256;
 
 /// Content bytes past which a bulk write ends a batch: a store encodes a
-/// whole batch before writing it, so this bounds that buffer whatever the
-/// size of single messages.
-pub const WRITE_BATCH_BYTES: usize = 4 * 1024 * 1024;
+/// whole batch before writing it, so this bounds that buffer, and a torn
+/// batch, whatever the size of single messages.
+pub const WRITE_BATCH_BYTES: usize = 1024 * 1024;
 
 /// Whether a batch of `events` events carrying `content_bytes` (see
 /// [`EventBody::content_bytes`]) should be written now: the one batch

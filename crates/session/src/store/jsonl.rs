@@ -2,7 +2,6 @@
 
 use std::fs::File;
 use std::fs::OpenOptions;
-use std::io::BufReader;
 use std::io::Read;
 use std::io::Seek;
 use std::io::Write;
@@ -11,32 +10,23 @@ use std::path::PathBuf;
 use std::time::Duration;
 use std::time::Instant;
 
-use super::LoadReport;
 use super::LoadedLog;
 use super::SessionStore;
-use super::SkippedLine;
-use super::TornTail;
 use super::blob;
 use super::fs::count_lines;
 use super::fs::create_private;
 use super::fs::sync_parent;
 use super::fs::take_lock;
-use super::line::decode_line;
 use super::line::encode_in_batch;
-use super::line::field_at_end;
-use super::read::OpenBatch;
-use super::read::Parsed;
-use super::read::RawLine;
-use super::read::at_column;
-use super::read::line_of_batch;
-use super::read::parse_header;
-use super::read::read_line;
+use super::read::ReadLimits;
+use super::read::ReadLog;
+use super::read::read_log;
 use super::read::renumber_salvaged;
+use super::torn::SetAside;
+use super::torn::write_sidecar;
 use crate::error::StoreError;
 use crate::event::Event;
-use crate::event::EventBody;
 use crate::event::Header;
-use crate::event::MessageEvent;
 
 /// When appended events are forced to disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,12 +78,17 @@ impl Default for JsonlOptions {
 ///   belongs to the open file, so a child process forked by another
 ///   thread holds it too until it execs (std's `Command` closes it then):
 ///   a reopen racing a spawn can briefly see `Locked`.
-/// - On load, a torn final line (a crash mid-write) is cut and reported; a
-///   bad line before it is [`StoreError::Corrupt`] with line and column,
-///   unless salvage is asked for. The first line of a batch of several
-///   events carries `"batch":N`, so a write a crash stopped at a line
-///   boundary is found too, and the whole partial batch is cut: after a
-///   crash a batch is in the log entirely or not at all.
+/// - Nothing is ever cut from the file on load. A torn tail (a write a
+///   crash cut short: an unterminated last line that does not parse, or a
+///   batch whose lines end before its `"batch":N` said) is reported to a
+///   reader, which sees the complete part before it, and refused with
+///   [`StoreError::Torn`] to a writer, which could only bury it or cut it.
+///   [`set_aside_torn`](JsonlStore::set_aside_torn) (what `abridge repair`
+///   runs) moves those bytes to a sidecar file, and the log opens again.
+///   So after a crash a batch is in the log entirely or not at all, and
+///   the bytes of one that is not are never lost.
+/// - A bad line before the end is [`StoreError::Corrupt`] with line and
+///   column, unless salvage is asked for.
 /// - Images whose base64 is over [`BLOB_THRESHOLD`](super::BLOB_THRESHOLD)
 ///   are kept in `<file>.blobs/<sha256>` and resolved on load.
 /// - Files are created with mode 0600: sessions hold code and secrets.
@@ -109,7 +104,8 @@ pub struct JsonlStore {
 
 impl JsonlStore {
     /// Opens (or prepares to create) the session file at `path`, taking the
-    /// writer lock unless read-only.
+    /// writer lock unless read-only. Nothing is read yet: a torn tail is
+    /// found by [`load`](SessionStore::load).
     ///
     /// # Errors
     /// [`StoreError::Locked`] when another writer holds it; I/O errors.
@@ -149,16 +145,97 @@ impl JsonlStore {
         }
     }
 
-    fn writable(&mut self) -> Result<&mut File, StoreError> {
-        if self.options.read_only || self.options.salvage {
+    /// True for a store that may not write: a viewer, or a salvage.
+    fn is_reader(&self) -> bool {
+        self.options.read_only || self.options.salvage
+    }
+
+    fn read_only(&self, op: &'static str) -> StoreError {
+        StoreError::Io {
+            path: self.path.clone(),
+            op,
+            source: std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "the store was opened read-only",
+            ),
+        }
+    }
+
+    fn limits(&self) -> ReadLimits {
+        ReadLimits {
+            max_line_bytes: self.options.max_line_bytes,
+            salvage: self.options.salvage,
+        }
+    }
+
+    /// Moves a torn tail out of the log into a sidecar file beside it
+    /// (`<file>.torn-N`, 0600, a new N each time, never overwriting), so
+    /// the log opens for writing again. The sidecar holds the torn bytes
+    /// exactly; it is synced, with its directory entry, before the log is
+    /// cut back to where the torn write began, so a crash in between
+    /// leaves the bytes in both places, never in neither. Returns `None`
+    /// (and changes nothing) when the log has no torn tail.
+    ///
+    /// The complete events of the torn batch come back in
+    /// [`SetAside::complete`]: a caller that wants them appends them again
+    /// through a [`Session`](crate::Session), which checks them as it
+    /// checks any append (`abridge repair --keep-complete`).
+    ///
+    /// # Errors
+    /// A read-only or salvage store refuses; [`StoreError::NotCreated`]
+    /// when there is no file; what loading reports for a file that does
+    /// not read (corruption before the end); I/O failures, which leave the
+    /// log as it was.
+    pub fn set_aside_torn(&mut self) -> Result<Option<SetAside>, StoreError> {
+        if self.is_reader() {
+            return Err(self.read_only("set aside a torn tail"));
+        }
+        let read = read_log(&self.path, &self.limits(), &self.blob_dir())?.ok_or_else(|| {
+            StoreError::NotCreated {
+                location: self.location(),
+            }
+        })?;
+        let Some(torn) = read.report.torn_tail else {
+            return Ok(None);
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&self.path)
+            .map_err(self.io("open to set aside a torn tail"))?;
+        let len = file.metadata().map_err(self.io("stat"))?.len();
+        if len != read.good_len + torn.bytes {
             return Err(StoreError::Io {
                 path: self.path.clone(),
-                op: "append",
-                source: std::io::Error::new(
-                    std::io::ErrorKind::PermissionDenied,
-                    "the store was opened read-only",
-                ),
+                op: "set aside a torn tail",
+                source: std::io::Error::other(format!(
+                    "the file is {len} bytes, not the {} it had when read; another program is writing it",
+                    read.good_len + torn.bytes
+                )),
             });
+        }
+        file.seek(std::io::SeekFrom::Start(read.good_len))
+            .map_err(self.io("seek"))?;
+        let sidecar = write_sidecar(&self.path, &mut (&mut file).take(torn.bytes))?;
+        file.set_len(read.good_len)
+            .map_err(self.io("cut the torn tail after setting it aside"))?;
+        file.sync_all().map_err(self.io("sync"))?;
+        tracing::warn!(
+            path = %self.path.display(),
+            sidecar = %sidecar.display(),
+            bytes = torn.bytes,
+            "set a torn tail aside"
+        );
+        Ok(Some(SetAside {
+            sidecar,
+            torn,
+            complete: read.torn_events,
+        }))
+    }
+
+    fn writable(&mut self) -> Result<&mut File, StoreError> {
+        if self.is_reader() {
+            return Err(self.read_only("append"));
         }
         if self.file.is_none() {
             let file = OpenOptions::new()
@@ -192,164 +269,27 @@ impl SessionStore for JsonlStore {
     }
 
     fn load(&mut self) -> Result<Option<LoadedLog>, StoreError> {
-        let file = match File::open(&self.path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(self.io("open")(e)),
+        let Some(read) = read_log(&self.path, &self.limits(), &self.blob_dir())? else {
+            return Ok(None);
         };
-        let mut reader = BufReader::with_capacity(1 << 20, file);
-        let mut line = RawLine {
-            bytes: Vec::new(),
-            terminated: false,
-            overlong: None,
-        };
-        let mut report = LoadReport::default();
-        let mut events = Vec::new();
-        let mut line_no: u64 = 0;
-        let mut good_len: u64 = 0;
-        let mut header: Option<Header> = None;
-        let mut open_batch: Option<OpenBatch> = None;
-        let limit = self.options.max_line_bytes;
-        let blob_dir = self.blob_dir();
-        while read_line(&mut reader, limit, &mut line).map_err(self.io("read"))? {
-            line_no += 1;
-            let line_len =
-                line.overlong.unwrap_or(line.bytes.len() as u64) + u64::from(line.terminated);
-            if let Some(len) = line.overlong {
-                let error = StoreError::LineTooLong {
+        let ReadLog {
+            header,
+            mut events,
+            report,
+            ..
+        } = read;
+        if !self.is_reader() {
+            if let Some(torn) = report.torn_tail {
+                // Appending after a torn tail would bury it mid-file, and
+                // cutting it would destroy bytes only `repair` may set
+                // aside: a writer refuses, and nothing changes.
+                return Err(StoreError::Torn {
                     path: self.path.clone(),
-                    line: line_no,
-                    len,
-                    limit,
-                };
-                if self.options.salvage && line_no > 1 {
-                    report.skipped.push(SkippedLine {
-                        line: line_no,
-                        reason: error.to_string(),
-                    });
-                    good_len += line_len;
-                    line_of_batch(&mut open_batch);
-                    continue;
-                }
-                return Err(error);
-            }
-            let parsed = std::str::from_utf8(&line.bytes)
-                .map_err(|e| {
-                    let valid = &line.bytes[..e.valid_up_to()];
-                    // The prefix is valid UTF-8 by construction.
-                    let field = std::str::from_utf8(valid)
-                        .map(field_at_end)
-                        .unwrap_or_default();
-                    (
-                        e.valid_up_to() as u64 + 1,
-                        field,
-                        "invalid UTF-8".to_string(),
-                    )
-                })
-                .and_then(|text| {
-                    if line_no == 1 {
-                        parse_header(text).map(Parsed::Header)
-                    } else {
-                        decode_line(text)
-                            .map(|(event, batch)| Parsed::Event(event, batch))
-                            .map_err(|e| (e.column, e.field, e.reason))
-                    }
+                    torn,
                 });
-            match parsed {
-                Ok(Parsed::Header(h)) => header = Some(h),
-                Ok(Parsed::Event(mut event, batch)) => {
-                    if let EventBody::Message(MessageEvent { message, .. }) = &mut event.body {
-                        report.blobs_resolved += blob::resolve(message, &blob_dir)?;
-                    }
-                    match batch {
-                        Some(len) if len > 1 => {
-                            open_batch = Some(OpenBatch {
-                                line: line_no,
-                                remaining: len - 1,
-                                start: good_len,
-                                events: events.len(),
-                            });
-                        }
-                        _ => line_of_batch(&mut open_batch),
-                    }
-                    events.push(event);
-                }
-                Err((column, field, reason)) => {
-                    let is_last = !line.terminated;
-                    if is_last && line_no > 1 {
-                        // A crash mid-append leaves an unterminated last
-                        // line: cut it, so the next append starts clean.
-                        report.torn_tail = Some(TornTail {
-                            line: line_no,
-                            bytes: line_len,
-                        });
-                        good_len += line_len;
-                        break;
-                    }
-                    let reason = if field.is_empty() {
-                        reason
-                    } else {
-                        format!("field `{field}`: {reason}")
-                    };
-                    if line_no == 1 {
-                        return Err(StoreError::BadHeader {
-                            path: self.path.clone(),
-                            reason: at_column(column, &reason),
-                        });
-                    }
-                    if self.options.salvage {
-                        report.skipped.push(SkippedLine {
-                            line: line_no,
-                            reason: at_column(column, &reason),
-                        });
-                        good_len += line_len;
-                        line_of_batch(&mut open_batch);
-                        continue;
-                    }
-                    return Err(StoreError::Corrupt {
-                        path: self.path.clone(),
-                        line: line_no,
-                        column,
-                        reason,
-                    });
-                }
             }
-            good_len += line_len;
-            if !line.terminated {
-                // A complete last line missing only its newline: keep it and
-                // restore the newline on the next write.
-                good_len += 0;
-            }
+            self.ensure_trailing_newline()?;
         }
-        let Some(header) = header else {
-            return Err(StoreError::BadHeader {
-                path: self.path.clone(),
-                reason: "the file is empty".to_string(),
-            });
-        };
-        if let Some(open) = open_batch {
-            // A crash ended the file inside a batch: the batch was never
-            // acknowledged, so none of it stays (the store's contract is
-            // all of a batch or none of it).
-            events.truncate(open.events);
-            report.torn_tail = Some(TornTail {
-                line: open.line,
-                bytes: good_len - open.start,
-            });
-            good_len = open.start;
-        } else if let Some(torn) = &report.torn_tail {
-            good_len -= torn.bytes;
-        }
-        if report.torn_tail.is_some() && !self.options.read_only && !self.options.salvage {
-            let file = OpenOptions::new()
-                .write(true)
-                .open(&self.path)
-                .map_err(self.io("open to cut a torn line"))?;
-            file.set_len(good_len).map_err(self.io("cut a torn line"))?;
-            file.sync_all().map_err(self.io("sync"))?;
-            tracing::warn!(path = %self.path.display(), "cut a torn final line");
-        }
-        self.ensure_trailing_newline()?;
         if self.options.salvage {
             renumber_salvaged(&mut events);
         }
@@ -451,7 +391,7 @@ impl JsonlStore {
     /// A file whose last line lost only its newline gets it back, so the
     /// next append starts on a line of its own.
     fn ensure_trailing_newline(&mut self) -> Result<(), StoreError> {
-        if self.options.read_only || self.options.salvage {
+        if self.is_reader() {
             return Ok(());
         }
         let mut file = OpenOptions::new()

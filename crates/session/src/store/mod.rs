@@ -8,6 +8,7 @@ mod jsonl;
 mod line;
 mod memory;
 mod read;
+mod torn;
 
 pub use blob::BLOB_THRESHOLD;
 pub use blob::blob_sha256;
@@ -20,6 +21,8 @@ pub use line::LineError;
 pub use line::decode_event;
 pub use line::encode_event;
 pub use memory::MemoryStore;
+pub use torn::SetAside;
+pub use torn::TORN_SUFFIX;
 
 use std::fmt::Debug;
 
@@ -39,10 +42,11 @@ pub struct LoadedLog {
     pub report: LoadReport,
 }
 
-/// Repairs and skips made while loading, so nothing is dropped silently.
+/// What loading found beside the events, so nothing is dropped silently.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LoadReport {
-    /// A final line cut short by a crash, removed from the file.
+    /// The end of the file a crash cut short, left out of the events and
+    /// left on disk (only a reader loads a torn log; a writer refuses it).
     pub torn_tail: Option<TornTail>,
     /// Lines skipped in salvage mode.
     pub skipped: Vec<SkippedLine>,
@@ -50,13 +54,38 @@ pub struct LoadReport {
     pub blobs_resolved: usize,
 }
 
-/// A torn final line that was cut off on open.
+/// The end of a log that a crash cut short: an unterminated last line
+/// that does not parse, or a batch whose lines end before its
+/// `"batch":N` said, from the batch's first line to the end of the file.
+/// It is not part of the log (a batch lands whole or not at all), and it
+/// stays on disk until [`JsonlStore::set_aside_torn`] moves it aside.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TornTail {
-    /// Its 1-based line number.
+    /// The 1-based line where it starts.
     pub line: u64,
-    /// How many bytes were cut.
+    /// Its length in bytes, to the end of the file.
     pub bytes: u64,
+    /// The complete events in it (lines of the torn batch that parse);
+    /// the cut line itself, if any, is not counted.
+    pub events: usize,
+}
+
+impl std::fmt::Display for TornTail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.events {
+            0 => write!(f, "line {} on, {} bytes cut short", self.line, self.bytes),
+            1 => write!(
+                f,
+                "line {} on, {} bytes holding 1 complete event of a batch cut short",
+                self.line, self.bytes
+            ),
+            n => write!(
+                f,
+                "line {} on, {} bytes holding {n} complete events of a batch cut short",
+                self.line, self.bytes
+            ),
+        }
+    }
 }
 
 /// A line salvage mode skipped.
@@ -73,7 +102,8 @@ pub struct SkippedLine {
 /// # Contract
 ///
 /// - `append` is atomic per call: after a crash, a reader sees all of the
-///   batch or none of it (a torn last line is cut on the next load), and
+///   batch or none of it (a torn tail is reported on the next load, never
+///   silently cut; see [`JsonlStore`]), and
 ///   once `append` returns `Ok` under a durable fsync policy the batch
 ///   survives a crash.
 /// - Events are written in the order given and never changed afterwards.

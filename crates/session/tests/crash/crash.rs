@@ -217,9 +217,14 @@ fn run_once(path: &Path, batch: u64, size: usize, kill: KillAt, stats: &mut Stat
         .map(|n| n.parse().unwrap())
         .collect();
 
-    // The file always opens; a torn tail is cut and reported.
-    let store = JsonlStore::open(path, JsonlOptions::default()).unwrap();
-    let (session, report) = Session::open(Box::new(store))
+    // The file always opens for reading; a torn tail is reported and the
+    // complete part before it is read.
+    let killed = std::fs::read(path).unwrap();
+    let reader = JsonlOptions {
+        read_only: true,
+        ..JsonlOptions::default()
+    };
+    let (session, report) = Session::open(Box::new(JsonlStore::open(path, reader).unwrap()))
         .unwrap_or_else(|e| panic!("the file must open after a kill: {e}"));
     if let Some(torn) = &report.torn_tail {
         stats.torn += 1;
@@ -227,7 +232,27 @@ fn run_once(path: &Path, batch: u64, size: usize, kill: KillAt, stats: &mut Stat
         assert_eq!(
             torn.line,
             session.len() as u64 + 2,
-            "the torn line follows the last event"
+            "the torn tail follows the last event"
+        );
+        // A writer refuses it and changes nothing.
+        let writer = JsonlStore::open(path, JsonlOptions::default()).unwrap();
+        match Session::open(Box::new(writer)) {
+            Err(abridge_session::SessionError::Store(abridge_session::StoreError::Torn {
+                torn: refused,
+                ..
+            })) => assert_eq!(&refused, torn),
+            other => panic!("a writer opened a torn log: {:?}", other.map(|(_, r)| r)),
+        }
+        assert_eq!(std::fs::read(path).unwrap(), killed);
+        // Set aside, the log and its sidecar hold every byte the kill left.
+        let mut store = JsonlStore::open(path, JsonlOptions::default()).unwrap();
+        let aside = store.set_aside_torn().unwrap().expect("a torn tail");
+        assert_eq!(&aside.torn, torn);
+        let mut joined = std::fs::read(path).unwrap();
+        joined.extend(std::fs::read(&aside.sidecar).unwrap());
+        assert_eq!(
+            joined, killed,
+            "the log and the sidecar are the file as left"
         );
     }
     // Every acknowledged batch is there, intact, in order.
@@ -254,13 +279,12 @@ fn run_once(path: &Path, batch: u64, size: usize, kill: KillAt, stats: &mut Stat
     stats.acked += acks.len() as u64;
     stats.runs += 1;
     drop(session);
-    // The repair is on disk: a second open finds nothing to cut.
-    let options = JsonlOptions {
-        read_only: true,
-        ..JsonlOptions::default()
-    };
-    let (_, again) = Session::open(Box::new(JsonlStore::open(path, options).unwrap())).unwrap();
-    assert_eq!(again.torn_tail, None, "the torn tail was cut on disk");
+    // Set aside on disk: a writer opens the log again.
+    let (_, again) = Session::open(Box::new(
+        JsonlStore::open(path, JsonlOptions::default()).unwrap(),
+    ))
+    .unwrap();
+    assert_eq!(again.torn_tail, None, "the torn tail was set aside on disk");
 }
 
 /// The tests that spawn children run one at a time, for the reason in
@@ -302,7 +326,7 @@ fn sigkill_never_loses_an_acknowledged_batch() {
 }
 
 /// Large batches killed while the file grows: lines really tear, and each
-/// torn tail is cut and reported.
+/// torn tail is reported, refused to a writer, and set aside whole.
 #[test]
 fn sigkill_mid_batch_tears_and_repairs() {
     let _one = ONE_AT_A_TIME

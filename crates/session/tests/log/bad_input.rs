@@ -1,7 +1,7 @@
 //! The bad-input corpus: each file is broken in one way; opening it gives a
 //! typed error whose text names the file, the line and the field, nothing
-//! panics, and the file's bytes are unchanged (except a torn tail, which is
-//! cut and reported).
+//! panics, and the file's bytes are unchanged (a torn tail too: it is
+//! reported, and only `set_aside_torn` moves it, to a sidecar).
 
 use std::io::Write;
 use std::path::Path;
@@ -86,6 +86,14 @@ fn corrupt(line: usize, from: &str, to: &str) -> (tempfile::TempDir, std::path::
     (dir, path)
 }
 
+/// The end of a corrupt line's message: what to run, naming the file.
+fn salvage_advice(path: &Path) -> String {
+    format!(
+        "; nothing was changed: `abridge repair {} --salvage-to NEW` copies the lines that parse into a new session",
+        path.display()
+    )
+}
+
 fn column_of(path: &Path, line: usize, needle: &str) -> usize {
     let text = std::fs::read(path).unwrap();
     let line_text = text.split(|b| *b == b'\n').nth(line - 1).unwrap();
@@ -95,8 +103,24 @@ fn column_of(path: &Path, line: usize, needle: &str) -> usize {
         .unwrap()
 }
 
+/// Opens `path` read-only: the report and how many events it holds.
+fn read(path: &Path) -> (LoadReport, usize) {
+    let options = JsonlOptions {
+        read_only: true,
+        ..JsonlOptions::default()
+    };
+    let (session, report) =
+        Session::open(Box::new(JsonlStore::open(path, options).unwrap())).unwrap();
+    (report, session.len())
+}
+
+/// A torn tail: a reader reports it and reads what is before it; a writer
+/// refuses it with an error naming the line, the bytes and what to run,
+/// and changes nothing; set aside, the torn bytes move to a sidecar whole
+/// and the log opens for writing. Regression test for "a torn tail is
+/// cut on open" (issue 27: one torn byte cost an imported session).
 #[test]
-fn torn_last_line_is_cut_and_reported() {
+fn a_torn_last_line_is_reported_refused_to_writers_and_set_aside() {
     let (_dir, path) = support::temp_session();
     base(&path);
     let good = std::fs::read(&path).unwrap();
@@ -108,34 +132,42 @@ fn torn_last_line_is_cut_and_reported() {
         .unwrap()
         .write_all(torn.as_bytes())
         .unwrap();
-    let expected = LoadReport {
-        torn_tail: Some(TornTail {
-            line: 6,
-            bytes: torn.len() as u64,
-        }),
-        ..LoadReport::default()
+    let cut = std::fs::read(&path).unwrap();
+    let expected = TornTail {
+        line: 6,
+        bytes: torn.len() as u64,
+        events: 0,
     };
 
-    // A viewer reports it and leaves the file alone.
-    let options = JsonlOptions {
-        read_only: true,
-        ..JsonlOptions::default()
-    };
-    let before = support::file_hash(&path);
-    let (session, report) =
-        Session::open(Box::new(JsonlStore::open(&path, options).unwrap())).unwrap();
-    assert_eq!(report, expected);
-    assert_eq!(session.len(), 4);
-    assert_eq!(support::file_hash(&path), before);
-    drop(session);
+    let (report, events) = read(&path);
+    assert_eq!(report.torn_tail.as_ref(), Some(&expected));
+    assert_eq!(events, 4);
+    assert_eq!(std::fs::read(&path).unwrap(), cut);
 
-    // A writer cuts it, and the next append starts on a clean line.
-    let (mut session, report) = Session::open(Box::new(
-        JsonlStore::open(&path, JsonlOptions::default()).unwrap(),
-    ))
-    .unwrap();
-    assert_eq!(report, expected);
+    let error = open_error(&path);
+    assert!(
+        matches!(&error, SessionError::Store(StoreError::Torn { torn, .. }) if *torn == expected),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "{}: the log ends in a write a crash cut short (line 6 on, {} bytes cut short); nothing was written: `abridge repair {}` moves those bytes to a `.torn-N` file beside it, then the log opens",
+            path.display(),
+            torn.len(),
+            path.display()
+        )
+    );
+
+    let mut store = JsonlStore::open(&path, JsonlOptions::default()).unwrap();
+    let aside = store.set_aside_torn().unwrap().expect("a torn tail");
+    assert_eq!(aside.torn, expected);
+    assert!(aside.complete.is_empty());
+    assert_eq!(aside.sidecar, path.with_file_name("session.jsonl.torn-1"));
+    assert_eq!(std::fs::read(&aside.sidecar).unwrap(), torn.as_bytes());
     assert_eq!(std::fs::read(&path).unwrap(), good);
+    let (mut session, report) = Session::open(Box::new(store)).unwrap();
+    assert_eq!(report, LoadReport::default());
     session.append_message(Message::user("after")).unwrap();
     drop(session);
     let (session, report) =
@@ -144,49 +176,126 @@ fn torn_last_line_is_cut_and_reported() {
     assert_eq!(session.len(), 5);
 }
 
-/// A crash can stop a large write at a line boundary: every line left is
-/// whole, but the batch is not. The batch's first line says how many
-/// lines it has, so the partial batch is cut as a torn tail, whole.
-#[test]
-fn a_batch_cut_at_a_line_boundary_is_dropped_whole() {
-    let (_dir, path) = support::temp_session();
-    base(&path);
-    let good = std::fs::read(&path).unwrap();
-    let mut session = support::open(&path);
+/// The base session with a three-event batch appended, cut after its
+/// second line: every line left is whole, but the batch is not. Returns
+/// the file before the batch and the cut file.
+fn cut_after_two_of_three(path: &Path) -> (Vec<u8>, Vec<u8>) {
+    base(path);
+    let good = std::fs::read(path).unwrap();
+    let mut session = support::open(path);
     let drafts = ["a", "b", "c"]
         .iter()
         .map(|t| Draft::message(Message::user(*t)).with_time(TIME))
         .collect();
     session.append_batch(drafts).unwrap();
     drop(session);
-    let full = std::fs::read(&path).unwrap();
+    let full = std::fs::read(path).unwrap();
     let batch_lines: Vec<&[u8]> = full[good.len()..]
         .split_inclusive(|b| *b == b'\n')
         .collect();
     assert_eq!(batch_lines.len(), 3);
     assert!(batch_lines[0].starts_with(br#"{"batch":3,"seq":4,"#));
     let cut = good.len() + batch_lines[0].len() + batch_lines[1].len();
-    std::fs::write(&path, &full[..cut]).unwrap();
+    std::fs::write(path, &full[..cut]).unwrap();
+    (good, full[..cut].to_vec())
+}
 
-    let (session, report) =
-        Session::open(support::jsonl(&path, abridge_session::FsyncPolicy::Never)).unwrap();
-    assert_eq!(
-        report.torn_tail,
-        Some(TornTail {
-            line: 6,
-            bytes: (cut - good.len()) as u64
-        })
-    );
-    assert_eq!(session.len(), 4);
+/// A crash can stop a large write at a line boundary: every line left is
+/// whole, but the batch is not. The batch's first line says how many
+/// lines it has, so the partial batch is the torn tail, whole: left out of
+/// what is read, refused to a writer, and set aside whole.
+#[test]
+fn a_batch_cut_at_a_line_boundary_is_torn_whole() {
+    let (_dir, path) = support::temp_session();
+    let (good, cut) = cut_after_two_of_three(&path);
+    let expected = TornTail {
+        line: 6,
+        bytes: (cut.len() - good.len()) as u64,
+        events: 2,
+    };
+    let (report, events) = read(&path);
+    assert_eq!(report.torn_tail, Some(expected.clone()));
+    assert_eq!(events, 4);
+    assert!(matches!(
+        open_error(&path),
+        SessionError::Store(StoreError::Torn { torn, .. }) if torn == expected
+    ));
+
+    let mut store = JsonlStore::open(&path, JsonlOptions::default()).unwrap();
+    let aside = store.set_aside_torn().unwrap().expect("a torn tail");
     assert_eq!(std::fs::read(&path).unwrap(), good);
-    drop(session);
+    assert_eq!(std::fs::read(&aside.sidecar).unwrap(), &cut[good.len()..]);
+    let texts: Vec<String> = aside
+        .complete
+        .iter()
+        .map(|e| e.message().unwrap().plain_text())
+        .collect();
+    assert_eq!(texts, ["a", "b"]);
+}
 
-    // The whole batch reads back as it was written.
-    std::fs::write(&path, &full).unwrap();
-    let (session, report) =
-        Session::open(support::jsonl(&path, abridge_session::FsyncPolicy::Never)).unwrap();
+/// `keep_torn_events` appends the complete events of a torn batch again,
+/// at the seqs they had, in one batch; the sidecar keeps its copy.
+#[test]
+fn the_complete_events_of_a_torn_batch_can_be_kept() {
+    let (_dir, path) = support::temp_session();
+    let (good, cut) = cut_after_two_of_three(&path);
+    let mut store = JsonlStore::open(&path, JsonlOptions::default()).unwrap();
+    let aside = store.set_aside_torn().unwrap().expect("a torn tail");
+    let (mut session, _) = Session::open(Box::new(store)).unwrap();
+    assert_eq!(
+        abridge_session::keep_torn_events(&mut session, &aside).unwrap(),
+        [4, 5]
+    );
+    drop(session);
+    let (report, events) = read(&path);
     assert_eq!(report, LoadReport::default());
-    assert_eq!(session.len(), 7);
+    assert_eq!(events, 6);
+    let kept = std::fs::read(&path).unwrap();
+    assert!(kept.starts_with(&good));
+    // Written again as a batch of two; the second line is as it was.
+    let lines: Vec<&[u8]> = kept[good.len()..]
+        .split_inclusive(|b| *b == b'\n')
+        .collect();
+    assert!(lines[0].starts_with(br#"{"batch":2,"seq":4,"#));
+    assert!(cut.ends_with(lines[1]));
+    assert_eq!(std::fs::read(&aside.sidecar).unwrap(), &cut[good.len()..]);
+}
+
+/// A second torn tail goes to `.torn-2`: a sidecar is never overwritten,
+/// and each is private (0600).
+#[test]
+fn sidecars_count_up_and_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_dir, path) = support::temp_session();
+    base(&path);
+    let mut sidecars = Vec::new();
+    for torn in ["{\"seq\":4,", "{\"seq\":4,\"par"] {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(torn.as_bytes())
+            .unwrap();
+        let mut store = JsonlStore::open(&path, JsonlOptions::default()).unwrap();
+        let aside = store.set_aside_torn().unwrap().expect("a torn tail");
+        assert_eq!(std::fs::read(&aside.sidecar).unwrap(), torn.as_bytes());
+        let mode = std::fs::metadata(&aside.sidecar)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, abridge_session::PRIVATE_FILE_MODE);
+        sidecars.push(aside.sidecar);
+    }
+    assert_eq!(
+        sidecars,
+        [
+            path.with_file_name("session.jsonl.torn-1"),
+            path.with_file_name("session.jsonl.torn-2")
+        ]
+    );
+    // A log without a torn tail has nothing to set aside.
+    let mut store = JsonlStore::open(&path, JsonlOptions::default()).unwrap();
+    assert_eq!(store.set_aside_torn().unwrap(), None);
 }
 
 #[test]
@@ -215,7 +324,8 @@ fn invalid_utf8_in_a_middle_line() {
     assert_eq!(
         error.to_string(),
         format!(
-            "{}:2:{column}: field `data.message.content[0].text`: invalid UTF-8 (open with salvage to keep the lines that parse)",
+            "{}:2:{column}: field `data.message.content[0].text`: invalid UTF-8; nothing was changed: `abridge repair {} --salvage-to NEW` copies the lines that parse into a new session",
+            path.display(),
             path.display()
         )
     );
@@ -228,7 +338,8 @@ fn seq_as_a_string() {
     assert_eq!(
         open_error(&path).to_string(),
         format!(
-            "{}:4:{column}: field `seq`: invalid type: string \"2\", expected u64 (open with salvage to keep the lines that parse)",
+            "{}:4:{column}: field `seq`: invalid type: string \"2\", expected u64; nothing was changed: `abridge repair {} --salvage-to NEW` copies the lines that parse into a new session",
+            path.display(),
             path.display()
         )
     );
@@ -246,7 +357,7 @@ fn content_text_as_a_number() {
     let prefix = format!("{}:5:", path.display());
     assert!(text.starts_with(&prefix), "{text}");
     assert!(
-        text.ends_with(": field `data.message.content[0].text`: invalid type: integer `42`, expected a string (open with salvage to keep the lines that parse)"),
+        text.ends_with(&format!(": field `data.message.content[0].text`: invalid type: integer `42`, expected a string{}", salvage_advice(&path))),
         "{text}"
     );
 }
@@ -276,9 +387,10 @@ fn json_nested_past_the_depth_limit() {
         .unwrap_or_else(|| panic!("no column in {text}"));
     assert!(column > first && column < first + 128, "{text}");
     assert!(
-        text.ends_with(
-            ": recursion limit exceeded (open with salvage to keep the lines that parse)"
-        ),
+        text.ends_with(&format!(
+            ": recursion limit exceeded{}",
+            salvage_advice(&path)
+        )),
         "{text}"
     );
 }
@@ -423,7 +535,8 @@ fn message_without_data() {
     assert_eq!(
         open_error(&path).to_string(),
         format!(
-            "{}:5:0: field `data`: missing field (open with salvage to keep the lines that parse)",
+            "{}:5:0: field `data`: missing field; nothing was changed: `abridge repair {} --salvage-to NEW` copies the lines that parse into a new session",
+            path.display(),
             path.display()
         )
     );
