@@ -17,7 +17,7 @@
 //!
 //! The seed is printed; `ABRIDGE_TORN_SEED=N` replays one.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::path::Path;
 use std::sync::Arc;
@@ -122,7 +122,7 @@ fn big_batch_log(dir: &Path) -> (Vec<u8>, std::ops::Range<usize>) {
 
 /// Offsets where each line of `bytes[range]` ends.
 fn line_ends(bytes: &[u8], range: std::ops::Range<usize>) -> Vec<usize> {
-    (range.clone())
+    range
         .filter(|&i| bytes[i] == b'\n')
         .map(|i| i + 1)
         .collect()
@@ -150,7 +150,7 @@ fn run_cut(original: &[u8], cut: usize) -> Option<TornTail> {
     let (read, report) = Session::open(Box::new(reader(&path)))
         .unwrap_or_else(|e| panic!("{context}: a reader cannot open it: {e}"));
     unchanged("a reader");
-    let torn: Option<TornTail> = report.torn_tail.clone();
+    let torn: Option<TornTail> = report.torn_tail;
     let mut loaded = reader(&path);
     let events = loaded.load().unwrap().unwrap().events.len();
     assert_eq!(events, read.len(), "{context}");
@@ -179,6 +179,7 @@ fn run_cut(original: &[u8], cut: usize) -> Option<TornTail> {
     };
     match Session::open(Box::new(writer(&path))) {
         Ok((mut session, _)) => {
+            unchanged("Session::open to write");
             assert!(torn.is_none(), "{context}: a writer opened a torn log");
             // A log that is whole takes appends as ever.
             session.append_message(Message::user("after")).unwrap();

@@ -300,7 +300,11 @@ fn a_store_failing_mid_import_keeps_the_batches_before_it() {
     assert!(error.to_string().contains("disk full"), "{error}");
     let (partial, report) = Session::open(jsonl(&log)).unwrap();
     assert_eq!(report, abridge_session::LoadReport::default());
-    assert_eq!(partial.len(), 2 * 1024, "two whole batches");
+    assert_eq!(
+        partial.len(),
+        2 * abridge_session::WRITE_BATCH_EVENTS,
+        "two whole batches"
+    );
 }
 
 /// A broken file fails the streamed import as it fails `read_with`,

@@ -98,18 +98,18 @@ pub enum StoreError {
         reason: String,
     },
     /// The log ends in a write a crash cut short (see
-    /// [`TornTail`](crate::TornTail)), and the store was opened to write:
+    /// [`TornTail`](crate::torn::TornTail)), and the store was opened to write:
     /// appending after it would bury it mid-file, and cutting it would
     /// destroy bytes, so the open is refused and nothing changes. Open
     /// read-only to read the complete part, or set the torn bytes aside
     /// with [`JsonlStore::set_aside_torn`](crate::JsonlStore::set_aside_torn)
     /// (what `abridge repair` runs).
-    #[error("{}: the log ends in a write a crash cut short ({torn}); nothing was written: `abridge repair {}` moves those bytes to a `{}N` file beside it, then the log opens", path.display(), path.display(), crate::TORN_SUFFIX)]
+    #[error("{}: the log ends in a write a crash cut short ({torn}); nothing was written: `abridge repair {}` moves those bytes to a `{}N` file beside it, then the log opens", path.display(), path.display(), crate::torn::TORN_SUFFIX)]
     Torn {
         /// The session file.
         path: PathBuf,
         /// What is torn.
-        torn: crate::TornTail,
+        torn: crate::torn::TornTail,
     },
     /// A line exceeds the configured maximum.
     #[error("{}:{line}: line is {len} bytes, over the limit of {limit} bytes", path.display())]

@@ -48,6 +48,7 @@ mod session;
 mod store;
 mod surface;
 pub mod time;
+mod torn;
 
 pub use error::Place;
 pub use error::SessionError;
@@ -99,8 +100,6 @@ pub use store::MemoryStore;
 pub use store::SessionStore;
 pub use store::SetAside;
 pub use store::SkippedLine;
-pub use store::TORN_SUFFIX;
-pub use store::TornTail;
 pub use store::blob_sha256;
 #[cfg(any(test, feature = "testing"))]
 pub use store::conformance;
@@ -110,3 +109,5 @@ pub use store::externalize_event;
 pub use store::resolve_with;
 pub use surface::Surface;
 pub use surface::SurfaceChange;
+pub use torn::TORN_SUFFIX;
+pub use torn::TornTail;

@@ -199,7 +199,7 @@ fn measure_ours(path: &Path, dir: &Path) -> anyhow::Result<Ours> {
         Ok(())
     })?;
     // Count once and keep the counts, as `abridge import` or a first
-    // `abridge stats` does.
+    // `abridge compact` does.
     let build = median_of(1, || {
         let session = load(path)?;
         let mut meter = TokenMeter::for_model(&entry);
@@ -273,7 +273,11 @@ fn measure_ours(path: &Path, dir: &Path) -> anyhow::Result<Ours> {
             Ok(())
         })
     };
+    // `stats` reads counts and writes none: put them back after the cold
+    // runs removed them.
+    let kept_bytes = std::fs::read(&kept_path)?;
     let stats_cold = stats(true)?;
+    std::fs::write(&kept_path, &kept_bytes)?;
     let stats_kept = stats(false)?;
     Ok(Ours {
         plain,
@@ -308,7 +312,7 @@ fn reopen(dir: &Path) -> anyhow::Result<Section> {
     let mut section = Section::new(
         "Open and measure with kept counts",
         &format!(
-            "The 38k-entry synthetic session of the active-path and simulate benches ({events} events, {surface} messages on the surface, {:.1} MB as JSONL, {} o200k tokens for {MODEL}), opened from its file and measured by a fresh `TokenMeter`. Cold: every surface message tokenized. Kept: the counts file beside the log (`<session>.counts`, {:.1} MB) read and every count checked against its message's content hash, nothing tokenized. Open + plan: open, measure with the counts kept, and `plan` a compaction keeping the newest 20000 tokens. Compact: open for writing, measure with the counts kept, a whole `digest` compaction (plan, begin, digest, commit) appended to a fresh copy of the log and its counts, the counts saved; in process, and as the whole `abridge compact --method digest --window {WINDOW}` process. `abridge stats` is the whole process (open, measure, the breakdown by role and tool, print), cold with the counts file deleted first (it is written again) and then with it kept. Medians of 3-5 runs.",
+            "The 38k-entry synthetic session of the active-path and simulate benches ({events} events, {surface} messages on the surface, {:.1} MB as JSONL, {} o200k tokens for {MODEL}), opened from its file and measured by a fresh `TokenMeter`. Cold: every surface message tokenized. Kept: the counts file beside the log (`<session>.counts`, {:.1} MB) read and every count checked against its message's content hash, nothing tokenized. Open + plan: open, measure with the counts kept, and `plan` a compaction keeping the newest 20000 tokens. Compact: open for writing, measure with the counts kept, a whole `digest` compaction (plan, begin, digest, commit) appended to a fresh copy of the log and its counts, the counts saved; in process, and as the whole `abridge compact --method digest --window {WINDOW}` process. `abridge stats` is the whole process (open, measure, the breakdown by role and tool, print), cold with the counts file deleted first (`stats` reads counts and writes none) and then with it kept. Medians of 3-5 runs.",
             bytes as f64 / 1e6,
             ours.tokens,
             sidecar as f64 / 1e6,

@@ -256,3 +256,46 @@ async fn sigkill_mid_append_and_mid_compaction_loses_nothing_acknowledged() {
     );
     server.kill();
 }
+
+/// A torn tail (what a kill in the middle of a write leaves) is refused,
+/// never cut: requests on the session answer 500 naming `abridge repair`,
+/// and the file keeps every byte; once the tail is set aside, the session
+/// opens again. Regression test for "a torn tail is cut on open" (issue
+/// 27).
+#[tokio::test]
+async fn a_torn_log_is_refused_with_every_byte_kept_until_it_is_set_aside() {
+    let dir = tempfile::tempdir().expect("dir");
+    let setup = crate::common::Setup::new(dir.path());
+    let server = setup.start().await;
+    let api = server.client(TOKEN_A);
+    api.create(&small("t", &["digest"])).await;
+    crate::common::fill(&api, "t", 0..4).await;
+    server.shutdown().await;
+    let log = dir.path().join("team-a").join("t.jsonl");
+    let whole = std::fs::read(&log).expect("log");
+    let cut = &whole[..whole.len() - 10];
+    std::fs::write(&log, cut).expect("cut");
+
+    let server = setup.start().await;
+    let api = server.client(TOKEN_A);
+    let (status, body) = api.get("/v1/sessions/t/context").await;
+    assert_eq!(status, 500, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("cut short") && message.contains("abridge repair"),
+        "{body}"
+    );
+    assert!(
+        std::fs::read(&log).expect("log") == cut,
+        "the server changed the log"
+    );
+
+    abridge_session::JsonlStore::open(&log, abridge_session::JsonlOptions::default())
+        .expect("store")
+        .set_aside_torn()
+        .expect("set aside")
+        .expect("a torn tail");
+    let (status, body) = api.get("/v1/sessions/t/context").await;
+    assert_eq!(status, 200, "{body}");
+    server.shutdown().await;
+}

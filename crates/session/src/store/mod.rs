@@ -8,7 +8,7 @@ mod jsonl;
 mod line;
 mod memory;
 mod read;
-mod torn;
+mod set_aside;
 
 pub use blob::BLOB_THRESHOLD;
 pub use blob::blob_sha256;
@@ -21,8 +21,7 @@ pub use line::LineError;
 pub use line::decode_event;
 pub use line::encode_event;
 pub use memory::MemoryStore;
-pub use torn::SetAside;
-pub use torn::TORN_SUFFIX;
+pub use set_aside::SetAside;
 
 use std::fmt::Debug;
 
@@ -30,6 +29,7 @@ use crate::error::StoreError;
 use crate::event::Event;
 use crate::event::Header;
 use crate::event::Seq;
+use crate::torn::TornTail;
 
 /// What a store found on load.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,40 +52,6 @@ pub struct LoadReport {
     pub skipped: Vec<SkippedLine>,
     /// Image blobs resolved from beside the session.
     pub blobs_resolved: usize,
-}
-
-/// The end of a log that a crash cut short: an unterminated last line
-/// that does not parse, or a batch whose lines end before its
-/// `"batch":N` said, from the batch's first line to the end of the file.
-/// It is not part of the log (a batch lands whole or not at all), and it
-/// stays on disk until [`JsonlStore::set_aside_torn`] moves it aside.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TornTail {
-    /// The 1-based line where it starts.
-    pub line: u64,
-    /// Its length in bytes, to the end of the file.
-    pub bytes: u64,
-    /// The complete events in it (lines of the torn batch that parse);
-    /// the cut line itself, if any, is not counted.
-    pub events: usize,
-}
-
-impl std::fmt::Display for TornTail {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.events {
-            0 => write!(f, "line {} on, {} bytes cut short", self.line, self.bytes),
-            1 => write!(
-                f,
-                "line {} on, {} bytes holding 1 complete event of a batch cut short",
-                self.line, self.bytes
-            ),
-            n => write!(
-                f,
-                "line {} on, {} bytes holding {n} complete events of a batch cut short",
-                self.line, self.bytes
-            ),
-        }
-    }
 }
 
 /// A line salvage mode skipped.

@@ -11,7 +11,6 @@ use std::path::Path;
 
 use super::LoadReport;
 use super::SkippedLine;
-use super::TornTail;
 use super::blob;
 use super::line::decode_line;
 use super::line::field_at_end;
@@ -22,6 +21,7 @@ use crate::event::FORMAT_VERSION;
 use crate::event::Header;
 use crate::event::LogEvent;
 use crate::event::MessageEvent;
+use crate::torn::TornTail;
 
 /// A log as read from disk, with its torn tail (if any) told apart from
 /// the complete part before it.

@@ -9,11 +9,12 @@ use std::io::Read;
 use std::path::Path;
 use std::path::PathBuf;
 
-use super::TornTail;
 use super::fs::create_private;
 use super::fs::sync_parent;
 use crate::error::StoreError;
 use crate::event::Event;
+use crate::torn::TORN_SUFFIX;
+use crate::torn::TornTail;
 
 /// What [`JsonlStore::set_aside_torn`](super::JsonlStore::set_aside_torn)
 /// moved out of the log.
@@ -29,9 +30,6 @@ pub struct SetAside {
     /// chooses to append them again (`abridge repair --keep-complete`).
     pub complete: Vec<Event>,
 }
-
-/// The suffix of a sidecar, before its number.
-pub const TORN_SUFFIX: &str = ".torn-";
 
 /// Copies what `source` holds into a new sidecar beside `log`
 /// (`<log>.torn-N`, the first N from 1 that is free, never an existing
