@@ -123,7 +123,12 @@ impl Session {
     ///
     /// # Errors
     /// [`SessionError::Invalid`] naming the line and field of the first bad
-    /// event; the store's errors; `NotCreated` when the store is empty.
+    /// event; the store's errors, among them
+    /// [`StoreError::Torn`](crate::StoreError::Torn) from a
+    /// [`JsonlStore`](crate::JsonlStore) opened to write on a log a crash
+    /// left torn (nothing is changed; see
+    /// [`JsonlStore::set_aside_torn`](crate::JsonlStore::set_aside_torn));
+    /// `NotCreated` when the store is empty.
     pub fn open(mut store: Box<dyn SessionStore>) -> Result<(Self, LoadReport), SessionError> {
         let location = store.location();
         let loaded = store.load()?.ok_or(crate::error::StoreError::NotCreated {

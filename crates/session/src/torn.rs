@@ -10,7 +10,7 @@ pub const TORN_SUFFIX: &str = ".torn-";
 /// `"batch":N` said, from the batch's first line to the end of the file.
 /// It is not part of the log (a batch lands whole or not at all), and it
 /// stays on disk until `JsonlStore::set_aside_torn` moves it aside.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TornTail {
     /// The 1-based line where it starts.
     pub line: u64,

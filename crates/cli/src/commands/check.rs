@@ -23,20 +23,12 @@ struct StaleStart {
     compaction_id: String,
 }
 
-/// A torn tail as `--json` shows it.
-#[derive(Debug, Serialize)]
-struct Torn {
-    line: u64,
-    bytes: u64,
-    events: usize,
-}
-
 #[derive(Debug, Serialize)]
 struct Report {
     ok: bool,
     events: usize,
     visible: usize,
-    torn_tail: Option<Torn>,
+    torn_tail: Option<abridge_session::TornTail>,
     skipped_lines: Vec<String>,
     stale_starts: Vec<StaleStart>,
     violations: Vec<String>,
@@ -50,11 +42,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         ok: invariants.is_ok() && loaded.torn_tail.is_none(),
         events: session.len(),
         visible: session.surface().len(),
-        torn_tail: loaded.torn_tail.as_ref().map(|torn| Torn {
-            line: torn.line,
-            bytes: torn.bytes,
-            events: torn.events,
-        }),
+        torn_tail: loaded.torn_tail.clone(),
         skipped_lines: loaded
             .skipped
             .iter()

@@ -12,10 +12,13 @@
 use std::path::Path;
 use std::path::PathBuf;
 
+use abridge_session::Draft;
 use abridge_session::JsonlOptions;
+use abridge_session::JsonlStore;
 use abridge_session::LogWriter;
 use abridge_session::SetAside;
 use abridge_session::SkippedLine;
+use abridge_session::TornTail;
 use anyhow::Context;
 use serde::Serialize;
 
@@ -45,12 +48,18 @@ pub(crate) struct Args {
 struct Torn {
     /// The sidecar holding its bytes.
     sidecar: PathBuf,
-    /// The line it started at.
-    line: u64,
-    /// Its bytes.
-    bytes: u64,
-    /// Its complete events.
+    /// Where it started, its bytes and its complete events.
+    #[serde(flatten)]
+    torn: TornTail,
+}
+
+/// What `--salvage-to` wrote, as `--json` shows it.
+#[derive(Debug, Serialize)]
+struct Salvaged<'a> {
+    out: &'a Path,
     events: usize,
+    skipped: &'a [SkippedLine],
+    torn_tail: Option<&'a TornTail>,
 }
 
 #[derive(Debug, Serialize)]
@@ -83,9 +92,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let report = Report {
         set_aside: set_aside.as_ref().map(|aside| Torn {
             sidecar: aside.sidecar.clone(),
-            line: aside.torn.line,
-            bytes: aside.torn.bytes,
-            events: aside.torn.events,
+            torn: aside.torn.clone(),
         }),
         kept,
         closed,
@@ -162,8 +169,8 @@ fn render(
 }
 
 /// `--salvage-to`: every event that parses, renumbered (the store's
-/// salvage mode), written to a new session at `out` through the same
-/// checks as any new log; `session` is only read.
+/// salvage mode), checked as a new session's events are and only then
+/// written to a new session at `out`; `session` is only read.
 fn salvage(session: &Path, out: &Path, json: bool) -> anyhow::Result<()> {
     if out.exists() {
         anyhow::bail!(
@@ -178,35 +185,37 @@ fn salvage(session: &Path, out: &Path, json: bool) -> anyhow::Result<()> {
     let mut store = open_store(session, options)?;
     let loaded = abridge_session::SessionStore::load(&mut store)?
         .with_context(|| format!("{}: no session here", session.display()))?;
-    let target = abridge_session::JsonlStore::open(out, JsonlOptions::default())?;
+    let drafts: Vec<Draft> = loaded
+        .events
+        .into_iter()
+        .map(|event| Draft {
+            parent: Some(event.parent),
+            time: Some(event.time),
+            body: event.body,
+        })
+        .collect();
+    abridge_session::check_drafts(&drafts).with_context(|| {
+        format!(
+            "{}: the lines that parse do not make a valid session; nothing was written",
+            session.display()
+        )
+    })?;
+    let events = drafts.len();
+    let target = JsonlStore::open(out, JsonlOptions::default())?;
     let mut writer = LogWriter::create(Box::new(target), &loaded.header)?;
-    let events = loaded.events.len();
-    for event in loaded.events {
-        writer
-            .push(abridge_session::Draft {
-                parent: Some(event.parent),
-                time: Some(event.time),
-                body: event.body,
-            })
-            .with_context(|| {
-                format!(
-                    "{}: the salvaged events do not make a valid session; {} is left incomplete",
-                    session.display(),
-                    out.display()
-                )
-            })?;
+    for draft in drafts {
+        writer.push(draft)?;
     }
-    let mut store = writer.finish()?;
-    store.sync()?;
-    let skipped: Vec<&SkippedLine> = loaded.report.skipped.iter().collect();
+    writer.finish()?.sync()?;
+    let report = &loaded.report;
     if json {
-        let value = serde_json::json!({
-            "out": out.display().to_string(),
-            "events": events,
-            "skipped": skipped.iter().map(|s| serde_json::json!({"line": s.line, "reason": s.reason})).collect::<Vec<_>>(),
-            "torn_tail": loaded.report.torn_tail.as_ref().map(|t| serde_json::json!({"line": t.line, "bytes": t.bytes, "events": t.events})),
-        });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        let salvaged = Salvaged {
+            out,
+            events,
+            skipped: &report.skipped,
+            torn_tail: report.torn_tail.as_ref(),
+        };
+        println!("{}", serde_json::to_string_pretty(&salvaged)?);
         return Ok(());
     }
     println!(
@@ -215,10 +224,10 @@ fn salvage(session: &Path, out: &Path, json: bool) -> anyhow::Result<()> {
         out.display(),
         session.display()
     );
-    for line in skipped {
+    for line in &report.skipped {
         println!("skipped line {}: {}", line.line, line.reason);
     }
-    if let Some(torn) = &loaded.report.torn_tail {
+    if let Some(torn) = &report.torn_tail {
         println!("left out the torn tail ({torn})");
     }
     Ok(())

@@ -55,7 +55,7 @@ pub struct LoadReport {
 }
 
 /// A line salvage mode skipped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct SkippedLine {
     /// 1-based line number.
     pub line: u64,
