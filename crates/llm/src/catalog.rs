@@ -82,11 +82,24 @@ pub enum ImageBilling {
     /// (about 1.2 MP) is first scaled down, then billed at
     /// `width * height / 750`.
     AnthropicStandard,
-    /// OpenAI "original" detail (GPT-5.x): 32 px patches, at most 10000,
-    /// times 1.2.
+    /// OpenAI's `detail: "original"`: 32 px patches, at most 10000 (an
+    /// image past that, or past 6000 px a side, scaled down first), times
+    /// 1.2. No encoder asks for this detail; it is here for a caller that
+    /// does.
     OpenAi,
-    /// OpenAI tiles (GPT-4o, GPT-4.1, o3): fit in 2048, shortest side 768,
-    /// `base + tile * tiles` for 512 px tiles.
+    /// OpenAI's patch models at the detail the encoders send (`auto`, or
+    /// none, which is `auto`): 32 px patches, an image past `max_patches`
+    /// scaled down to fit, times `per_mille / 1000`. GPT-5.x: 2500 and
+    /// 1200; GPT-5 mini and nano, GPT-4.1 mini and nano, o4-mini and
+    /// codex-mini: 1536 and their own multiplier.
+    OpenAiPatches {
+        /// Most patches one image is read at.
+        max_patches: u32,
+        /// Tokens per thousand patches.
+        per_mille: u32,
+    },
+    /// OpenAI tiles (GPT-4o, GPT-4.1, o1, o3, GPT-4o mini): fit in 2048,
+    /// shortest side 768, `base + tile * tiles` for 512 px tiles.
     OpenAiTile {
         /// Tokens every image costs.
         base: u32,
@@ -469,9 +482,24 @@ fn builtin_entries() -> Vec<ModelEntry> {
     use ImageBilling as B;
     use TokenizerFamily as T;
     let none = ImageLimits::default();
+    // Source for OpenAI's image rules: OpenAI docs, "Images and vision",
+    // calculating costs (tile constants per model, patch caps and
+    // multipliers).
     let tile_4o = B::OpenAiTile {
         base: 85,
         tile: 170,
+    };
+    let tile_o = B::OpenAiTile {
+        base: 75,
+        tile: 150,
+    };
+    let patches = |per_mille| B::OpenAiPatches {
+        max_patches: 1536,
+        per_mille,
+    };
+    let gpt5_patches = B::OpenAiPatches {
+        max_patches: 2500,
+        per_mille: 1200,
     };
     vec![
         // Anthropic. Source: Anthropic docs, "Models overview" (extended
@@ -482,6 +510,20 @@ fn builtin_entries() -> Vec<ModelEntry> {
         // Only the image rule is known to differ for this line; the window
         // and output cap are the conservative `claude` figures.
         reasoning(entry("claude-opus-4-7", &[], "anthropic", 200_000, 32_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
+        // Opus 4.6 and Sonnet 4.6 keep earlier thinking (extended thinking
+        // docs); without their own entries they were read as Opus 4 and
+        // Sonnet 4. Figures as Opus 4.5's and Sonnet 4.5's.
+        reasoning(entry("claude-opus-4-6", &[], "anthropic", 200_000, 64_000, true, T::Claude, B::AnthropicStandard, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-sonnet-4-6", &[], "anthropic", 200_000, 64_000, true, T::Claude, B::AnthropicStandard, ANTHROPIC_IMAGES)),
+        // The lines with preserved thinking and prefix checks (preserved
+        // thinking docs: Fable and Mythos 5.x, Opus, Sonnet and Haiku
+        // 5.5) and high-resolution images. Only those two rules are known
+        // here; window and output are the conservative `claude` figures.
+        reasoning(entry("claude-fable-5", &[], "anthropic", 200_000, 32_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-mythos-5", &[], "anthropic", 200_000, 32_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-opus-5", &[], "anthropic", 200_000, 32_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-sonnet-5", &[], "anthropic", 200_000, 32_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
+        reasoning(entry("claude-haiku-5", &[], "anthropic", 200_000, 32_000, true, T::Claude, B::Anthropic, ANTHROPIC_IMAGES)),
         reasoning(entry("claude-opus-4-5", &[], "anthropic", 200_000, 64_000, true, T::Claude, B::AnthropicStandard, ANTHROPIC_IMAGES)),
         reasoning(entry("claude-opus-4-1", &[], "anthropic", 200_000, 32_000, true, T::Claude, B::AnthropicStandard, ANTHROPIC_IMAGES)),
         reasoning(entry("claude-opus-4", &["claude-opus-4-0", "claude-4-opus"], "anthropic", 200_000, 32_000, true, T::Claude, B::AnthropicStandard, ANTHROPIC_IMAGES)),
@@ -494,22 +536,38 @@ fn builtin_entries() -> Vec<ModelEntry> {
         // OpenAI. Source: OpenAI docs, "Models" pages of each model;
         // "Reasoning models" for which lines reason (o-series, GPT-5 except
         // the chat-tuned variants, gpt-oss).
-        // GPT-5.x: 400k window, 128k output; images at "original" detail.
-        reasoning(entry("gpt-5", &["gpt-5-codex", "gpt-5-mini", "gpt-5-nano", "gpt-5-1", "gpt-5-2"], "openai", 400_000, 128_000, true, T::O200k, B::OpenAi, OPENAI_IMAGES)),
+        // GPT-5.x: 400k window, 128k output. Images at the `auto` detail
+        // the encoders send: 32 px patches up to 2500, times 1.2.
+        reasoning(entry("gpt-5", &["gpt-5-codex", "gpt-5-1", "gpt-5-2"], "openai", 400_000, 128_000, true, T::O200k, gpt5_patches, OPENAI_IMAGES)),
+        // GPT-5 mini and nano: patches up to 1536, times the multiplier
+        // "Images and vision" gives (1.62, 2.46; OpenAI's pricing
+        // calculator uses 1.2 and 1.5, so these may count high).
+        reasoning(entry("gpt-5-mini", &[], "openai", 400_000, 128_000, true, T::O200k, patches(1620), OPENAI_IMAGES)),
+        reasoning(entry("gpt-5-nano", &[], "openai", 400_000, 128_000, true, T::O200k, patches(2460), OPENAI_IMAGES)),
         // The chat-tuned GPT-5 variants have a 128k window, 16k output.
-        entry("gpt-5-chat", &["gpt-5-1-chat", "gpt-5-2-chat"], "openai", 128_000, 16_384, true, T::O200k, B::OpenAi, OPENAI_IMAGES),
-        // GPT-4.1 family: 1,047,576 window, 32,768 output, tile billing.
-        entry("gpt-4-1", &["gpt-4-1-mini", "gpt-4-1-nano"], "openai", 1_047_576, 32_768, true, T::O200k, tile_4o, OPENAI_IMAGES),
+        entry("gpt-5-chat", &["gpt-5-1-chat", "gpt-5-2-chat"], "openai", 128_000, 16_384, true, T::O200k, gpt5_patches, OPENAI_IMAGES),
+        // GPT-4.1 family: 1,047,576 window, 32,768 output; GPT-4.1 bills
+        // tiles, its mini and nano patches (1.62 and 2.46).
+        entry("gpt-4-1", &[], "openai", 1_047_576, 32_768, true, T::O200k, tile_4o, OPENAI_IMAGES),
+        entry("gpt-4-1-mini", &[], "openai", 1_047_576, 32_768, true, T::O200k, patches(1620), OPENAI_IMAGES),
+        entry("gpt-4-1-nano", &[], "openai", 1_047_576, 32_768, true, T::O200k, patches(2460), OPENAI_IMAGES),
         // o1: 200k window, 100k output; o1-mini: 128k window, 65,536
-        // output, text only.
-        reasoning(entry("o1", &["o1-pro"], "openai", 200_000, 100_000, true, T::O200k, tile_4o, OPENAI_IMAGES)),
-        reasoning(entry("o1-mini", &[], "openai", 128_000, 65_536, false, T::O200k, tile_4o, none)),
-        // o3 and o4-mini: 200k window, 100k output.
-        reasoning(entry("o3", &["o3-pro"], "openai", 200_000, 100_000, true, T::O200k, tile_4o, OPENAI_IMAGES)),
-        reasoning(entry("o3-mini", &[], "openai", 200_000, 100_000, false, T::O200k, tile_4o, none)),
-        reasoning(entry("o4-mini", &[], "openai", 200_000, 100_000, true, T::O200k, tile_4o, OPENAI_IMAGES)),
-        // GPT-4o and GPT-4o mini: 128k window, 16,384 output.
-        entry("gpt-4o", &["gpt-4o-mini", "chatgpt-4o"], "openai", 128_000, 16_384, true, T::O200k, tile_4o, OPENAI_IMAGES),
+        // output, text only. o1 and o3 bill tiles at 75 + 150 each.
+        reasoning(entry("o1", &["o1-pro"], "openai", 200_000, 100_000, true, T::O200k, tile_o, OPENAI_IMAGES)),
+        reasoning(entry("o1-mini", &[], "openai", 128_000, 65_536, false, T::O200k, tile_o, none)),
+        // o3 and o4-mini: 200k window, 100k output; o4-mini bills patches
+        // (1.72).
+        reasoning(entry("o3", &["o3-pro"], "openai", 200_000, 100_000, true, T::O200k, tile_o, OPENAI_IMAGES)),
+        reasoning(entry("o3-mini", &[], "openai", 200_000, 100_000, false, T::O200k, tile_o, none)),
+        reasoning(entry("o4-mini", &[], "openai", 200_000, 100_000, true, T::O200k, patches(1720), OPENAI_IMAGES)),
+        // codex-mini (`codex-mini-latest`): o4-mini tuned for Codex, a
+        // reasoning model; unknown to the catalog it was read as a model
+        // that does not reason, so no encrypted reasoning was asked for.
+        reasoning(entry("codex-mini", &["codex-mini-latest"], "openai", 200_000, 100_000, true, T::O200k, patches(1720), OPENAI_IMAGES)),
+        // GPT-4o and GPT-4o mini: 128k window, 16,384 output; GPT-4o mini
+        // bills tiles at 2833 + 5667 each.
+        entry("gpt-4o", &["chatgpt-4o"], "openai", 128_000, 16_384, true, T::O200k, tile_4o, OPENAI_IMAGES),
+        entry("gpt-4o-mini", &[], "openai", 128_000, 16_384, true, T::O200k, B::OpenAiTile { base: 2833, tile: 5667 }, OPENAI_IMAGES),
         // GPT-4 Turbo / GPT-4 / GPT-3.5 use cl100k. Source: tiktoken's
         // model-to-encoding table.
         entry("gpt-4-turbo", &[], "openai", 128_000, 4_096, true, T::Cl100k, tile_4o, OPENAI_IMAGES),
@@ -606,13 +664,16 @@ mod tests {
     #[test]
     fn longest_pattern_wins() {
         let catalog = Catalog::builtin();
-        assert_eq!(catalog.lookup("gpt-4o-mini-2024-07-18").entry.id, "gpt-4o");
+        assert_eq!(
+            catalog.lookup("gpt-4o-mini-2024-07-18").entry.id,
+            "gpt-4o-mini"
+        );
         assert_eq!(
             catalog.lookup("gpt-4o-mini-2024-07-18").matched,
             Match::Family("gpt-4o-mini".to_string())
         );
         assert_eq!(catalog.lookup("o3-mini-2025-01-31").entry.id, "o3-mini");
-        assert_eq!(catalog.lookup("gpt-4.1-mini").entry.id, "gpt-4-1");
+        assert_eq!(catalog.lookup("gpt-4.1-mini").entry.id, "gpt-4-1-mini");
         assert_eq!(catalog.lookup("gpt-4-0613").entry.id, "gpt-4");
         assert_eq!(catalog.lookup("gpt-5.1-codex-max").entry.id, "gpt-5");
         assert_eq!(catalog.lookup("gpt-5-chat-latest").entry.id, "gpt-5-chat");

@@ -170,6 +170,16 @@ pub trait LlmClient: Send + Sync + Debug {
         None
     }
 
+    /// The endpoint and credentials this client's native items are bound
+    /// to (OpenAI's encrypted compaction output works only for the
+    /// organization and backend that made it): a string that two clients
+    /// share exactly when one may replay what the other received. `None`
+    /// (the default) replays nothing native. See `Http::account` for the
+    /// provider clients' form.
+    fn native_account(&self) -> Option<&str> {
+        None
+    }
+
     /// Runs the request to completion.
     ///
     /// # Errors
@@ -200,6 +210,9 @@ impl<T: LlmClient + ?Sized> LlmClient for Arc<T> {
     fn native_dialect(&self) -> Option<&str> {
         (**self).native_dialect()
     }
+    fn native_account(&self) -> Option<&str> {
+        (**self).native_account()
+    }
     async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
         (**self).complete(request).await
     }
@@ -215,6 +228,9 @@ impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
     }
     fn native_dialect(&self) -> Option<&str> {
         (**self).native_dialect()
+    }
+    fn native_account(&self) -> Option<&str> {
+        (**self).native_account()
     }
     async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
         (**self).complete(request).await

@@ -7,6 +7,8 @@
 //!   measures and sends. It carries no HTTP type, so depending on it costs
 //!   only serde.
 //! - [`Usage`] and [`StopReason`]: what a provider reports about a call.
+//! - [`thinking_readable_by`] and [`same_model`]: which reasoning may be
+//!   sent back to which model (a signature is bound to its model).
 //! - [`LlmClient`]: one call to a model, whole or streamed, with errors
 //!   ([`LlmError`]) classified by what the caller does next.
 //! - Feature `providers` (on by default in this crate; the workspace
@@ -40,6 +42,7 @@ mod image;
 mod message;
 #[cfg(feature = "providers")]
 mod providers;
+mod replay;
 #[cfg(feature = "retry")]
 mod retry;
 mod usage;
@@ -72,6 +75,11 @@ pub use message::Meta;
 pub use message::Origin;
 pub use message::Role;
 pub use message::SharedMessage;
+pub use replay::ThinkingReader;
+pub use replay::is_thinking;
+pub use replay::keep_readable_thinking;
+pub use replay::same_model;
+pub use replay::thinking_readable_by;
 pub use usage::StopReason;
 pub use usage::Usage;
 

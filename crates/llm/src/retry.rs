@@ -257,6 +257,10 @@ impl LlmClient for RetryingClient {
         self.inner.native_dialect()
     }
 
+    fn native_account(&self) -> Option<&str> {
+        self.inner.native_account()
+    }
+
     async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
         self.run(|| self.inner.complete(request)).await
     }

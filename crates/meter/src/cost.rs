@@ -63,7 +63,10 @@ pub enum PriorThinking {
     #[default]
     Dropped,
     /// Kept in the context and counted: Claude Opus 4.5 and later, Claude
-    /// Sonnet 4.6 and later.
+    /// Sonnet 4.6 and later, Claude Haiku 5 and later, the Fable and
+    /// Mythos lines. These models also check each replayed thinking
+    /// block's prefix (preserved thinking): a block sent back after
+    /// something before it changed is rejected or dropped.
     Kept,
 }
 
@@ -77,7 +80,10 @@ impl PriorThinking {
         }
         let id = entry.id.as_str();
         let kept = claude_version(id, "claude-opus-").is_some_and(|v| v >= (4, 5))
-            || claude_version(id, "claude-sonnet-").is_some_and(|v| v >= (4, 6));
+            || claude_version(id, "claude-sonnet-").is_some_and(|v| v >= (4, 6))
+            || claude_version(id, "claude-haiku-").is_some_and(|v| v >= (5, 0))
+            || id.starts_with("claude-fable-")
+            || id.starts_with("claude-mythos-");
         if kept {
             PriorThinking::Kept
         } else {
@@ -404,6 +410,14 @@ mod tests {
         assert_eq!(rule("claude-sonnet-4-5"), PriorThinking::Dropped);
         assert_eq!(rule("claude-opus-4-1"), PriorThinking::Dropped);
         assert_eq!(rule("claude-opus-4-5"), PriorThinking::Kept);
+        // Issue 29: the 4.6 lines resolved to the Opus 4 and Sonnet 4
+        // entries, which drop earlier thinking.
+        assert_eq!(rule("claude-opus-4-6"), PriorThinking::Kept);
+        assert_eq!(rule("claude-sonnet-4-6"), PriorThinking::Kept);
+        assert_eq!(rule("claude-sonnet-4-6-20260217"), PriorThinking::Kept);
+        assert_eq!(rule("claude-fable-5-1"), PriorThinking::Kept);
+        assert_eq!(rule("claude-haiku-5-5"), PriorThinking::Kept);
+        assert_eq!(rule("claude-haiku-4-5"), PriorThinking::Dropped);
         let entry = |id: &str| abridge_llm::ModelEntry {
             id: id.to_string(),
             provider: "anthropic".to_string(),

@@ -19,15 +19,42 @@ pub const MAX_IMAGE_EDGE: u32 = 65_535;
 /// caps, so an unknown image is not undercounted.
 pub const UNKNOWN_IMAGE_EDGE: u32 = 2048;
 
-/// Anthropic: patches of 28 x 28 px, at most 4784 billed, times 1.05.
+/// Anthropic's high-resolution lines (Claude Opus 4.7 and later): scaled
+/// down (aspect kept) until the long edge is at most
+/// [`ANTHROPIC_MAX_EDGE`] and the image at most 4784 patches of 28 x 28
+/// px (about 3.75 MP), then patches of 28 x 28 px, at most 4784 billed,
+/// times 1.05.
 ///
 /// Source: Anthropic docs, "Vision" (cost is `width * height / 750`
 /// tokens, which is 1.045 tokens per 784 px patch, and images past the
-/// size limit are scaled down before billing); the patch form and its cap
-/// as stated in issue 3. 1568 x 1568 -> 3293.
+/// size limits are scaled down before billing; Claude Opus 4.7 reads a
+/// long edge up to 2576 px, about 3.75 MP). 1568 x 1568 -> 3293;
+/// 8000 x 1000 is read at 2576 x 322 -> 1160.
 fn anthropic(w: u64, h: u64) -> u64 {
-    let patches = (w.div_ceil(28) * h.div_ceil(28)).min(4784);
+    let (w, h) = scaled_to(w, h, ANTHROPIC_MAX_EDGE, ANTHROPIC_MAX_PATCHES * 28 * 28);
+    let patches = (w.div_ceil(28) * h.div_ceil(28)).min(ANTHROPIC_MAX_PATCHES);
     (patches * 105).div_ceil(100)
+}
+
+/// Longest edge a high-resolution Claude line reads without scaling.
+const ANTHROPIC_MAX_EDGE: u64 = 2576;
+/// Most 28 px patches a high-resolution Claude line bills for one image.
+const ANTHROPIC_MAX_PATCHES: u64 = 4784;
+
+/// `w x h` scaled down (aspect kept, rounded down, at least 1 px) until
+/// the long edge is at most `max_edge` and the area at most `max_pixels`.
+fn scaled_to(w: u64, h: u64, max_edge: u64, max_pixels: u64) -> (u64, u64) {
+    let (wf, hf) = (w as f64, h as f64);
+    let edge = max_edge as f64 / wf.max(hf);
+    let area = (max_pixels as f64 / (wf * hf)).sqrt();
+    let scale = edge.min(area).min(1.0);
+    if scale >= 1.0 {
+        return (w, h);
+    }
+    (
+        ((wf * scale).floor() as u64).max(1),
+        ((hf * scale).floor() as u64).max(1),
+    )
 }
 
 /// Anthropic's earlier lines: scaled down (aspect kept) until the long
@@ -50,27 +77,38 @@ pub const ANTHROPIC_STANDARD_MAX_EDGE: u64 = 1568;
 
 /// The size an earlier Claude line reads an image at.
 pub fn anthropic_standard_size(w: u64, h: u64) -> (u64, u64) {
-    let (wf, hf) = (w as f64, h as f64);
-    let edge = ANTHROPIC_STANDARD_MAX_EDGE as f64 / wf.max(hf);
-    let area = (ANTHROPIC_STANDARD_MAX_PIXELS as f64 / (wf * hf)).sqrt();
-    let scale = edge.min(area).min(1.0);
-    if scale >= 1.0 {
-        return (w, h);
-    }
-    (
-        ((wf * scale).floor() as u64).max(1),
-        ((hf * scale).floor() as u64).max(1),
+    scaled_to(
+        w,
+        h,
+        ANTHROPIC_STANDARD_MAX_EDGE,
+        ANTHROPIC_STANDARD_MAX_PIXELS,
     )
 }
 
-/// OpenAI with `detail: "original"` (GPT-5.x): patches of 32 x 32 px, at
-/// most 10000, times 1.2.
+/// OpenAI with `detail: "original"`: at most 6000 px a side and 10000
+/// patches of 32 x 32 px, times 1.2. 1568 x 1568 -> 2882.
 ///
 /// Source: OpenAI docs, "Images and vision", calculating costs for
-/// patch-based models; figures as stated in issue 3. 1568 x 1568 -> 2882.
+/// patch-based models.
 fn openai_original(w: u64, h: u64) -> u64 {
-    let patches = (w.div_ceil(32) * h.div_ceil(32)).min(10_000);
-    (patches * 12).div_ceil(10)
+    let (w, h) = scaled_to(w, h, 6000, 10_000 * 32 * 32);
+    openai_patches(w, h, 10_000, 1200)
+}
+
+/// OpenAI's patch models: 32 x 32 px patches; an image past `max_patches`
+/// is scaled down to fit (aspect kept), then the patches, at most
+/// `max_patches`, cost `per_mille / 1000` each. GPT-5.x at `auto`
+/// (2500, 1.2): 1024 x 1024 -> 1229; 1600 x 1600 is read as 2500 patches
+/// -> 3000.
+///
+/// Source: OpenAI docs, "Images and vision", calculating costs for
+/// patch-based models (the scale-to-fit step and the per-model
+/// multipliers).
+fn openai_patches(w: u64, h: u64, max_patches: u32, per_mille: u32) -> u64 {
+    let cap = u64::from(max_patches.max(1));
+    let (w, h) = scaled_to(w, h, u64::MAX, cap * 32 * 32);
+    let patches = (w.div_ceil(32) * h.div_ceil(32)).min(cap);
+    (patches * u64::from(per_mille)).div_ceil(1000)
 }
 
 /// OpenAI tiles (`detail: "high"`, GPT-4o / GPT-4.1 / o3): scale to fit
@@ -132,6 +170,10 @@ pub fn image_tokens(family: ImageBilling, width: u32, height: u32) -> u64 {
         ImageBilling::Anthropic => anthropic(w, h),
         ImageBilling::AnthropicStandard => anthropic_standard(w, h),
         ImageBilling::OpenAi => openai_original(w, h),
+        ImageBilling::OpenAiPatches {
+            max_patches,
+            per_mille,
+        } => openai_patches(w, h, max_patches, per_mille),
         ImageBilling::OpenAiTile { base, tile } => openai_tiles(w, h, base, tile),
         ImageBilling::Google => GOOGLE_FLAT,
         ImageBilling::GeminiTile => gemini_tiles(w, h),
@@ -172,6 +214,50 @@ mod tests {
         assert_eq!(image_tokens(f, 28, 28), 2); // ceil(1 * 1.05)
         assert_eq!(image_tokens(f, 1000, 1000), 1361); // 36 * 36 = 1296 * 1.05 = 1360.8
         assert_eq!(image_tokens(f, 8000, 8000), 5024); // capped: 4784 * 1.05
+    }
+
+    /// Issue 29: the high-resolution line reads a long edge past 2576 px
+    /// scaled down to it, so a wide screenshot costs its scaled patches,
+    /// not the cap.
+    #[test]
+    fn high_resolution_claude_scales_to_its_long_edge_before_counting() {
+        let f = ImageBilling::Anthropic;
+        // 8000 x 1000 is read at 2576 x 322: 92 x 12 patches.
+        assert_eq!(
+            image_tokens(f, 8000, 1000),
+            (92 * 12 * 105_u64).div_ceil(100)
+        );
+        // Within the edge and the pixel budget: as sent.
+        assert_eq!(image_tokens(f, 2576, 322), image_tokens(f, 8000, 1000));
+    }
+
+    /// Issue 29: the mini and nano lines, o4-mini and GPT-5.x at `auto`
+    /// bill 32 px patches scaled to a cap, times their multiplier; o-series
+    /// and GPT-4o mini tiles have their own constants.
+    #[test]
+    fn openai_lines_bill_by_their_own_documented_rule() {
+        let catalog = abridge_llm::Catalog::builtin();
+        let tokens =
+            |model: &str, w, h| image_tokens(catalog.lookup(model).entry.image_billing, w, h);
+        // GPT-4.1 mini: 1800 x 2400 is 57 x 75 = 4275 patches, past 1536:
+        // scaled to at most 1536, times 1.62.
+        let mini = tokens("gpt-4.1-mini", 1800, 2400);
+        assert!(
+            mini <= (1536 * 162_u64).div_ceil(100) && mini > 1400 * 162 / 100,
+            "{mini}"
+        );
+        // 1024 x 1024 is 32 x 32 patches: GPT-5 at auto pays 1.2 each,
+        // o4-mini 1.72.
+        assert_eq!(tokens("gpt-5", 1024, 1024), (1024 * 12_u64).div_ceil(10));
+        assert_eq!(
+            tokens("o4-mini", 1024, 1024),
+            (1024 * 172_u64).div_ceil(100)
+        );
+        // o3 tiles: 75 + 150 x 4 for 1024 x 1024; GPT-4o mini 2833 + 5667 x 4.
+        assert_eq!(tokens("o3", 1024, 1024), 75 + 150 * 4);
+        assert_eq!(tokens("gpt-4o-mini", 1024, 1024), 2833 + 5667 * 4);
+        // GPT-5 at auto reads 1600 x 1600 as 2500 patches.
+        assert_eq!(tokens("gpt-5.4", 1600, 1600), 3000);
     }
 
     #[test]

@@ -31,6 +31,11 @@ pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 /// The API version header value this client speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
+/// The `anthropic-beta` flag under which the Messages API reads (and
+/// writes) server-side compaction blocks: sent with every request that
+/// replays one, and with the compaction call itself.
+pub const ANTHROPIC_COMPACTION_BETA: &str = "compact-2026-01-12";
+
 pub use super::options::AnthropicOptions;
 
 /// A Messages API client.
@@ -144,13 +149,24 @@ impl AnthropicClient {
         )
     }
 
+    /// The `anthropic-beta` header `request` is sent with: the flags its
+    /// contents need (a replayed compaction block needs
+    /// [`ANTHROPIC_COMPACTION_BETA`]) joined to those the configuration
+    /// sends; empty when there are none.
+    pub fn betas(&self, request: &Request) -> String {
+        self.http.betas(&anthropic_encode::betas(request))
+    }
+
     async fn send(
         &self,
         request: &Request,
         streaming: bool,
     ) -> Result<reqwest::Response, LlmError> {
         let bytes = self.encode_body(request, streaming)?;
-        self.http.post(bytes, request.purpose, streaming).await
+        let betas = anthropic_encode::betas(request);
+        self.http
+            .post_with_betas(bytes, request.purpose, streaming, &betas)
+            .await
     }
 }
 
@@ -203,6 +219,10 @@ impl LlmClient for AnthropicClient {
 
     fn native_dialect(&self) -> Option<&str> {
         Some(Self::NAME)
+    }
+
+    fn native_account(&self) -> Option<&str> {
+        Some(self.http.account())
     }
 
     async fn complete(&self, request: &Request) -> Result<Response, LlmError> {

@@ -197,18 +197,61 @@ impl Serialize for WireBlock<'_> {
                 cache_control: EPHEMERAL,
             }
             .serialize(serializer),
-            (Kind::Native(Value::Object(fields)), true) => {
+            (Kind::Native(Value::Object(fields)), cached) => {
+                let allowed = input_keys(fields.get("type").and_then(Value::as_str));
                 let mut map = serializer.serialize_map(None)?;
-                for (key, value) in fields.iter().filter(|(key, _)| *key != "cache_control") {
+                for (key, value) in fields.iter().filter(|(key, _)| {
+                    *key != "cache_control"
+                        && allowed.is_none_or(|keys| keys.contains(&key.as_str()))
+                }) {
                     map.serialize_entry(key, value)?;
                 }
-                map.serialize_entry("cache_control", &EPHEMERAL)?;
+                if cached {
+                    map.serialize_entry("cache_control", &EPHEMERAL)?;
+                }
                 map.end()
             }
             // A native item that is not an object has nowhere to carry a
             // marker; it goes as it came.
             (Kind::Native(item), _) => item.serialize(serializer),
         }
+    }
+}
+
+/// The keys a native block of type `kind` may carry on input, when we
+/// know its input shape; `None` sends every key as it came.
+///
+/// A compaction block comes back with `encrypted_content`, which the
+/// Messages API rejects on input ("Extra inputs are not permitted"),
+/// although the SDK's request type lists it (anthropic-sdk-python issue
+/// 1828): the block goes back with its summary, signature and tool
+/// changes only. `cache_control` is ours to add.
+fn input_keys(kind: Option<&str>) -> Option<&'static [&'static str]> {
+    match kind {
+        Some(COMPACTION_BLOCK) => Some(&["type", "content", "signature", "tool_changes"]),
+        _ => None,
+    }
+}
+
+/// The content block type of Anthropic's server-side compaction.
+pub(crate) const COMPACTION_BLOCK: &str = "compaction";
+
+/// Whether `message` carries a compaction block of this provider's.
+fn holds_compaction(message: &Message) -> bool {
+    message.content.iter().any(|block| {
+        matches!(block, Block::Native { provider, item }
+            if provider == ANTHROPIC && wire::type_of(item) == Some(COMPACTION_BLOCK))
+    })
+}
+
+/// The `anthropic-beta` flags a request's contents need: a replayed
+/// compaction block is read only under the compaction beta.
+pub(crate) fn betas(request: &Request) -> Vec<&'static str> {
+    let compaction = request.messages.iter().any(|m| holds_compaction(m));
+    if compaction {
+        vec![super::anthropic::ANTHROPIC_COMPACTION_BETA]
+    } else {
+        Vec::new()
     }
 }
 
@@ -469,7 +512,13 @@ fn split_messages<'a>(
         let Some(blocks) = blocks.as_ref().filter(|b| !b.is_empty()) else {
             continue;
         };
-        let role = wire_role(message.role);
+        let role = if holds_compaction(message) {
+            // The Messages API reads a compaction block as the
+            // assistant's own content, whatever role stored it.
+            "assistant"
+        } else {
+            wire_role(message.role)
+        };
         let start = slots.len();
         slots.extend(
             blocks

@@ -483,6 +483,12 @@ impl Decoder for ChatDecoder {
                 push_text(&mut self.parts, &mut self.text_slot, &text, false);
                 out.push(StreamEvent::TextDelta(text.into_owned()));
             }
+            // A refusal streams in its own field; it is the answer's
+            // text, as in a whole answer.
+            if let Some(refusal) = owned_text(delta.refusal) {
+                push_text(&mut self.parts, &mut self.text_slot, &refusal, false);
+                out.push(StreamEvent::TextDelta(refusal));
+            }
             for call in delta.tool_calls.unwrap_or_default() {
                 let key = call.index.unwrap_or(self.tool_slots.len());
                 let function = call.function.unwrap_or(WireFunction {

@@ -248,9 +248,11 @@ pub fn classify_http_error_in(
 }
 
 /// Error types and codes that say the account cannot pay for the call
-/// (OpenAI answers an exhausted quota with 429 `insufficient_quota`):
-/// waiting does not help, so they are not rate limits.
-const QUOTA_KINDS: &[&str] = &["insufficient_quota", "billing"];
+/// (OpenAI answers an exhausted quota with 429 `insufficient_quota`, and
+/// a plan that does not include API usage with `usage_not_included`,
+/// also inside a stream): waiting does not help, so they are neither rate
+/// limits nor server errors.
+const QUOTA_KINDS: &[&str] = &["insufficient_quota", "billing", "usage_not_included"];
 
 /// Classifies a non-success HTTP answer.
 ///
@@ -281,7 +283,7 @@ pub(crate) fn classify_status(
     if status == 429 || body.kind_contains("rate_limit") {
         return LlmError::RateLimited {
             provider,
-            retry_after,
+            retry_after: retry_after.or_else(|| wait_in_message(&message)),
             message,
         };
     }
@@ -331,6 +333,43 @@ pub(crate) fn classify_stream_error(
         500
     };
     classify_status(provider, dialect, status, None, body)
+}
+
+/// The wait a rate-limit message names, as OpenAI writes it ("Please try
+/// again in 1.5s", "in 20ms", "in 1m12.5s"): the only delay a
+/// `response.failed` event inside a stream carries, since no header
+/// comes with it.
+pub(crate) fn wait_in_message(message: &str) -> Option<Duration> {
+    const PHRASE: &str = "try again in ";
+    let lower = message.to_ascii_lowercase();
+    let start = lower.find(PHRASE)? + PHRASE.len();
+    let mut rest = &lower[start..];
+    let mut total = 0.0_f64;
+    let mut read_any = false;
+    loop {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let Ok(value) = rest[..digits].parse::<f64>() else {
+            break;
+        };
+        let unit = &rest[digits..];
+        let (scale, used) = if unit.starts_with("ms") {
+            (0.001, 2)
+        } else if unit.starts_with('s') {
+            (1.0, 1)
+        } else if unit.starts_with('m') {
+            (60.0, 1)
+        } else if unit.starts_with('h') {
+            (3600.0, 1)
+        } else {
+            break;
+        };
+        total += value * scale;
+        read_any = true;
+        rest = &unit[used..];
+    }
+    (read_any && total.is_finite()).then(|| Duration::from_secs_f64(total))
 }
 
 /// Reads how long the server asked us to wait: `retry-after-ms` (OpenAI),
@@ -617,6 +656,42 @@ mod tests {
     }
 
     /// OpenAI answers an exhausted quota with 429; waiting does not help.
+    /// Issue 29: a failed response inside a stream has no Retry-After
+    /// header; the wait is in its message.
+    #[test]
+    fn a_streamed_rate_limit_reads_its_wait_from_the_message() {
+        let failed = error_from_value(&serde_json::json!({"error": {
+            "code": "rate_limit_exceeded",
+            "message": "Rate limit reached for gpt-5 in organization org-1 on tokens per min (TPM): Limit 30000, Used 29800, Requested 1200. Please try again in 1.75s. Visit https://platform.openai.com/account/rate-limits to learn more."}}));
+        let error = classify_stream_error("openai", ErrorDialect::OpenAi, &failed);
+        assert!(
+            matches!(error, LlmError::RateLimited { retry_after: Some(d), .. } if d == Duration::from_millis(1750)),
+            "{error:?}"
+        );
+        assert_eq!(
+            wait_in_message("Please try again in 20ms."),
+            Some(Duration::from_millis(20))
+        );
+        assert_eq!(
+            wait_in_message("try again in 1m12.5s"),
+            Some(Duration::from_secs_f64(72.5))
+        );
+        assert_eq!(wait_in_message("try again in a moment"), None);
+        assert_eq!(wait_in_message("no wait named"), None);
+    }
+
+    /// Issue 29: a plan without API usage is not a transient failure;
+    /// retrying it as a server error only repeats the refusal.
+    #[test]
+    fn usage_not_included_is_not_retried() {
+        let failed = error_from_value(&serde_json::json!({"error": {
+            "type": "usage_not_included",
+            "message": "Your plan does not include API usage."}}));
+        let error = classify_stream_error("openai", ErrorDialect::OpenAi, &failed);
+        assert!(matches!(error, LlmError::BadRequest { .. }), "{error:?}");
+        assert!(!error.is_retryable());
+    }
+
     #[test]
     fn insufficient_quota_is_not_a_rate_limit() {
         let body = r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;

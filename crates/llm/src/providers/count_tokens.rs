@@ -19,6 +19,7 @@ use super::anthropic::ANTHROPIC_VERSION;
 use super::anthropic::AnthropicClient;
 use super::anthropic::AnthropicOptions;
 use super::anthropic::strip_v1;
+use super::anthropic_encode;
 use super::classify;
 use super::config::ProviderConfig;
 use super::http::Auth;
@@ -88,6 +89,12 @@ impl CountTokensClient {
         self.http.provider()
     }
 
+    /// The `anthropic-beta` header counting `request` sends (see
+    /// [`AnthropicClient::betas`]).
+    pub fn betas(&self, request: &Request) -> String {
+        self.http.betas(&anthropic_encode::betas(request))
+    }
+
     /// The body exactly as it is sent, for tests and benchmarks.
     ///
     /// # Errors
@@ -111,7 +118,11 @@ impl CountTokensClient {
     pub async fn count(&self, request: &Request) -> Result<u64, LlmError> {
         let body = self.build_body(request)?;
         let bytes = wire::encode(self.http.provider(), 0, &body, &serde_json::Map::new())?;
-        let response = self.http.post(bytes, request.purpose, false).await?;
+        let betas = anthropic_encode::betas(request);
+        let response = self
+            .http
+            .post_with_betas(bytes, request.purpose, false, &betas)
+            .await?;
         let value: Value = self.http.read_json(response).await?;
         if value.get("type").and_then(Value::as_str) == Some("error") {
             let mut error = classify::error_from_value(&value);

@@ -37,6 +37,8 @@ pub enum Auth {
 pub struct Http {
     client: reqwest::Client,
     url: String,
+    /// Whose endpoint and credentials this is (see [`Http::account`]).
+    account: String,
     headers: HeaderMap,
     provider: String,
     secret: Option<ApiKey>,
@@ -95,7 +97,15 @@ impl Http {
             let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
                 config_error(provider, format!("header name {name:?} is not valid"))
             })?;
-            let mut value = HeaderValue::from_str(value).map_err(|_| {
+            // A caller's beta flags join the ones the endpoint needs
+            // instead of replacing them.
+            let value = match headers.get(&header) {
+                Some(fixed) if header.as_str() == ANTHROPIC_BETA => {
+                    join_betas(fixed.to_str().ok(), &[value.as_str()])
+                }
+                _ => value.clone(),
+            };
+            let mut value = HeaderValue::from_str(&value).map_err(|_| {
                 config_error(
                     provider,
                     format!("the value of header {name:?} is not valid"),
@@ -139,6 +149,7 @@ impl Http {
             .map_err(|e| config_error(provider, format!("could not build the http client: {e}")))?;
         Ok(Http {
             client,
+            account: account_of(base, config),
             dialect: classify::ErrorDialect::for_url(own, default_base, base),
             url: format!("{base}{path}"),
             headers,
@@ -159,6 +170,17 @@ impl Http {
     /// The full address requests are posted to.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// Whose endpoint and credentials this is: the base URL and a
+    /// fingerprint of the key and the account headers
+    /// (`OpenAI-Organization`, `OpenAI-Project`), never the key itself.
+    /// Opaque provider output (an encrypted compaction item, a signed
+    /// block) is readable only by the account and backend that made it,
+    /// so it is replayed only where this matches; two clients of the same
+    /// base and key, whatever their paths, agree.
+    pub fn account(&self) -> &str {
+        &self.account
     }
 
     /// The largest answer body this endpoint reads, in bytes.
@@ -224,6 +246,22 @@ impl Http {
         purpose: Purpose,
         streaming: bool,
     ) -> Result<reqwest::Response, LlmError> {
+        self.post_with_betas(body, purpose, streaming, &[]).await
+    }
+
+    /// [`post`](Self::post) with `betas` joined to the `anthropic-beta`
+    /// flags the endpoint already sends: the flags this body's contents
+    /// need.
+    ///
+    /// # Errors
+    /// As [`post`](Self::post).
+    pub(crate) async fn post_with_betas(
+        &self,
+        body: Vec<u8>,
+        purpose: Purpose,
+        streaming: bool,
+        betas: &[&str],
+    ) -> Result<reqwest::Response, LlmError> {
         tracing::debug!(
             provider = %self.provider,
             ?purpose,
@@ -231,10 +269,18 @@ impl Http {
             bytes = body.len(),
             "sending model request"
         );
+        let mut headers = self.headers.clone();
+        if !betas.is_empty() {
+            // One header listing every flag: a second `anthropic-beta`
+            // line would leave the server reading only one of them.
+            let value = HeaderValue::from_str(&self.betas(betas))
+                .map_err(|_| self.malformed("a beta flag is not a valid header value"))?;
+            headers.insert(ANTHROPIC_BETA, value);
+        }
         let mut request = self
             .client
             .post(&self.url)
-            .headers(self.headers.clone())
+            .headers(headers)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body);
         if streaming {
@@ -326,6 +372,65 @@ impl Http {
         serde_json::from_slice(&bytes)
             .map_err(|e| self.malformed(format!("the answer is not the expected json ({e})")))
     }
+}
+
+impl Http {
+    /// The `anthropic-beta` value a request carrying `needed` sends: the
+    /// endpoint's own flags (fixed and configured) and `needed`, each once.
+    pub fn betas(&self, needed: &[&str]) -> String {
+        let own = self
+            .headers
+            .get(ANTHROPIC_BETA)
+            .and_then(|value| value.to_str().ok());
+        join_betas(own, needed)
+    }
+}
+
+/// The header that lists Anthropic's beta flags, comma-separated.
+pub(crate) const ANTHROPIC_BETA: &str = "anthropic-beta";
+
+/// `existing` (a comma-separated list, if any) with each of `more` added
+/// unless it is already there.
+fn join_betas(existing: Option<&str>, more: &[&str]) -> String {
+    let mut flags: Vec<&str> = existing
+        .into_iter()
+        .flat_map(|list| list.split(','))
+        .chain(more.iter().flat_map(|list| list.split(',')))
+        .map(str::trim)
+        .filter(|flag| !flag.is_empty())
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    flags.retain(|flag| seen.insert(*flag));
+    flags.join(",")
+}
+
+/// Headers that name the account a key acts for, beside the key itself.
+const ACCOUNT_HEADERS: &[&str] = &["openai-organization", "openai-project"];
+
+/// `base#fingerprint`: the base URL and the first 16 hex digits of the
+/// SHA-256 of the key and the account headers' values (see
+/// [`Http::account`]). A configuration without a key has the fingerprint
+/// of an empty key.
+fn account_of(base: &str, config: &ProviderConfig) -> String {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    hash.update(b"abridge-account\0");
+    if let Some(key) = &config.api_key {
+        hash.update(key.expose().as_bytes());
+    }
+    for wanted in ACCOUNT_HEADERS {
+        for (name, value) in &config.headers {
+            if name.eq_ignore_ascii_case(wanted) {
+                hash.update(b"\0");
+                hash.update(name.to_ascii_lowercase().as_bytes());
+                hash.update(b"=");
+                hash.update(value.as_bytes());
+            }
+        }
+    }
+    let digest = hash.finalize();
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{base}#{hex}")
 }
 
 /// The error for an answer from `provider` that grew past `cap` bytes. Not

@@ -22,6 +22,7 @@ mod stream;
 mod wire;
 
 pub use anthropic::ANTHROPIC_BASE_URL;
+pub use anthropic::ANTHROPIC_COMPACTION_BETA;
 pub use anthropic::ANTHROPIC_VERSION;
 pub use anthropic::AnthropicClient;
 pub use anthropic::AnthropicOptions;

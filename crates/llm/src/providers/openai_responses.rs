@@ -119,8 +119,9 @@ impl OpenAiResponsesClient {
     pub fn build_body(&self, request: &Request, streaming: bool) -> Result<Value, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
         let provider = self.http.provider();
+        let options = &self.options;
         let items = FragmentCache::uncached(&request.messages, responses_encode::cacheable, |m| {
-            responses_encode::encode_message(provider, m)
+            responses_encode::encode_message(provider, m, options)
         })?;
         let body = responses_encode::body(request, model, &self.options, streaming, &items);
         wire::to_value(self.http.provider(), &body, &self.extra_body)
@@ -138,7 +139,7 @@ impl OpenAiResponsesClient {
         let items = self
             .fragments
             .items(&request.messages, responses_encode::cacheable, |m| {
-                responses_encode::encode_message(provider, m)
+                responses_encode::encode_message(provider, m, &self.options)
             })?;
         let body = responses_encode::body(request, model, &self.options, streaming, &items);
         wire::encode(
@@ -438,6 +439,10 @@ impl LlmClient for OpenAiResponsesClient {
 
     fn native_dialect(&self) -> Option<&str> {
         Some(Self::NAME)
+    }
+
+    fn native_account(&self) -> Option<&str> {
+        Some(self.http.account())
     }
 
     async fn complete(&self, request: &Request) -> Result<Response, LlmError> {

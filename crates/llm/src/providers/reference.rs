@@ -321,7 +321,19 @@ fn media_block(block: &Block) -> Option<Value> {
             ImageSource::Blob { .. } => json!({"type": "text", "text": IMAGE_NOT_LOADED}),
         }),
         // A compaction block this provider wrote, sent back as it came.
-        Block::Native { provider, item } if provider == AnthropicClient::NAME => Some(item.clone()),
+        Block::Native { provider, item } if provider == AnthropicClient::NAME => {
+            let mut item = item.clone();
+            let compaction = item.get("type").and_then(Value::as_str) == Some("compaction");
+            if let Value::Object(fields) = &mut item {
+                fields.remove("cache_control");
+                if compaction {
+                    fields.retain(|key, _| {
+                        ["type", "content", "signature", "tool_changes"].contains(&key.as_str())
+                    });
+                }
+            }
+            Some(item)
+        }
         _ => None,
     }
 }
@@ -409,6 +421,11 @@ fn split_messages(request: &Request) -> (Vec<Value>, Vec<Value>) {
         if blocks.is_empty() {
             continue;
         }
+        let role = if blocks.iter().any(|b| b["type"] == "compaction") {
+            "assistant"
+        } else {
+            role
+        };
         match messages.last_mut() {
             Some(previous) if previous["role"] == role => {
                 if let Some(content) = previous["content"].as_array_mut() {
@@ -430,7 +447,7 @@ pub(crate) fn responses(
 ) -> Value {
     let mut body = json!({
         "model": model,
-        "input": input_items(request),
+        "input": input_items(request, options.store),
     });
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request
@@ -490,13 +507,19 @@ fn own_native_item(block: &Block) -> Option<Value> {
     }
 }
 
-/// A reasoning item this client stored as a thinking signature.
-fn reasoning_item(signature: Option<&String>) -> Option<Value> {
+/// A reasoning item this client stored as a thinking signature; without
+/// `store`, only one that carries its encrypted content.
+fn reasoning_item(signature: Option<&String>, store: bool) -> Option<Value> {
     let value: Value = serde_json::from_str(signature?).ok()?;
-    (value.get("type").and_then(Value::as_str) == Some("reasoning")).then_some(value)
+    let encrypted = value
+        .get("encrypted_content")
+        .and_then(Value::as_str)
+        .is_some_and(|c| !c.is_empty());
+    (value.get("type").and_then(Value::as_str) == Some("reasoning") && (store || encrypted))
+        .then_some(value)
 }
 
-fn input_items(request: &Request) -> Vec<Value> {
+fn input_items(request: &Request, store: bool) -> Vec<Value> {
     let mut items = Vec::with_capacity(request.messages.len() + 1);
     for message in &request.messages {
         match message.role {
@@ -528,7 +551,7 @@ fn input_items(request: &Request) -> Vec<Value> {
                         Block::Text { text } => texts
                             .push(json!({"type": "output_text", "text": text, "annotations": []})),
                         Block::Thinking { signature, .. } => {
-                            if let Some(item) = reasoning_item(signature.as_ref()) {
+                            if let Some(item) = reasoning_item(signature.as_ref(), store) {
                                 flush(&mut texts, &mut items);
                                 items.push(item);
                             }
@@ -671,6 +694,7 @@ mod agreement {
                 json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gA"})
                     .to_string()
             )),
+            Just(Some(json!({"type": "reasoning", "id": "rs_2", "summary": []}).to_string())),
             Just(Some("[\"reasoning\"]".to_string())),
             Just(Some("{\"type\":\"other\"}".to_string())),
         ]
@@ -806,7 +830,7 @@ mod agreement {
             let extra = extra(with_extra);
             let cache = FragmentCache::default();
             for request in turns(&request).iter().chain(&turns(&request)) {
-                let items = cache.items(&request.messages, responses_encode::cacheable, |m| responses_encode::encode_message("p", m)).unwrap();
+                let items = cache.items(&request.messages, responses_encode::cacheable, |m| responses_encode::encode_message("p", m, &options)).unwrap();
                 let typed = sent(&responses_encode::body(request, "m-1", &options, streaming, &items), &extra);
                 prop_assert_eq!(typed, super::responses(request, "m-1", &options, &extra, streaming));
             }

@@ -175,22 +175,32 @@ fn own_native_item(block: &Block) -> Option<Item<'_>> {
     }
 }
 
-/// Just the `type` of a JSON object.
+/// The `type` of a JSON object, and its `encrypted_content` if any.
 #[derive(Deserialize)]
-struct TypeOnly<'a> {
+struct ReasoningHead<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    encrypted_content: Option<Cow<'a, str>>,
 }
 
 /// A reasoning item this client stored as a thinking signature, sent as
 /// the JSON text it was stored as.
-fn reasoning_item(signature: Option<&String>) -> Option<Item<'_>> {
+///
+/// Under `store: false` (`stored` false) only an item carrying its
+/// `encrypted_content` goes back: without it the API looks the item up by
+/// id among stored responses, finds none and fails the whole request
+/// ("Item with id 'rs_...' not found"). That happens when the reasoning
+/// came from a model the catalog did not know to ask encrypted content
+/// for.
+fn reasoning_item(signature: Option<&String>, stored: bool) -> Option<Item<'_>> {
     let raw: &RawValue = serde_json::from_str(signature?).ok()?;
     if !raw.get().starts_with('{') {
         return None;
     }
-    let tagged: TypeOnly<'_> = serde_json::from_str(raw.get()).ok()?;
-    (tagged.kind.as_deref() == Some("reasoning")).then_some(Item::Raw(raw))
+    let head: ReasoningHead<'_> = serde_json::from_str(raw.get()).ok()?;
+    let readable = stored || head.encrypted_content.is_some_and(|c| !c.is_empty());
+    (head.kind.as_deref() == Some("reasoning") && readable).then_some(Item::Raw(raw))
 }
 
 /// Every message of the dialect stands alone: each can be cached.
@@ -198,18 +208,22 @@ pub(crate) fn cacheable(_index: usize, _message: &Message) -> bool {
     true
 }
 
-/// One message's input items, serialized.
+/// One message's input items under `options`, serialized.
 ///
 /// # Errors
 /// `InvalidConfig` if serde cannot write them.
-pub(crate) fn encode_message(provider: &str, message: &Message) -> Result<Vec<Fragment>, LlmError> {
-    message_items(message)
+pub(crate) fn encode_message(
+    provider: &str,
+    message: &Message,
+    options: &ResponsesOptions,
+) -> Result<Vec<Fragment>, LlmError> {
+    message_items(message, options.store)
         .iter()
         .map(|item| fragments::fragment(provider, item, false))
         .collect()
 }
 
-fn message_items(message: &Message) -> Vec<Item<'_>> {
+fn message_items(message: &Message, stored: bool) -> Vec<Item<'_>> {
     let mut items = Vec::new();
     match message.role {
         Role::System | Role::Developer | Role::User => {
@@ -229,7 +243,7 @@ fn message_items(message: &Message) -> Vec<Item<'_>> {
                 }));
             }
         }
-        Role::Assistant => assistant_items(&message.content, &mut items),
+        Role::Assistant => assistant_items(&message.content, stored, &mut items),
         Role::Tool => {
             for block in &message.content {
                 if let Block::ToolResult {
@@ -255,7 +269,7 @@ fn message_items(message: &Message) -> Vec<Item<'_>> {
 
 /// An assistant message's items: runs of text as `message` items, with
 /// reasoning, native items and calls between them in order.
-fn assistant_items<'a>(blocks: &'a [Block], items: &mut Vec<Item<'a>>) {
+fn assistant_items<'a>(blocks: &'a [Block], stored: bool, items: &mut Vec<Item<'a>>) {
     let mut texts: Vec<Part<'a>> = Vec::new();
     let flush = |texts: &mut Vec<Part<'a>>, items: &mut Vec<Item<'a>>| {
         if !texts.is_empty() {
@@ -274,7 +288,7 @@ fn assistant_items<'a>(blocks: &'a [Block], items: &mut Vec<Item<'a>>) {
                 });
                 None
             }
-            Block::Thinking { signature, .. } => reasoning_item(signature.as_ref()),
+            Block::Thinking { signature, .. } => reasoning_item(signature.as_ref(), stored),
             Block::Native { .. } => own_native_item(block),
             Block::ToolCall {
                 id,
@@ -304,7 +318,7 @@ mod tests {
         request
             .messages
             .iter()
-            .flat_map(|message| message_items(message))
+            .flat_map(|message| message_items(message, false))
             .map(|item| serde_json::to_value(&item).unwrap())
             .collect()
     }
@@ -330,7 +344,7 @@ mod tests {
             "\"x\"",
         ] {
             assert!(
-                reasoning_item(Some(&signature.to_string())).is_none(),
+                reasoning_item(Some(&signature.to_string()), true).is_none(),
                 "{signature}"
             );
         }

@@ -9,3 +9,4 @@ mod retry;
 mod secrets;
 mod shapes;
 mod support;
+mod wire;
