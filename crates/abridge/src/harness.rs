@@ -360,16 +360,16 @@ impl Harness {
         build_request(&lock_session(&self.session), &self.request_target())
     }
 
-    /// Who [`request`](Self::request) is shaped for: the client's provider
-    /// (none without a client) and the model's rule for earlier thinking.
+    /// Who [`request`](Self::request) is shaped for: the client's provider,
+    /// dialect and account (none without a client), the model and its
+    /// rule for earlier thinking.
     pub fn request_target(&self) -> RequestTarget {
-        RequestTarget {
-            provider: self.client.as_ref().map(|c| c.provider().to_string()),
-            native_dialect: self
-                .client
-                .as_ref()
-                .and_then(|c| c.native_dialect().map(str::to_string)),
-            prior_thinking: abridge_meter::PriorThinking::for_model(&self.entry),
+        match &self.client {
+            Some(client) => RequestTarget::for_client(client.as_ref(), &self.model(), &self.entry),
+            None => RequestTarget {
+                prior_thinking: abridge_meter::PriorThinking::for_model(&self.entry),
+                ..RequestTarget::default()
+            },
         }
     }
 

@@ -9,19 +9,24 @@
 //! - a checkpoint written by a provider's native compaction is replayed as
 //!   that provider's own output when the request goes back to it (the call
 //!   was paid for; its text summary is for every other provider);
-//! - thinking goes only to the provider that signed it, and only for the
-//!   current turn when the model drops earlier reasoning anyway;
-//! - every tool call is answered and every result has its call, so a log
-//!   cut short or imported with gaps still makes a request the provider
-//!   accepts.
+//! - thinking goes only to the provider and model that signed it, only
+//!   for the current turn when the model drops earlier reasoning anyway,
+//!   and never behind a changed message for a model that checks prefixes;
+//! - every tool call is answered right after the message that made it and
+//!   every result has its call, so a log cut short, imported with gaps or
+//!   with a user message between a call and its result still makes a
+//!   request the provider accepts.
+//!
+//! docs/replay.md has the whole table: what goes back to which provider,
+//! model, account and prefix.
 
+use std::collections::HashMap;
 use std::collections::HashSet;
 
-use abridge_llm::AnthropicClient;
-use abridge_llm::Block;
+use abridge_llm::LlmClient;
 use abridge_llm::Message;
-use abridge_llm::Origin;
-use abridge_llm::Role;
+use abridge_llm::ModelEntry;
+use abridge_llm::ThinkingReader;
 use abridge_meter::PriorThinking;
 use abridge_session::Seq;
 use abridge_session::Session;
@@ -36,19 +41,40 @@ pub struct RequestTarget {
     /// The client's provider name ([`LlmClient::provider`]); `None` when
     /// unknown, which replays nothing native and sends thinking whatever
     /// its provenance.
-    ///
-    /// [`LlmClient::provider`]: abridge_llm::LlmClient::provider
     pub provider: Option<String>,
+    /// The model the request goes to: thinking is bound to the model that
+    /// wrote it, so only that model's goes back. `None` checks the
+    /// provider only.
+    pub model: Option<String>,
     /// The provider whose native items the client's wire format carries
     /// ([`LlmClient::native_dialect`]): a native compaction written there
     /// is replayed, whatever the client is named. `None` replays nothing
     /// native.
-    ///
-    /// [`LlmClient::native_dialect`]: abridge_llm::LlmClient::native_dialect
     pub native_dialect: Option<String>,
+    /// The endpoint and credentials of the client
+    /// ([`LlmClient::native_account`]): a native compaction is replayed
+    /// only to the account and backend that made it. `None` replays
+    /// nothing native.
+    pub native_account: Option<String>,
     /// Whether the model reads reasoning from earlier turns; when it does
-    /// not, that reasoning is left out of the request.
+    /// not, that reasoning is left out of the request; when it does, it
+    /// also checks each block's prefix, and reasoning behind a changed
+    /// message is left out.
     pub prior_thinking: PriorThinking,
+}
+
+impl RequestTarget {
+    /// The target for `client` asking `model`, whose catalog entry is
+    /// `entry`.
+    pub fn for_client(client: &dyn LlmClient, model: &str, entry: &ModelEntry) -> Self {
+        RequestTarget {
+            provider: Some(client.provider().to_string()),
+            model: Some(model.to_string()),
+            native_dialect: client.native_dialect().map(str::to_string),
+            native_account: client.native_account().map(str::to_string),
+            prior_thinking: PriorThinking::for_model(entry),
+        }
+    }
 }
 
 /// The surface's messages as `target` should receive them (see the module
@@ -62,7 +88,8 @@ pub fn build_request(
     target: &RequestTarget,
 ) -> Result<Vec<Message>, HarnessError> {
     let mut out = surface_for(session, Some(target))?;
-    keep_thinking_for(&mut out, target);
+    let written: Vec<Seq> = session.surface().seqs().to_vec();
+    keep_thinking_for(&mut out, &written, target);
     pair_tool_calls(&mut out);
     Ok(out)
 }
@@ -118,124 +145,108 @@ fn expand_frames_of(
 }
 
 /// The checkpoint at `seq` as its native compaction output, when it has
-/// one written by the provider the request goes to.
+/// one written in the request's dialect under the request's account (the
+/// encoders place each item where its provider reads it).
 fn native_replay(
     session: &Session,
     seq: Seq,
     message: &Message,
     target: &RequestTarget,
 ) -> Option<Message> {
-    let provider = target.native_dialect.as_deref()?;
-    if !matches!(message.meta.origin, Some(Origin::Checkpoint { .. })) {
-        return None;
-    }
+    let dialect = target.native_dialect.as_deref()?;
+    let account = target.native_account.as_deref()?;
     let summary = abridge_compact::summary_of_checkpoint(session, seq)?;
-    let items = abridge_compact_basic::native_replay(&summary.details, provider)?;
-    if items.is_empty() {
-        return None;
-    }
-    let mut replayed = message.clone();
-    replayed.content = items
-        .iter()
-        .map(|item| Block::Native {
-            provider: provider.to_string(),
-            item: item.clone(),
-        })
-        .collect();
-    // Anthropic's compaction block is the assistant's own content; the
-    // Responses API takes its items wherever they stand.
-    if provider == AnthropicClient::NAME {
-        replayed.role = Role::Assistant;
-    }
-    Some(replayed)
+    abridge_compact_basic::replayed_checkpoint(message, &summary.details, dialect, account)
 }
 
-/// Leaves out reasoning the target cannot or will not read: thinking
-/// signed by another provider (its signature would be rejected), and, for
-/// a model that drops earlier turns' reasoning, thinking before the last
-/// user message. A message left empty goes too.
-fn keep_thinking_for(messages: &mut Vec<Message>, target: &RequestTarget) {
-    let turn_start = messages
-        .iter()
-        .rposition(|m| m.role == Role::User)
-        .unwrap_or(0);
-    let mut index = 0;
-    messages.retain_mut(|message| {
-        let current_turn = index > turn_start;
-        index += 1;
-        if message.role != Role::Assistant || !message.content.iter().any(is_thinking) {
-            return true;
-        }
-        let signed_for_target = match (&target.provider, &message.meta.origin) {
-            (None, _) => true,
-            (Some(target), Some(Origin::Model { provider, .. })) => provider == target,
-            (Some(_), _) => false,
-        };
-        let readable = target.prior_thinking == PriorThinking::Kept || current_turn;
-        if signed_for_target && readable {
-            return true;
-        }
-        message.content.retain(|b| !is_thinking(b));
-        !message.content.is_empty()
-    });
+/// Leaves out reasoning the target cannot or will not read (see
+/// [`abridge_llm::keep_readable_thinking`]): thinking another provider or
+/// model wrote, earlier turns' thinking for a model that drops it, and
+/// thinking behind a changed message (a checkpoint, a pruned result) for
+/// a model that checks prefixes. `written` holds each message's surface
+/// seq.
+fn keep_thinking_for(messages: &mut Vec<Message>, written: &[Seq], target: &RequestTarget) {
+    let reader = ThinkingReader {
+        provider: target.provider.as_deref(),
+        model: target.model.as_deref(),
+        current_turn_only: target.prior_thinking == PriorThinking::Dropped,
+        prefix_bound: target.prior_thinking == PriorThinking::Kept,
+    };
+    abridge_llm::keep_readable_thinking(messages, written, &reader);
 }
 
-fn is_thinking(block: &Block) -> bool {
-    matches!(
-        block,
-        Block::Thinking { .. } | Block::RedactedThinking { .. }
-    )
-}
-
-/// Every tool call gets a result and every result keeps its call: a
-/// result whose call is not in the request is left out, and a call with
-/// no result gets one saying the outcome is unknown, placed with the
-/// results that follow its assistant message.
+/// Every tool call gets its result right after the assistant message that
+/// made it, and every result keeps its call: a result separated from its
+/// call (a user message between them) moves up to it, a result with no
+/// earlier call (its call was compacted away) is left out, and a call
+/// with no result gets one saying the outcome is unknown. Results keep
+/// their order; the made-up ones follow.
 fn pair_tool_calls(messages: &mut Vec<Message>) {
-    let called: HashSet<String> = messages
-        .iter()
-        .flat_map(|m| m.tool_calls().map(|(id, _, _)| id.to_string()))
-        .collect();
-    messages.retain(|m| {
-        m.tool_result_block()
-            .is_none_or(|(id, _, _)| called.contains(id))
-    });
-    let mut index = 0;
-    while index < messages.len() {
-        let calls: Vec<String> = messages[index]
+    let mut caller: HashMap<String, usize> = HashMap::new();
+    for (index, message) in messages.iter().enumerate() {
+        for (id, _, _) in message.tool_calls() {
+            caller.entry(id.to_string()).or_insert(index);
+        }
+    }
+    // Each result goes to the earlier assistant message that made its
+    // call; a second result for the same call, or one with no earlier
+    // call, goes nowhere.
+    let mut placed: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut answered: HashSet<String> = HashSet::new();
+    for (index, message) in messages.iter().enumerate() {
+        if let Some((id, _, _)) = message.tool_result_block()
+            && let Some(&at) = caller.get(id)
+            && at < index
+            && answered.insert(id.to_string())
+        {
+            placed.entry(at).or_default().push(index);
+        }
+    }
+    let mut slots: Vec<Option<Message>> = std::mem::take(messages).into_iter().map(Some).collect();
+    for index in 0..slots.len() {
+        let Some(message) = slots[index].take() else {
+            continue;
+        };
+        if message.tool_result_block().is_some() {
+            continue;
+        }
+        let calls: Vec<String> = message
             .tool_calls()
             .map(|(id, _, _)| id.to_string())
             .collect();
-        index += 1;
-        if calls.is_empty() {
-            continue;
-        }
-        let mut answered = HashSet::new();
-        while let Some((id, _, _)) = messages.get(index).and_then(Message::tool_result_block) {
-            answered.insert(id.to_string());
-            index += 1;
+        messages.push(message);
+        for result in placed.remove(&index).unwrap_or_default() {
+            if let Some(result) = slots[result].take() {
+                messages.push(result);
+            }
         }
         for id in calls.into_iter().filter(|id| !answered.contains(id)) {
-            messages.insert(index, Message::tool_result(id, UNKNOWN_OUTCOME, true));
-            index += 1;
+            messages.push(Message::tool_result(id, UNKNOWN_OUTCOME, true));
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use abridge_llm::Block;
     use abridge_llm::Meta;
+    use abridge_llm::Origin;
+    use abridge_llm::Role;
     use serde_json::json;
 
     use super::*;
 
     fn from(provider: &str, content: Vec<Block>) -> Message {
+        from_model(provider, "m", content)
+    }
+
+    fn from_model(provider: &str, model: &str, content: Vec<Block>) -> Message {
         let mut message = Message::assistant("");
         message.content = content;
         message.with_meta(Meta {
             origin: Some(Origin::Model {
                 provider: provider.to_string(),
-                model: "m".to_string(),
+                model: model.to_string(),
             }),
             ..Meta::default()
         })
@@ -251,9 +262,15 @@ mod tests {
     fn target(provider: &str, prior: PriorThinking) -> RequestTarget {
         RequestTarget {
             provider: Some(provider.to_string()),
-            native_dialect: None,
+            model: Some("m".to_string()),
             prior_thinking: prior,
+            ..RequestTarget::default()
         }
+    }
+
+    /// Seqs in surface order, nothing changed.
+    fn appended(messages: &[Message]) -> Vec<Seq> {
+        (0..messages.len() as Seq).collect()
     }
 
     #[test]
@@ -265,8 +282,13 @@ mod tests {
             from("anthropic", vec![thinking("new"), Block::text("a2")]),
             from("openai-responses", vec![thinking("foreign")]),
         ];
+        let written = appended(&messages);
         let mut dropped = messages.clone();
-        keep_thinking_for(&mut dropped, &target("anthropic", PriorThinking::Dropped));
+        keep_thinking_for(
+            &mut dropped,
+            &written,
+            &target("anthropic", PriorThinking::Dropped),
+        );
         let texts: Vec<String> = dropped.iter().map(|m| format!("{:?}", m.content)).collect();
         assert_eq!(
             dropped.len(),
@@ -277,54 +299,141 @@ mod tests {
         assert!(texts[3].contains("new"));
 
         let mut kept = messages.clone();
-        keep_thinking_for(&mut kept, &target("anthropic", PriorThinking::Kept));
+        keep_thinking_for(
+            &mut kept,
+            &written,
+            &target("anthropic", PriorThinking::Kept),
+        );
         assert!(format!("{:?}", kept[1].content).contains("old"));
         assert_eq!(kept.len(), 4);
 
         let mut unknown = messages;
-        keep_thinking_for(&mut unknown, &RequestTarget::default());
+        keep_thinking_for(&mut unknown, &written, &RequestTarget::default());
         assert_eq!(unknown.len(), 5);
+    }
+
+    /// Issue 29, item 5: a signature is bound to the model that wrote it;
+    /// after a switch of model on the same provider, the earlier model's
+    /// thinking stays home (its text goes).
+    #[test]
+    fn thinking_goes_only_to_the_model_that_wrote_it() {
+        let messages = vec![
+            Message::user("q"),
+            from_model(
+                "anthropic",
+                "claude-sonnet-4-5-20250929",
+                vec![thinking("sonnet"), Block::text("a")],
+            ),
+            Message::user("q2"),
+        ];
+        let written = appended(&messages);
+        let to = |model: &str| RequestTarget {
+            model: Some(model.to_string()),
+            ..target("anthropic", PriorThinking::Kept)
+        };
+        let mut other = messages.clone();
+        keep_thinking_for(&mut other, &written, &to("claude-opus-4-6"));
+        assert_eq!(other[1].content, vec![Block::text("a")]);
+        let mut same = messages;
+        keep_thinking_for(&mut same, &written, &to("claude-sonnet-4-5"));
+        assert!(same[1].content.iter().any(abridge_llm::is_thinking));
+    }
+
+    /// Issue 29, item 5: for a model that checks prefixes, thinking written
+    /// before a checkpoint replaced earlier history (the checkpoint's seq
+    /// is later than the kept message's) is left out.
+    #[test]
+    fn thinking_behind_a_checkpoint_is_left_out_for_prefix_checked_models() {
+        let messages = vec![
+            Message::user("[checkpoint]"),
+            from("anthropic", vec![thinking("kept turn"), Block::text("a")]),
+            Message::user("q"),
+            from("anthropic", vec![thinking("after"), Block::text("b")]),
+        ];
+        // The checkpoint (seq 20) was appended after the kept turn (seq 7).
+        let written = [20, 7, 21, 22];
+        let mut bound = messages.clone();
+        keep_thinking_for(
+            &mut bound,
+            &written,
+            &target("anthropic", PriorThinking::Kept),
+        );
+        assert_eq!(bound[1].content, vec![Block::text("a")]);
+        assert!(bound[3].content.iter().any(abridge_llm::is_thinking));
+    }
+
+    fn call(ids: &[&str]) -> Message {
+        let mut call = Message::assistant("");
+        call.content = ids
+            .iter()
+            .map(|id| Block::ToolCall {
+                id: (*id).into(),
+                name: "read".into(),
+                arguments: json!({}),
+            })
+            .collect();
+        call
+    }
+
+    fn shape(messages: &[Message]) -> Vec<String> {
+        messages
+            .iter()
+            .map(|m| match m.tool_result_block() {
+                Some((id, _, true)) => format!("result {id} (error)"),
+                Some((id, _, false)) => format!("result {id}"),
+                None if m.role == Role::Assistant => format!(
+                    "call {}",
+                    m.tool_calls()
+                        .map(|(id, _, _)| id)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
+                None => m.plain_text(),
+            })
+            .collect()
     }
 
     #[test]
     fn calls_get_results_and_orphan_results_go() {
-        let mut call = Message::assistant("");
-        call.content = vec![
-            Block::ToolCall {
-                id: "a".into(),
-                name: "read".into(),
-                arguments: json!({}),
-            },
-            Block::ToolCall {
-                id: "b".into(),
-                name: "read".into(),
-                arguments: json!({}),
-            },
-        ];
         let mut messages = vec![
             Message::tool_result("gone", "its call was compacted", false),
             Message::user("go"),
-            call,
+            call(&["a", "b"]),
             Message::tool_result("a", "ok", false),
             Message::user("next"),
         ];
         pair_tool_calls(&mut messages);
-        let ids: Vec<Option<String>> = messages
-            .iter()
-            .map(|m| m.tool_result_block().map(|(id, _, _)| id.to_string()))
-            .collect();
         assert_eq!(
-            ids,
-            vec![
-                None,
-                None,
-                Some("a".to_string()),
-                Some("b".to_string()),
-                None
-            ]
+            shape(&messages),
+            vec!["go", "call a,b", "result a", "result b (error)", "next"]
         );
         let (_, content, is_error) = messages[3].tool_result_block().unwrap();
         assert!(is_error);
         assert_eq!(content, [Block::text(UNKNOWN_OUTCOME)]);
+    }
+
+    /// Issue 29, item 3: a user message between a call and its result
+    /// (steering typed while the tool ran). Anthropic wants the turn after
+    /// a `tool_use` to open with its `tool_result`, Chat wants `tool`
+    /// messages right after their call: the real result moves up to its
+    /// call, and no made-up one is added beside it.
+    #[test]
+    fn a_result_separated_from_its_call_moves_up_to_it() {
+        let mut messages = vec![
+            Message::user("fix it"),
+            call(&["a"]),
+            Message::user("steering: use the other file"),
+            Message::tool_result("a", "file contents", false),
+        ];
+        pair_tool_calls(&mut messages);
+        assert_eq!(
+            shape(&messages),
+            vec![
+                "fix it",
+                "call a",
+                "result a",
+                "steering: use the other file"
+            ]
+        );
     }
 }

@@ -165,8 +165,9 @@ async fn the_responses_provider_gets_its_compaction_back_and_others_get_text() {
     assert_eq!(request[0].plain_text(), stored);
     assert!(!format!("{request:?}").contains(COMPACTION_OPAQUE));
 
-    // A Responses client under another name (a gateway, a second account)
-    // speaks the same dialect: it gets the output back too.
+    // A Responses client under another name, at the same endpoint with
+    // the same credentials, speaks the same dialect for the same account:
+    // it gets the output back too.
     let renamed = Arc::new(
         OpenAiResponsesClient::new(
             ProviderConfig::new(format!("{}/v1", server.uri())).with_name("my-gateway"),
@@ -186,4 +187,30 @@ async fn the_responses_provider_gets_its_compaction_back_and_others_get_text() {
         .filter(|b| matches!(b, Block::Native { .. }))
         .count();
     assert_eq!(replayed, 2, "{:?}", request[0]);
+
+    // Issue 29, item 7: encrypted output works only for the organization
+    // and backend that made it. A second account (another key) at the
+    // same endpoint gets the checkpoint's text.
+    let second_account = Arc::new(
+        OpenAiResponsesClient::new(
+            ProviderConfig::new(format!("{}/v1", server.uri())).with_api_key("sk-second-account"),
+            Default::default(),
+        )
+        .unwrap(),
+    );
+    let other = abridge::HarnessBuilder::shared(harness.session().clone(), "gpt-5-codex")
+        .client(second_account)
+        .settings(settings())
+        .build()
+        .unwrap();
+    let request = other.request().unwrap();
+    assert!(
+        request[0]
+            .content
+            .iter()
+            .all(|b| !matches!(b, Block::Native { .. })),
+        "{:?}",
+        request[0]
+    );
+    assert_eq!(request[0].plain_text(), stored);
 }

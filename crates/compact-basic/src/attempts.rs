@@ -181,6 +181,10 @@ impl LlmClient for RecordingClient {
         self.inner.native_dialect()
     }
 
+    fn native_account(&self) -> Option<&str> {
+        self.inner.native_account()
+    }
+
     async fn complete(&self, request: &Request) -> Result<Response, LlmError> {
         let response = self.inner.complete(request).await?;
         self.record(&response);

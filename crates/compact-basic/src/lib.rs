@@ -67,6 +67,7 @@ pub use record::NativeRecord;
 pub use record::RemoteRecord;
 pub use record::SoftRecord;
 pub use record::native_replay;
+pub use record::replayed_checkpoint;
 #[cfg(feature = "remote")]
 pub use remote::REMOTE;
 #[cfg(feature = "remote")]

@@ -34,6 +34,28 @@ use wiremock::ResponseTemplate;
 use wiremock::matchers::method;
 use wiremock::matchers::path;
 
+/// The account a Responses turn client at `base` with `key` replays
+/// native output for.
+fn responses_account(base: &str, key: Option<&str>) -> String {
+    let mut config = abridge_llm::ProviderConfig::new(base);
+    config.api_key = key.map(Into::into);
+    let client =
+        abridge_llm::OpenAiResponsesClient::new(config, abridge_llm::ResponsesOptions::default())
+            .unwrap();
+    client.native_account().unwrap().to_string()
+}
+
+/// The account an Anthropic turn client at `base` with `key` replays
+/// native output for.
+fn anthropic_account(base: &str, key: Option<&str>) -> String {
+    let mut config = abridge_llm::ProviderConfig::new(base);
+    config.api_key = key.map(Into::into);
+    let client =
+        abridge_llm::AnthropicClient::new(config, abridge_llm::AnthropicOptions::default())
+            .unwrap();
+    client.native_account().unwrap().to_string()
+}
+
 const SUMMARY: &str =
     "## Goal\nTrailing commas in the parser.\n\n## In short\nParser work. Tests fail.";
 
@@ -441,7 +463,8 @@ async fn responses_compact_keeps_the_opaque_output_for_the_same_provider() {
         (usage.input, usage.cache_read, usage.output),
         (1000, 4000, 300)
     );
-    let native = native_replay(&summary.details, "openai-responses").unwrap();
+    let account = responses_account(&format!("{}/v1", server.uri()), None);
+    let native = native_replay(&summary.details, "openai-responses", &account).unwrap();
     assert_eq!(
         native.as_slice(),
         responses_compact_answer()["output"]
@@ -449,7 +472,20 @@ async fn responses_compact_keeps_the_opaque_output_for_the_same_provider() {
             .unwrap()
             .as_slice()
     );
-    assert_eq!(native_replay(&summary.details, "anthropic"), None);
+    assert_eq!(native_replay(&summary.details, "anthropic", &account), None);
+    // Issue 29, item 7: the encrypted output is readable only by the
+    // account and backend that made it; another key, or another base,
+    // gets the text.
+    let other_key = responses_account(&format!("{}/v1", server.uri()), Some("sk-other"));
+    assert_eq!(
+        native_replay(&summary.details, "openai-responses", &other_key),
+        None
+    );
+    let other_base = responses_account("https://api.openai.com/v1", None);
+    assert_eq!(
+        native_replay(&summary.details, "openai-responses", &other_base),
+        None
+    );
 
     let body: Value =
         serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
@@ -892,11 +928,15 @@ async fn anthropic_compaction_writes_the_checkpoint_from_the_compaction_block() 
         "<summary>Parser work: trailing commas; big.rs read.</summary>"
     );
     assert_eq!(summary.usage.unwrap().input, 61000);
+    let account = anthropic_account(&server.uri(), Some("sk-ant-secret"));
     assert_eq!(
-        native_replay(&summary.details, "anthropic").unwrap(),
+        native_replay(&summary.details, "anthropic", &account).unwrap(),
         [block]
     );
-    assert_eq!(native_replay(&summary.details, "openai-responses"), None);
+    assert_eq!(
+        native_replay(&summary.details, "openai-responses", &account),
+        None
+    );
 
     let request = &server.received_requests().await.unwrap()[0];
     assert_eq!(request.headers["x-api-key"], "sk-ant-secret");
@@ -1156,4 +1196,185 @@ fn attempts(summary: &SummaryData) -> Vec<Attempt> {
         .expect("the attempts record reads back")
         .expect("the checkpoint has an attempts record")
         .attempts
+}
+
+/// Issue 29, item 1: a caller's own `anthropic-beta` flags join the
+/// compaction flag on the compaction call instead of replacing it.
+#[tokio::test]
+async fn anthropic_compaction_keeps_the_callers_beta_flags() {
+    let server = anthropic_compacting_server().await;
+    let mut config = RemoteConfig::new(
+        RemoteKind::AnthropicCompaction,
+        server.uri(),
+        "claude-sonnet-4-6",
+    );
+    config.headers = vec![("anthropic-beta".into(), "files-api-2025-04-14".into())];
+    config.retry = quick_retry(1);
+    let mut session = big_session();
+    compact_session(
+        &mut session,
+        &remote_method(config).unwrap(),
+        &policy(),
+        Trigger::Manual,
+    )
+    .await
+    .unwrap();
+    let request = &server.received_requests().await.unwrap()[0];
+    assert_eq!(
+        request.headers["anthropic-beta"],
+        "compact-2026-01-12,files-api-2025-04-14"
+    );
+}
+
+async fn anthropic_compacting_server() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
+            "content": [{"type": "compaction", "content": "Parser work.", "encrypted_content": "opaque"}],
+            "stop_reason": "compaction",
+            "usage": {"input_tokens": 61000, "output_tokens": 500},
+        })))
+        .mount(&server)
+        .await;
+    server
+}
+
+fn thinking_message(provider: &str, model: &str, thinking: &str, signature: &str) -> Message {
+    let mut message = Message::assistant("Reading it.");
+    message.content.insert(
+        0,
+        abridge_llm::Block::Thinking {
+            thinking: thinking.into(),
+            signature: Some(signature.into()),
+        },
+    );
+    message.with_meta(abridge_llm::Meta {
+        origin: Some(abridge_llm::Origin::Model {
+            provider: provider.into(),
+            model: model.into(),
+        }),
+        ..abridge_llm::Meta::default()
+    })
+}
+
+/// Issue 29, item 6: the compaction request follows the request
+/// builder's rules for thinking: an OpenAI reasoning item stored as a
+/// signature, and another Claude model's thinking, never reach the
+/// compaction call; the compacting model's own thinking does.
+#[tokio::test]
+async fn anthropic_compaction_sends_only_its_own_models_thinking() {
+    let server = anthropic_compacting_server().await;
+    let mut config = RemoteConfig::new(
+        RemoteKind::AnthropicCompaction,
+        server.uri(),
+        "claude-sonnet-4-5",
+    );
+    config.retry = quick_retry(1);
+    let mut session = Session::in_memory("foreign-thinking");
+    session
+        .append_message(Message::user("Fix the parser."))
+        .unwrap();
+    let reasoning =
+        json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA"});
+    for message in [
+        thinking_message(
+            "openai-responses",
+            "gpt-5",
+            "openai plan",
+            &reasoning.to_string(),
+        ),
+        Message::user("Go on."),
+        thinking_message("anthropic", "claude-opus-4-6", "opus plan", "sig-opus"),
+        Message::user("And then?"),
+        thinking_message(
+            "anthropic",
+            "claude-sonnet-4-5-20250929",
+            "sonnet plan",
+            "sig-sonnet",
+        ),
+    ] {
+        session.append_message(message).unwrap();
+    }
+    session
+        .append_message(Message::tool_call("c9", "read", json!({"path": "big.rs"})))
+        .unwrap();
+    session
+        .append_message(Message::tool_result(
+            "c9",
+            "fn generated() {}\n".repeat(14_000),
+            false,
+        ))
+        .unwrap();
+    session.append_message(Message::user("Summarize.")).unwrap();
+    compact_session(
+        &mut session,
+        &remote_method(config).unwrap(),
+        &policy(),
+        Trigger::Manual,
+    )
+    .await
+    .unwrap();
+    let body =
+        String::from_utf8(server.received_requests().await.unwrap()[0].body.clone()).unwrap();
+    assert!(
+        !body.contains("rs_1") && !body.contains("openai plan"),
+        "{}",
+        &body[..400]
+    );
+    assert!(
+        !body.contains("sig-opus"),
+        "another model's signature was sent"
+    );
+    assert!(
+        body.contains("sig-sonnet"),
+        "the compacting model's own thinking goes"
+    );
+}
+
+/// Issue 29, item 9: a second OpenAI compaction takes the first one's
+/// `compaction` item as its input (its state), not the checkpoint's text.
+#[tokio::test]
+async fn a_second_openai_compaction_starts_from_the_first_ones_item() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses/compact"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(responses_compact_answer()))
+        .mount(&server)
+        .await;
+    let mut config = RemoteConfig::new(
+        RemoteKind::ResponsesCompact,
+        format!("{}/v1", server.uri()),
+        "gpt-5-codex",
+    );
+    config.retry = quick_retry(1);
+    let method = remote_method(config).unwrap();
+    let mut session = session();
+    let first = compact_session(&mut session, &method, &policy(), Trigger::Manual)
+        .await
+        .unwrap();
+    let first_text = summary_of_checkpoint(&session, first.checkpoint_seq.unwrap())
+        .unwrap()
+        .summary;
+    for turn in ["Now the lexer.", "And the docs."] {
+        session.append_message(Message::user(turn)).unwrap();
+        session
+            .append_message(Message::assistant("Done: ".to_string() + &"x ".repeat(300)))
+            .unwrap();
+    }
+    session.append_message(Message::user("Go on.")).unwrap();
+    compact_session(&mut session, &method, &policy(), Trigger::Manual)
+        .await
+        .unwrap();
+    let second: Value =
+        serde_json::from_slice(&server.received_requests().await.unwrap()[1].body).unwrap();
+    let first_item = &responses_compact_answer()["output"][1];
+    let input = second["input"].as_array().unwrap();
+    assert!(input.contains(first_item), "{input:#?}");
+    let head = first_text.lines().next().unwrap();
+    assert!(
+        !second["input"].to_string().contains(head),
+        "the checkpoint's text went as well: {head}"
+    );
 }

@@ -4,6 +4,7 @@
 
 use abridge_compact::Plan;
 use abridge_llm::ANTHROPIC_BASE_URL;
+use abridge_llm::ANTHROPIC_COMPACTION_BETA;
 use abridge_llm::ANTHROPIC_VERSION;
 use abridge_llm::AnthropicClient;
 use abridge_llm::AnthropicOptions;
@@ -22,13 +23,12 @@ use serde_json::json;
 use super::native::COMPACTION_ITEM;
 use super::native::NativeAnswer;
 use super::native::NativeCompaction;
+use super::native::NativeReader;
 use super::native::NativeTarget;
 use super::native::compaction_request;
 use super::native::remote_config;
 use crate::cache_aligned::ConversationPrefix;
 
-/// Beta header value that enables Anthropic's server-side compaction.
-const ANTHROPIC_COMPACTION_BETA: &str = "compact-2026-01-12";
 /// Anthropic's compaction strategy, as named in `context_management.edits`.
 const ANTHROPIC_COMPACTION_EDIT: &str = "compact_20260112";
 /// The smallest trigger Anthropic accepts, in input tokens: a span
@@ -92,7 +92,8 @@ impl AnthropicCompact {
     }
 
     /// The JSON body for `plan`: the Messages encoding of `prefix`, the
-    /// session's leading system messages and the planned span, plus the
+    /// session's leading system messages and the planned span (see
+    /// [`compaction_request`] for what of the span goes), plus the
     /// compaction edit. A span that ends on the assistant is closed by a
     /// short user turn, since the request must end on the user.
     ///
@@ -104,7 +105,13 @@ impl AnthropicCompact {
         plan: &Plan,
         max_tokens: u32,
     ) -> Result<Value, LlmError> {
-        let mut request = compaction_request(&self.model, prefix, plan);
+        let reader = NativeReader {
+            provider: self.http.provider(),
+            dialect: Self::NAME,
+            account: self.http.account(),
+            model: &self.model,
+        };
+        let mut request = compaction_request(reader, prefix, plan);
         request.max_output_tokens = Some(max_tokens);
         let mut body = self.encoder.build_body(&request, false)?;
         if let Some(turns) = body.get_mut("messages").and_then(Value::as_array_mut)
@@ -134,6 +141,10 @@ impl NativeTarget for AnthropicCompact {
 
     fn url(&self) -> &str {
         self.http.url()
+    }
+
+    fn account(&self) -> &str {
+        self.http.account()
     }
 
     async fn post(&self, body: &Value) -> Result<NativeAnswer, LlmError> {

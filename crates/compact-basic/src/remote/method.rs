@@ -239,6 +239,7 @@ impl RemoteMethod {
         checkpoint.details.insert(&NativeRecord {
             provider: ResponsesCompact::NAME.to_string(),
             endpoint: compact.url().to_string(),
+            account: Some(compact.account().to_string()),
             model: native.model,
             output: native.native.unwrap_or(Value::Null),
         })?;
@@ -289,6 +290,7 @@ impl RemoteMethod {
             .with(&NativeRecord {
                 provider: AnthropicCompact::NAME.to_string(),
                 endpoint: compact.url().to_string(),
+                account: Some(compact.account().to_string()),
                 model: native.model.clone(),
                 output: native.native.unwrap_or(Value::Null),
             })?;

@@ -69,6 +69,10 @@ pub(crate) trait NativeTarget: Send + Sync + fmt::Debug {
     fn name(&self) -> &str;
     /// The address posted to, recorded as `details.native.endpoint`.
     fn url(&self) -> &str;
+    /// The endpoint and credentials posted with (`Http::account`),
+    /// recorded as `details.native.account`: the output is replayed only
+    /// to a client of the same account.
+    fn account(&self) -> &str;
     /// Posts `body` and reads the answer.
     async fn post(&self, body: &Value) -> Result<NativeAnswer, LlmError>;
 }
@@ -137,18 +141,66 @@ pub(crate) fn remote_config(
     config
 }
 
+/// Where a native compaction request goes: what decides which of the
+/// span's provider data it may carry.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NativeReader<'a> {
+    /// The target's provider name, which the span's thinking must carry.
+    pub(crate) provider: &'a str,
+    /// The wire dialect, whose earlier compaction output is replayed.
+    pub(crate) dialect: &'a str,
+    /// The target's account (see [`NativeTarget::account`]).
+    pub(crate) account: &'a str,
+    /// The model asked.
+    pub(crate) model: &'a str,
+}
+
 /// The request a native compaction encodes for `plan`: `prefix`'s system
 /// messages and tools, the session's leading system messages and the
-/// planned span.
+/// planned span, under the rules a turn's request follows:
+///
+/// - the previous checkpoint at the span's head goes as its own native
+///   compaction output when it has one for this dialect and account, so
+///   the earlier compaction's state is the input of this one (its text
+///   otherwise);
+/// - thinking goes only when this provider and model wrote it, and for a
+///   model that checks prefixes, not behind a message that changed since
+///   (the previous checkpoint, a pruned result); an OpenAI reasoning item
+///   stored as a signature never reaches Anthropic.
 pub(crate) fn compaction_request(
-    model: &str,
+    reader: NativeReader<'_>,
     prefix: Option<&ConversationPrefix>,
     plan: &Plan,
 ) -> Request {
     let mut messages: Vec<Message> = prefix.map(|p| p.system.clone()).unwrap_or_default();
     messages.extend(plan.head().iter().map(|m| (**m).clone()));
-    messages.extend(plan.messages().iter().map(|m| (**m).clone()));
-    let mut request = Request::new(model, messages, Purpose::Compaction);
+    // Messages before the span are older than anything in it.
+    let mut written: Vec<u64> = vec![0; messages.len()];
+    for (index, message) in plan.messages().iter().enumerate() {
+        let replayed = plan.previous().filter(|_| index == 0).and_then(|previous| {
+            crate::record::replayed_checkpoint(
+                message,
+                &previous.details,
+                reader.dialect,
+                reader.account,
+            )
+        });
+        messages.push(replayed.unwrap_or_else(|| (**message).clone()));
+    }
+    written.extend(plan.seqs());
+    let entry = abridge_llm::Catalog::shared().lookup(reader.model).entry;
+    let prior = abridge_meter::PriorThinking::for_model(&entry);
+    abridge_llm::keep_readable_thinking(
+        &mut messages,
+        &written,
+        &abridge_llm::ThinkingReader {
+            provider: Some(reader.provider),
+            model: Some(reader.model),
+            current_turn_only: false,
+            prefix_bound: prior == abridge_meter::PriorThinking::Kept,
+        },
+    );
+    let mut request = Request::new(reader.model, messages, Purpose::Compaction);
     request.tools = prefix.map(|p| p.tools.clone()).unwrap_or_default();
     request
 }

@@ -21,6 +21,7 @@ use serde_json::json;
 use super::native::COMPACTION_ITEM;
 use super::native::NativeAnswer;
 use super::native::NativeCompaction;
+use super::native::NativeReader;
 use super::native::NativeTarget;
 use super::native::compaction_request;
 use super::native::remote_config;
@@ -81,7 +82,9 @@ impl ResponsesCompact {
 
     /// The JSON body for `plan`: `{model, input}`, the input items being
     /// the Responses encoding of `prefix`'s system messages, the session's
-    /// leading system messages and the planned span.
+    /// leading system messages and the planned span (see
+    /// [`compaction_request`]: a previous OpenAI compaction at its head
+    /// goes as its `compaction` item).
     ///
     /// # Errors
     /// `InvalidConfig` when no model is named.
@@ -90,7 +93,13 @@ impl ResponsesCompact {
         prefix: Option<&ConversationPrefix>,
         plan: &Plan,
     ) -> Result<Value, LlmError> {
-        let request = compaction_request(&self.model, prefix, plan);
+        let reader = NativeReader {
+            provider: self.http.provider(),
+            dialect: Self::NAME,
+            account: self.http.account(),
+            model: &self.model,
+        };
+        let request = compaction_request(reader, prefix, plan);
         let encoded = self.encoder.build_body(&request, false)?;
         Ok(json!({
             "model": self.model,
@@ -107,6 +116,10 @@ impl NativeTarget for ResponsesCompact {
 
     fn url(&self) -> &str {
         self.http.url()
+    }
+
+    fn account(&self) -> &str {
+        self.http.account()
     }
 
     async fn post(&self, body: &Value) -> Result<NativeAnswer, LlmError> {

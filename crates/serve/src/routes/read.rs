@@ -16,7 +16,6 @@ use abridge_llm::ProviderConfig;
 use abridge_llm::ProviderKind;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
-use abridge_meter::PriorThinking;
 use abridge_session::Seq;
 use axum::Extension;
 use axum::Json;
@@ -80,11 +79,7 @@ pub(super) async fn request(
     let kind: ProviderKind = name.parse().map_err(ApiError::BadRequest)?;
     let encoder = Encoder::new(kind).map_err(|e| ApiError::Internal(e.to_string()))?;
     let client = encoder.client();
-    let target = RequestTarget {
-        provider: Some(client.provider().to_string()),
-        native_dialect: client.native_dialect().map(str::to_string),
-        prior_thinking: PriorThinking::for_model(live.harness.entry()),
-    };
+    let target = RequestTarget::for_client(client, &model, live.harness.entry());
     let messages = build_request(&lock_session(live.harness.session()), &target)?;
     let wire = Request::new(model.clone(), messages.clone(), Purpose::Turn);
     let body = encoder
