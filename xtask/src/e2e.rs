@@ -49,7 +49,9 @@ pub(crate) fn run(root: &Path, filter: Option<&str>) -> anyhow::Result<()> {
     checks.and(serve)
 }
 
-fn cache_dir() -> PathBuf {
+/// The cache outside the repository the e2e (and the wire check) install
+/// their Python packages into.
+pub(crate) fn cache_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("ABRIDGE_E2E_CACHE") {
         return PathBuf::from(dir);
     }

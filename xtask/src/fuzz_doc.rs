@@ -9,7 +9,7 @@ use crate::fuzz_targets::root;
 
 /// The cells of the table rows of `text` whose first cell is not a
 /// header or separator, per table (tables are split by blank lines).
-fn rows(text: &str) -> Vec<Vec<Vec<String>>> {
+pub(crate) fn rows(text: &str) -> Vec<Vec<Vec<String>>> {
     let mut tables = vec![Vec::new()];
     for line in text.lines() {
         if !line.starts_with('|') {

@@ -7,6 +7,8 @@
 //!   and file sizes against DESIGN.md (see `arch`).
 //! - `cargo xtask e2e`: compaction against a real llama.cpp
 //!   OpenAI-compatible server on 127.0.0.1.
+//! - `cargo xtask wire`: every request body the encoders write, checked
+//!   against the providers' own request types (see `wire`).
 //! - `cargo xtask bench`: speed and memory figures, written to
 //!   BENCHMARKS.md.
 //! - `cargo xtask eval`: frame legibility (OCR) and density, written to
@@ -44,8 +46,12 @@ mod fuzz_doc;
 mod fuzz_mutate;
 mod fuzz_targets;
 mod mutants;
+#[cfg(test)]
+mod replay_doc;
 mod soak;
 mod soak_child;
+mod wire;
+mod wire_corpus;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -55,6 +61,7 @@ fn main() -> anyhow::Result<()> {
         Some("ci") => ci(&root),
         Some("lint-arch") => arch::run(&args.get(1).map_or(root, PathBuf::from)),
         Some("e2e") => e2e::run(&root, args.get(1).map(String::as_str)),
+        Some("wire") => wire::run(&root),
         Some("bench") => release_only("bench", &args).and_then(|()| run_bench(&root, &args[1..])),
         Some("eval") => release_only("eval", &args).and_then(|()| run_eval(&root)),
         Some("bench-child") => bench::child(&args[1..]),
@@ -65,7 +72,7 @@ fn main() -> anyhow::Result<()> {
         Some("fuzz-child") => fuzz::child(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|lint-arch|e2e [FILTER]|bench [AREA...]|eval|mutants|soak [--kills N]|fuzz>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e [FILTER]  compaction against a real llama.cpp server on 127.0.0.1, faults through a proxy\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md\n  fuzz [--minutes N] [--target T] [--seed S]  fuzz loader, importers, check, snapcompact"
+                "usage: cargo xtask <ci|lint-arch|e2e [FILTER]|wire|bench [AREA...]|eval|mutants|soak [--kills N]|fuzz>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e [FILTER]  compaction against a real llama.cpp server on 127.0.0.1, faults through a proxy\n  wire   every request body checked against the providers' own request types\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md\n  fuzz [--minutes N] [--target T] [--seed S]  fuzz loader, importers, check, snapcompact"
             );
             bail!("unknown or missing command")
         }

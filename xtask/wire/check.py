@@ -100,16 +100,24 @@ class Failure:
 
 
 def typed_dict_fields(cls):
-    """The wire keys of a TypedDict: {wire name: (type, required)}."""
+    """The wire keys of a TypedDict: {wire name: (type, required)}.
+
+    Requiredness is read from the resolved hints (`Required[...]`,
+    `NotRequired[...]`), else from the class's key sets: the packages
+    write their annotations as strings, which a TypedDict sorts by its
+    declaring class's totality alone, blind to `Required[...]`.
+    """
     hints = typing_extensions.get_type_hints(cls, include_extras=True)
-    required = getattr(cls, "__required_keys__", set())
+    by_total = getattr(cls, "__required_keys__", frozenset())
     fields = {}
     for name, hint in hints.items():
         wire = name
         inner = hint
+        required = name in by_total
         while True:
             origin = typing_extensions.get_origin(inner)
             if origin in (typing_extensions.Required, typing_extensions.NotRequired):
+                required = origin is typing_extensions.Required
                 inner = typing_extensions.get_args(inner)[0]
             elif origin is typing_extensions.Annotated:
                 for meta in inner.__metadata__:
@@ -119,7 +127,7 @@ def typed_dict_fields(cls):
                 inner = typing_extensions.get_args(inner)[0]
             else:
                 break
-        fields[wire] = (inner, name in required)
+        fields[wire] = (inner, required)
     return fields
 
 

@@ -69,6 +69,8 @@ pub use record::SoftRecord;
 pub use record::native_replay;
 pub use record::replayed_checkpoint;
 #[cfg(feature = "remote")]
+pub use remote::NativeRequest;
+#[cfg(feature = "remote")]
 pub use remote::REMOTE;
 #[cfg(feature = "remote")]
 pub use remote::RemoteConfig;
@@ -76,6 +78,8 @@ pub use remote::RemoteConfig;
 pub use remote::RemoteKind;
 #[cfg(feature = "remote")]
 pub use remote::endpoint_summarizer;
+#[cfg(feature = "remote")]
+pub use remote::native_request;
 #[cfg(feature = "remote")]
 pub use remote::remote_method;
 pub use soft::SOFT;

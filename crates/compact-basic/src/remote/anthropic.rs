@@ -91,6 +91,12 @@ impl AnthropicCompact {
         })
     }
 
+    /// The `anthropic-beta` header the call sends: the compaction flag and
+    /// the caller's own.
+    pub(crate) fn beta(&self) -> String {
+        self.http.betas(&[])
+    }
+
     /// The JSON body for `plan`: the Messages encoding of `prefix`, the
     /// session's leading system messages and the planned span (see
     /// [`compaction_request`] for what of the span goes), plus the

@@ -342,6 +342,52 @@ impl CompactionMethod for RemoteMethod {
     }
 }
 
+/// A native compaction request as it would be sent: the JSON body and the
+/// `anthropic-beta` header (empty for OpenAI).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeRequest {
+    /// The body posted.
+    pub body: Value,
+    /// The `anthropic-beta` header sent with it; empty when none.
+    pub beta: String,
+}
+
+/// What the native compaction of `config` would post for `plan`, without
+/// posting it: for checks of the wire against the providers' definitions.
+/// `None` for the kinds that are not a provider's native compaction.
+///
+/// # Errors
+/// `InvalidConfig` for a bad URL or header, or when no model is named.
+pub fn native_request(config: &RemoteConfig, plan: &Plan) -> Result<Option<NativeRequest>, LlmError> {
+    Ok(match config.kind {
+        RemoteKind::ResponsesCompact => {
+            let compact = ResponsesCompact::new(
+                &config.url,
+                config.model.clone(),
+                config.api_key.clone(),
+                &config.headers,
+            )?;
+            Some(NativeRequest {
+                body: compact.body(config.prefix.as_ref(), plan)?,
+                beta: String::new(),
+            })
+        }
+        RemoteKind::AnthropicCompaction => {
+            let compact = AnthropicCompact::new(
+                &config.url,
+                config.model.clone(),
+                config.api_key.clone(),
+                &config.headers,
+            )?;
+            Some(NativeRequest {
+                body: compact.body(config.prefix.as_ref(), plan, config.soft.max_summary_tokens)?,
+                beta: compact.beta(),
+            })
+        }
+        RemoteKind::Endpoint | RemoteKind::ChatCompletions => None,
+    })
+}
+
 /// The base of a chat URL: the address without a trailing
 /// `/chat/completions`.
 fn chat_base(url: &str) -> &str {

@@ -39,4 +39,6 @@ pub use config::REMOTE;
 pub use config::RemoteConfig;
 pub use config::RemoteKind;
 pub use endpoint::endpoint_summarizer;
+pub use method::NativeRequest;
+pub use method::native_request;
 pub use method::remote_method;
