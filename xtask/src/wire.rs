@@ -47,7 +47,10 @@ fn ensure_venv(root: &Path) -> anyhow::Result<PathBuf> {
     if python.exists() && std::fs::read_to_string(&installed).ok().as_deref() == Some(&wanted) {
         return Ok(python);
     }
-    println!("wire: installing the providers' packages into {}", venv.display());
+    println!(
+        "wire: installing the providers' packages into {}",
+        venv.display()
+    );
     std::fs::create_dir_all(&cache)?;
     let created = Command::new("python3")
         .args(["-m", "venv"])

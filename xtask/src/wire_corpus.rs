@@ -94,8 +94,16 @@ pub(crate) fn write(root: &Path, out: &Path) -> anyhow::Result<usize> {
     }
     histories.push(("every-block".into(), every_block()?));
     for (name, dialect, account) in [
-        ("openai-native", OpenAiResponsesClient::NAME, clients.responses.native_account()),
-        ("anthropic-native", AnthropicClient::NAME, clients.anthropic.native_account()),
+        (
+            "openai-native",
+            OpenAiResponsesClient::NAME,
+            clients.responses.native_account(),
+        ),
+        (
+            "anthropic-native",
+            AnthropicClient::NAME,
+            clients.anthropic.native_account(),
+        ),
     ] {
         let account = account.unwrap_or_default().to_string();
         let session = runtime.block_on(natively_compacted(dialect, &account))?;
@@ -321,7 +329,11 @@ fn every_block() -> anyhow::Result<Session> {
                 call("c3", json!({"path": "b.rs"})),
             ],
         ),
-        by("openai-chat", "gpt-4o", vec![Block::text("A dangling call."), call("c4", json!({}))]),
+        by(
+            "openai-chat",
+            "gpt-4o",
+            vec![Block::text("A dangling call."), call("c4", json!({}))],
+        ),
         Message::user("Go on."),
         // The current turn's tool loop: its thinking is read by every
         // model that wrote it.

@@ -358,7 +358,10 @@ pub struct NativeRequest {
 ///
 /// # Errors
 /// `InvalidConfig` for a bad URL or header, or when no model is named.
-pub fn native_request(config: &RemoteConfig, plan: &Plan) -> Result<Option<NativeRequest>, LlmError> {
+pub fn native_request(
+    config: &RemoteConfig,
+    plan: &Plan,
+) -> Result<Option<NativeRequest>, LlmError> {
     Ok(match config.kind {
         RemoteKind::ResponsesCompact => {
             let compact = ResponsesCompact::new(

@@ -47,7 +47,11 @@ pub use super::options::AnthropicOptions;
 /// `thinking` block (without one it is dropped: the API rejects unsigned
 /// thinking), redacted thinking a `redacted_thinking` block, tool calls
 /// `tool_use` blocks; tool results are `tool_result` blocks (text and
-/// images, `is_error`) inside a user message. Consecutive messages of the
+/// images, `is_error`) inside a user message. A compaction block this
+/// provider wrote (a replayed native compaction) goes back in an
+/// assistant turn with the keys the API reads on input, and the request
+/// carries the compaction beta flag ([`AnthropicClient::betas`]).
+/// Consecutive messages of the
 /// same wire role are merged into one, and empty text blocks are left out,
 /// both because the API rejects them. `ToolChoice::None` sends the tools
 /// with `tool_choice: {"type":"none"}`; `Required` is `{"type":"any"}`.
