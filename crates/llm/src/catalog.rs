@@ -82,16 +82,15 @@ pub enum ImageBilling {
     /// (about 1.2 MP) is first scaled down, then billed at
     /// `width * height / 750`.
     AnthropicStandard,
-    /// OpenAI's `detail: "original"`: 32 px patches, at most 10000 (an
-    /// image past that, or past 6000 px a side, scaled down first), times
-    /// 1.2. No encoder asks for this detail; it is here for a caller that
-    /// does.
+    /// OpenAI's `detail: "original"` (GPT-5.x): 32 px patches, at most
+    /// 10000 (an image past that, or past 6000 px a side, scaled down
+    /// first), times 1.2. The OpenAI encoders ask for this detail for the
+    /// lines billed by it ([`ImageBilling::openai_detail`]).
     OpenAi,
-    /// OpenAI's patch models at the detail the encoders send (`auto`, or
-    /// none, which is `auto`): 32 px patches, an image past `max_patches`
-    /// scaled down to fit, times `per_mille / 1000`. GPT-5.x: 2500 and
-    /// 1200; GPT-5 mini and nano, GPT-4.1 mini and nano, o4-mini and
-    /// codex-mini: 1536 and their own multiplier.
+    /// OpenAI's patch models at the detail the encoders send them (`auto`):
+    /// 32 px patches, an image past `max_patches` scaled down to fit, times
+    /// `per_mille / 1000`. GPT-5 mini and nano, GPT-4.1 mini and nano,
+    /// o4-mini and codex-mini: 1536 and their own multiplier.
     OpenAiPatches {
         /// Most patches one image is read at.
         max_patches: u32,
@@ -125,6 +124,19 @@ pub enum ImageBilling {
         /// Tokens per image.
         tokens: u32,
     },
+}
+
+impl ImageBilling {
+    /// The `detail` an OpenAI encoder asks for, so that what a model
+    /// bills is what the catalog counts: `original` for the lines billed
+    /// by that rule (GPT-5.x, whose frames must not be scaled down),
+    /// `auto` for every other (the API's default).
+    pub fn openai_detail(&self) -> &'static str {
+        match self {
+            ImageBilling::OpenAi => "original",
+            _ => "auto",
+        }
+    }
 }
 
 /// Per-request image limits, where the provider documents them.
@@ -497,10 +509,6 @@ fn builtin_entries() -> Vec<ModelEntry> {
         max_patches: 1536,
         per_mille,
     };
-    let gpt5_patches = B::OpenAiPatches {
-        max_patches: 2500,
-        per_mille: 1200,
-    };
     vec![
         // Anthropic. Source: Anthropic docs, "Models overview" (extended
         // thinking on every 4.x line; context
@@ -536,16 +544,17 @@ fn builtin_entries() -> Vec<ModelEntry> {
         // OpenAI. Source: OpenAI docs, "Models" pages of each model;
         // "Reasoning models" for which lines reason (o-series, GPT-5 except
         // the chat-tuned variants, gpt-oss).
-        // GPT-5.x: 400k window, 128k output. Images at the `auto` detail
-        // the encoders send: 32 px patches up to 2500, times 1.2.
-        reasoning(entry("gpt-5", &["gpt-5-codex", "gpt-5-1", "gpt-5-2"], "openai", 400_000, 128_000, true, T::O200k, gpt5_patches, OPENAI_IMAGES)),
+        // GPT-5.x: 400k window, 128k output. Images at `original` detail,
+        // which the encoders ask for (at `auto` a 2048 px frame would be
+        // scaled down to 2500 patches).
+        reasoning(entry("gpt-5", &["gpt-5-codex", "gpt-5-1", "gpt-5-2"], "openai", 400_000, 128_000, true, T::O200k, B::OpenAi, OPENAI_IMAGES)),
         // GPT-5 mini and nano: patches up to 1536, times the multiplier
         // "Images and vision" gives (1.62, 2.46; OpenAI's pricing
         // calculator uses 1.2 and 1.5, so these may count high).
         reasoning(entry("gpt-5-mini", &[], "openai", 400_000, 128_000, true, T::O200k, patches(1620), OPENAI_IMAGES)),
         reasoning(entry("gpt-5-nano", &[], "openai", 400_000, 128_000, true, T::O200k, patches(2460), OPENAI_IMAGES)),
         // The chat-tuned GPT-5 variants have a 128k window, 16k output.
-        entry("gpt-5-chat", &["gpt-5-1-chat", "gpt-5-2-chat"], "openai", 128_000, 16_384, true, T::O200k, gpt5_patches, OPENAI_IMAGES),
+        entry("gpt-5-chat", &["gpt-5-1-chat", "gpt-5-2-chat"], "openai", 128_000, 16_384, true, T::O200k, B::OpenAi, OPENAI_IMAGES),
         // GPT-4.1 family: 1,047,576 window, 32,768 output; GPT-4.1 bills
         // tiles, its mini and nano patches (1.62 and 2.46).
         entry("gpt-4-1", &[], "openai", 1_047_576, 32_768, true, T::O200k, tile_4o, OPENAI_IMAGES),

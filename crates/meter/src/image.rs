@@ -97,9 +97,9 @@ fn openai_original(w: u64, h: u64) -> u64 {
 
 /// OpenAI's patch models: 32 x 32 px patches; an image past `max_patches`
 /// is scaled down to fit (aspect kept), then the patches, at most
-/// `max_patches`, cost `per_mille / 1000` each. GPT-5.x at `auto`
-/// (2500, 1.2): 1024 x 1024 -> 1229; 1600 x 1600 is read as 2500 patches
-/// -> 3000.
+/// `max_patches`, cost `per_mille / 1000` each. GPT-4.1 mini (1536,
+/// 1.62): 1024 x 1024 -> 1659; 1800 x 2400 is read as at most 1536
+/// patches -> 2489.
 ///
 /// Source: OpenAI docs, "Images and vision", calculating costs for
 /// patch-based models (the scale-to-fit step and the per-model
@@ -231,9 +231,10 @@ mod tests {
         assert_eq!(image_tokens(f, 2576, 322), image_tokens(f, 8000, 1000));
     }
 
-    /// Issue 29: the mini and nano lines, o4-mini and GPT-5.x at `auto`
-    /// bill 32 px patches scaled to a cap, times their multiplier; o-series
-    /// and GPT-4o mini tiles have their own constants.
+    /// Issue 29: the mini and nano lines and o4-mini bill 32 px patches
+    /// scaled to a cap, times their multiplier; o-series and GPT-4o mini
+    /// tiles have their own constants; GPT-5.x is billed at the
+    /// `original` detail its requests ask for.
     #[test]
     fn openai_lines_bill_by_their_own_documented_rule() {
         let catalog = abridge_llm::Catalog::builtin();
@@ -246,8 +247,8 @@ mod tests {
             mini <= (1536 * 162_u64).div_ceil(100) && mini > 1400 * 162 / 100,
             "{mini}"
         );
-        // 1024 x 1024 is 32 x 32 patches: GPT-5 at auto pays 1.2 each,
-        // o4-mini 1.72.
+        // 1024 x 1024 is 32 x 32 patches: GPT-5 pays 1.2 each, o4-mini
+        // 1.72.
         assert_eq!(tokens("gpt-5", 1024, 1024), (1024 * 12_u64).div_ceil(10));
         assert_eq!(
             tokens("o4-mini", 1024, 1024),
@@ -256,8 +257,8 @@ mod tests {
         // o3 tiles: 75 + 150 x 4 for 1024 x 1024; GPT-4o mini 2833 + 5667 x 4.
         assert_eq!(tokens("o3", 1024, 1024), 75 + 150 * 4);
         assert_eq!(tokens("gpt-4o-mini", 1024, 1024), 2833 + 5667 * 4);
-        // GPT-5 at auto reads 1600 x 1600 as 2500 patches.
-        assert_eq!(tokens("gpt-5.4", 1600, 1600), 3000);
+        // GPT-5 at original detail reads a 2048 px frame whole.
+        assert_eq!(tokens("gpt-5.4", 2048, 2048), (4096 * 12_u64).div_ceil(10));
     }
 
     #[test]

@@ -236,12 +236,14 @@ fn input_keys(kind: Option<&str>) -> Option<&'static [&'static str]> {
 /// The content block type of Anthropic's server-side compaction.
 pub(crate) const COMPACTION_BLOCK: &str = "compaction";
 
-/// Whether `message` carries a compaction block of this provider's.
+/// Whether `message` carries a compaction block of this provider's (a
+/// tool message sends only its result, so never one).
 fn holds_compaction(message: &Message) -> bool {
-    message.content.iter().any(|block| {
-        matches!(block, Block::Native { provider, item }
+    message.role != Role::Tool
+        && message.content.iter().any(|block| {
+            matches!(block, Block::Native { provider, item }
             if provider == ANTHROPIC && wire::type_of(item) == Some(COMPACTION_BLOCK))
-    })
+        })
 }
 
 /// The `anthropic-beta` flags a request's contents need: a replayed

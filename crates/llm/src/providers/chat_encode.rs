@@ -111,6 +111,15 @@ enum ChatPart<'a> {
 #[derive(Serialize)]
 struct UrlField<'a> {
     url: ImageUrl<'a>,
+    /// Sent only when it is not the API's default (`auto`): many
+    /// compatible servers know no other value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'static str>,
+}
+
+/// The `detail` a Chat image part carries for `model`: none for `auto`.
+pub(crate) fn chat_image_detail(model: &str) -> Option<&'static str> {
+    Some(wire::openai_image_detail(model)).filter(|detail| *detail != "auto")
 }
 
 #[derive(Serialize)]
@@ -160,7 +169,7 @@ pub(crate) fn body<'a>(
     };
     ChatBody {
         model,
-        messages: messages(request, items),
+        messages: messages(request, items, chat_image_detail(model)),
         tools,
         tool_choice,
         max_tokens,
@@ -188,14 +197,19 @@ pub(crate) fn encode_message(
     provider: &str,
     message: &Message,
     options: &ChatOptions,
+    detail: Option<&'static str>,
 ) -> Result<Vec<Fragment>, LlmError> {
-    own_messages(message, options)
+    own_messages(message, options, detail)
         .iter()
         .map(|item| fragments::fragment(provider, item, false))
         .collect()
 }
 
-fn own_messages<'a>(message: &'a Message, options: &ChatOptions) -> Vec<ChatMessage<'a>> {
+fn own_messages<'a>(
+    message: &'a Message,
+    options: &ChatOptions,
+    detail: Option<&'static str>,
+) -> Vec<ChatMessage<'a>> {
     match message.role {
         Role::System | Role::Developer => {
             let content = wire::joined_text(&message.content);
@@ -208,7 +222,7 @@ fn own_messages<'a>(message: &'a Message, options: &ChatOptions) -> Vec<ChatMess
             ]
         }
         Role::User => vec![ChatMessage::User {
-            content: user_content(&message.content),
+            content: user_content(&message.content, detail),
         }],
         Role::Assistant => vec![assistant_message(&message.content)],
         Role::Tool => message
@@ -227,7 +241,11 @@ fn own_messages<'a>(message: &'a Message, options: &ChatOptions) -> Vec<ChatMess
     }
 }
 
-fn messages<'a>(request: &'a Request, items: &'a [Option<Items>]) -> Vec<Slot<'a>> {
+fn messages<'a>(
+    request: &'a Request,
+    items: &'a [Option<Items>],
+    detail: Option<&'static str>,
+) -> Vec<Slot<'a>> {
     let mut out = Vec::with_capacity(request.messages.len() + 1);
     let mut tool_images: Vec<ChatPart<'a>> = Vec::new();
     for (index, (message, own)) in request.messages.iter().zip(items).enumerate() {
@@ -240,7 +258,7 @@ fn messages<'a>(request: &'a Request, items: &'a [Option<Items>]) -> Vec<Slot<'a
         }
         for block in &message.content {
             if let Block::ToolResult { content, .. } = block {
-                tool_images.extend(content.iter().filter_map(image_part));
+                tool_images.extend(content.iter().filter_map(|b| image_part(b, detail)));
             }
         }
         let next_is_tool = request
@@ -261,11 +279,11 @@ fn messages<'a>(request: &'a Request, items: &'a [Option<Items>]) -> Vec<Slot<'a
     out
 }
 
-fn image_part(block: &Block) -> Option<ChatPart<'_>> {
+fn image_part<'a>(block: &'a Block, detail: Option<&'static str>) -> Option<ChatPart<'a>> {
     match block {
         Block::Image { source, .. } => Some(match wire::image_url(source) {
             Some(url) => ChatPart::ImageUrl {
-                image_url: UrlField { url },
+                image_url: UrlField { url, detail },
             },
             None => ChatPart::Text {
                 text: Cow::Borrowed(wire::IMAGE_NOT_LOADED),
@@ -280,7 +298,7 @@ fn image_part(block: &Block) -> Option<ChatPart<'_>> {
 /// llama.cpp's Python server among them, render chat templates that
 /// concatenate `content` as a string and fail on a list of parts), else
 /// a list of parts.
-fn user_content(blocks: &[Block]) -> UserContent<'_> {
+fn user_content<'a>(blocks: &'a [Block], detail: Option<&'static str>) -> UserContent<'a> {
     if blocks.iter().all(|b| matches!(b, Block::Text { .. })) {
         return UserContent::Text(wire::joined_text(blocks));
     }
@@ -290,7 +308,7 @@ fn user_content(blocks: &[Block]) -> UserContent<'_> {
             Block::Text { text } => Some(ChatPart::Text {
                 text: Cow::Borrowed(text),
             }),
-            Block::Image { .. } => image_part(block),
+            Block::Image { .. } => image_part(block, detail),
             Block::ToolResult { content, .. } => Some(ChatPart::Text {
                 text: wire::joined_text(content),
             }),
@@ -340,7 +358,7 @@ mod tests {
             Block::text("closing"),
         ];
         assert_eq!(
-            serde_json::to_value(user_content(&blocks)).unwrap(),
+            serde_json::to_value(user_content(&blocks, None)).unwrap(),
             json!("opening\nbody\nclosing")
         );
     }

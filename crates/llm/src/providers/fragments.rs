@@ -104,6 +104,9 @@ struct Entry {
 #[derive(Default)]
 pub(crate) struct FragmentCache {
     entries: Mutex<Vec<Option<Entry>>>,
+    /// What besides the message its items depend on (the image detail a
+    /// model is sent): entries made under another key are dropped.
+    key: std::sync::atomic::AtomicU64,
 }
 
 impl fmt::Debug for FragmentCache {
@@ -218,6 +221,28 @@ impl FragmentCache {
             *entries = next;
         }
         Ok(out)
+    }
+
+    /// [`items`](Self::items) for encodings that also depend on `key` (a
+    /// setting chosen per request, such as the image detail for the
+    /// request's model): the cache is emptied when the key changes.
+    ///
+    /// # Errors
+    /// What `encode` returns.
+    pub(crate) fn items_keyed(
+        &self,
+        key: u64,
+        messages: &[SharedMessage],
+        cacheable: impl Fn(usize, &Message) -> bool,
+        encode: impl FnMut(&Message) -> Result<Vec<Fragment>, LlmError>,
+    ) -> Result<Vec<Option<Items>>, LlmError> {
+        use std::sync::atomic::Ordering;
+        if self.key.swap(key, Ordering::Relaxed) != key
+            && let Ok(mut entries) = self.entries.lock()
+        {
+            entries.clear();
+        }
+        self.items(messages, cacheable, encode)
     }
 
     /// Encodes without reading or filling the cache (for `build_body`).

@@ -105,8 +105,9 @@ impl OpenAiChatClient {
     pub fn build_body(&self, request: &Request, streaming: bool) -> Result<Value, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
         let (provider, options) = (self.http.provider(), &self.options);
+        let detail = chat_encode::chat_image_detail(model);
         let items = FragmentCache::uncached(&request.messages, chat_encode::cacheable, |m| {
-            chat_encode::encode_message(provider, m, options)
+            chat_encode::encode_message(provider, m, options, detail)
         })?;
         let body = chat_encode::body(request, model, options, streaming, &items);
         wire::to_value(self.http.provider(), &body, &self.extra_body)
@@ -121,11 +122,13 @@ impl OpenAiChatClient {
     pub fn encode_body(&self, request: &Request, streaming: bool) -> Result<Vec<u8>, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
         let (provider, options) = (self.http.provider(), &self.options);
-        let items = self
-            .fragments
-            .items(&request.messages, chat_encode::cacheable, |m| {
-                chat_encode::encode_message(provider, m, options)
-            })?;
+        let detail = chat_encode::chat_image_detail(model);
+        let items = self.fragments.items_keyed(
+            u64::from(detail.is_some()),
+            &request.messages,
+            chat_encode::cacheable,
+            |m| chat_encode::encode_message(provider, m, options, detail),
+        )?;
         let body = chat_encode::body(request, model, options, streaming, &items);
         wire::encode(
             provider,

@@ -119,9 +119,9 @@ impl OpenAiResponsesClient {
     pub fn build_body(&self, request: &Request, streaming: bool) -> Result<Value, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
         let provider = self.http.provider();
-        let options = &self.options;
+        let (options, detail) = (&self.options, wire::openai_image_detail(model));
         let items = FragmentCache::uncached(&request.messages, responses_encode::cacheable, |m| {
-            responses_encode::encode_message(provider, m, options)
+            responses_encode::encode_message(provider, m, options, detail)
         })?;
         let body = responses_encode::body(request, model, &self.options, streaming, &items);
         wire::to_value(self.http.provider(), &body, &self.extra_body)
@@ -136,11 +136,13 @@ impl OpenAiResponsesClient {
     pub fn encode_body(&self, request: &Request, streaming: bool) -> Result<Vec<u8>, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
         let provider = self.http.provider();
-        let items = self
-            .fragments
-            .items(&request.messages, responses_encode::cacheable, |m| {
-                responses_encode::encode_message(provider, m, &self.options)
-            })?;
+        let detail = wire::openai_image_detail(model);
+        let items = self.fragments.items_keyed(
+            u64::from(detail == "original"),
+            &request.messages,
+            responses_encode::cacheable,
+            |m| responses_encode::encode_message(provider, m, &self.options, detail),
+        )?;
         let body = responses_encode::body(request, model, &self.options, streaming, &items);
         wire::encode(
             provider,

@@ -817,7 +817,7 @@ mod agreement {
             let extra = extra(with_extra);
             let cache = FragmentCache::default();
             for request in turns(&request).iter().chain(&turns(&request)) {
-                let items = cache.items(&request.messages, chat_encode::cacheable, |m| chat_encode::encode_message("p", m, &options)).unwrap();
+                let items = cache.items(&request.messages, chat_encode::cacheable, |m| chat_encode::encode_message("p", m, &options, None)).unwrap();
                 let typed = sent(&chat_encode::body(request, "m-1", &options, streaming, &items), &extra);
                 prop_assert_eq!(typed, super::chat(request, "m-1", &options, &extra, streaming));
             }
@@ -830,7 +830,7 @@ mod agreement {
             let extra = extra(with_extra);
             let cache = FragmentCache::default();
             for request in turns(&request).iter().chain(&turns(&request)) {
-                let items = cache.items(&request.messages, responses_encode::cacheable, |m| responses_encode::encode_message("p", m, &options)).unwrap();
+                let items = cache.items(&request.messages, responses_encode::cacheable, |m| responses_encode::encode_message("p", m, &options, "auto")).unwrap();
                 let typed = sent(&responses_encode::body(request, "m-1", &options, streaming, &items), &extra);
                 prop_assert_eq!(typed, super::responses(request, "m-1", &options, &extra, streaming));
             }

@@ -148,14 +148,11 @@ pub(crate) fn body<'a>(
     }
 }
 
-fn input_part(block: &Block) -> Option<Part<'_>> {
+fn input_part<'a>(block: &'a Block, detail: &'static str) -> Option<Part<'a>> {
     match block {
         Block::Text { text } => Some(Part::InputText { text }),
         Block::Image { source, .. } => Some(match wire::image_url(source) {
-            Some(image_url) => Part::InputImage {
-                image_url,
-                detail: "auto",
-            },
+            Some(image_url) => Part::InputImage { image_url, detail },
             None => Part::InputText {
                 text: wire::IMAGE_NOT_LOADED,
             },
@@ -208,7 +205,8 @@ pub(crate) fn cacheable(_index: usize, _message: &Message) -> bool {
     true
 }
 
-/// One message's input items under `options`, serialized.
+/// One message's input items under `options`, images at `detail` (see
+/// [`wire::openai_image_detail`]), serialized.
 ///
 /// # Errors
 /// `InvalidConfig` if serde cannot write them.
@@ -216,21 +214,26 @@ pub(crate) fn encode_message(
     provider: &str,
     message: &Message,
     options: &ResponsesOptions,
+    detail: &'static str,
 ) -> Result<Vec<Fragment>, LlmError> {
-    message_items(message, options.store)
+    message_items(message, options.store, detail)
         .iter()
         .map(|item| fragments::fragment(provider, item, false))
         .collect()
 }
 
-fn message_items(message: &Message, stored: bool) -> Vec<Item<'_>> {
+fn message_items<'a>(message: &'a Message, stored: bool, detail: &'static str) -> Vec<Item<'a>> {
     let mut items = Vec::new();
     match message.role {
         Role::System | Role::Developer | Role::User => {
             // A replayed native compaction stands in the input as the
             // provider's own items, before whatever text is left.
             items.extend(message.content.iter().filter_map(own_native_item));
-            let content: Vec<Part<'_>> = message.content.iter().filter_map(input_part).collect();
+            let content: Vec<Part<'_>> = message
+                .content
+                .iter()
+                .filter_map(|b| input_part(b, detail))
+                .collect();
             let only_native = content.is_empty()
                 && message
                     .content
@@ -252,7 +255,12 @@ fn message_items(message: &Message, stored: bool) -> Vec<Item<'_>> {
                 {
                     let has_image = content.iter().any(|b| matches!(b, Block::Image { .. }));
                     let output = if has_image {
-                        Output::Parts(content.iter().filter_map(input_part).collect())
+                        Output::Parts(
+                            content
+                                .iter()
+                                .filter_map(|b| input_part(b, detail))
+                                .collect(),
+                        )
                     } else {
                         Output::Text(wire::joined_text(content))
                     };
@@ -318,7 +326,7 @@ mod tests {
         request
             .messages
             .iter()
-            .flat_map(|message| message_items(message, false))
+            .flat_map(|message| message_items(message, false, "auto"))
             .map(|item| serde_json::to_value(&item).unwrap())
             .collect()
     }

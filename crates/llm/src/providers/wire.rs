@@ -213,6 +213,19 @@ pub(crate) fn to_value<T: Serialize>(
     Ok(value)
 }
 
+/// The image `detail` an OpenAI request for `model` asks for: the one the
+/// catalog bills the model's images at ([`ImageBilling::openai_detail`]),
+/// so the count and the bill agree.
+///
+/// [`ImageBilling::openai_detail`]: crate::ImageBilling::openai_detail
+pub(crate) fn openai_image_detail(model: &str) -> &'static str {
+    crate::catalog::Catalog::shared()
+        .lookup(model)
+        .entry
+        .image_billing
+        .openai_detail()
+}
+
 /// The `"type"` of a JSON object, if it has a string one.
 pub(crate) fn type_of(item: &Value) -> Option<&str> {
     item.get("type").and_then(Value::as_str)

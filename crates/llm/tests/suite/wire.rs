@@ -319,3 +319,53 @@ async fn a_failed_response_for_a_rate_limit_waits_as_its_message_says() {
         other => panic!("expected a rate limit, got {other:?}"),
     }
 }
+
+fn with_image() -> Request {
+    let mut message = Message::user("what is this?");
+    message.content.push(Block::Image {
+        source: abridge_llm::ImageSource::Base64 {
+            media_type: "image/png".into(),
+            data: abridge_llm::png_header_base64(2048, 2048),
+        },
+        width: Some(2048),
+        height: Some(2048),
+    });
+    Request::new("gpt-5", vec![message], Purpose::Turn)
+}
+
+/// Issue 29, item 11: a GPT-5.x image is billed at `detail: "original"`
+/// (the catalog's rule, under which a 2048 px frame is read whole), so the
+/// request asks for that detail; a line billed at `auto` sends `auto` on
+/// Responses and no detail on Chat. The same client, switched between
+/// models, does not reuse an image encoded for the other.
+#[test]
+fn images_are_sent_at_the_detail_they_are_billed_at() {
+    let responses = OpenAiResponsesClient::new(
+        ProviderConfig::new("http://127.0.0.1:1/v1"),
+        ResponsesOptions::default(),
+    )
+    .unwrap();
+    let chat = abridge_llm::OpenAiChatClient::new(
+        ProviderConfig::new("http://127.0.0.1:1/v1"),
+        abridge_llm::ChatOptions::openai(),
+    )
+    .unwrap();
+    let gpt5 = with_image();
+    let mut gpt4o = gpt5.clone();
+    gpt4o.model = "gpt-4o".into();
+    let sent = |body: Vec<u8>| serde_json::from_slice::<Value>(&body).unwrap();
+    for (request, detail) in [(&gpt4o, "auto"), (&gpt5, "original"), (&gpt4o, "auto")] {
+        let body = sent(responses.encode_body(request, false).unwrap());
+        assert_eq!(
+            body["input"][0]["content"][1]["detail"], detail,
+            "{}",
+            request.model
+        );
+        let body = sent(chat.encode_body(request, false).unwrap());
+        let part = &body["messages"][0]["content"][1]["image_url"];
+        match detail {
+            "auto" => assert!(part.get("detail").is_none(), "{part}"),
+            _ => assert_eq!(part["detail"], detail),
+        }
+    }
+}
