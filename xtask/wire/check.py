@@ -67,7 +67,7 @@ EXCEPTIONS_MISSING_OK = {
     # under `store: false` an unknown item id fails the request (404).
     "ResponseOutputMessageParam": (
         {"id", "status"},
-        "codex-rs core/src/client_common.rs sends ResponseItem::Message without id or status",
+        "codex-rs protocol/src/models.rs: ResponseItem::Message skips its id when serialized and has no status",
     ),
 }
 
