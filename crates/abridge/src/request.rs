@@ -352,7 +352,7 @@ mod tests {
         ];
         // The checkpoint (seq 20) was appended after the kept turn (seq 7).
         let written = [20, 7, 21, 22];
-        let mut bound = messages.clone();
+        let mut bound = messages;
         keep_thinking_for(
             &mut bound,
             &written,

@@ -195,9 +195,9 @@ mod tests {
         let output = json!([
             {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "old instructions"}]},
             {"type": "message", "role": "system", "content": [{"type": "input_text", "text": "old system"}]},
-            user.clone(),
+            user,
             {"type": "reasoning", "id": "rs_9", "summary": []},
-            compaction.clone(),
+            compaction,
         ]);
         let details = details(Some("acct"), output);
         assert_eq!(

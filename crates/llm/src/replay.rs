@@ -32,34 +32,33 @@ fn undated(id: &str) -> String {
     if let Some(at) = last.find(['@', ':']) {
         last.truncate(at);
     }
-    let mut id: String = last
+    let normalized: String = last
         .chars()
         .map(|c| if matches!(c, '.' | '_') { '-' } else { c })
         .collect();
-    loop {
-        let Some((head, tail)) = id.rsplit_once('-') else {
-            break;
-        };
-        let date = tail.len() == 8 && tail.chars().all(|c| c.is_ascii_digit());
-        // `2025-08-07`: three numeric parts, the first a year.
-        let dashed = tail.len() == 2
-            && tail.chars().all(|c| c.is_ascii_digit())
-            && head
-                .rsplit('-')
-                .take(2)
-                .all(|part| part.chars().all(|c| c.is_ascii_digit()))
-            && head.rsplit('-').nth(1).is_some_and(|year| year.len() == 4);
-        if date || tail == "latest" {
-            id = head.to_string();
-        } else if dashed {
-            let mut parts = head.rsplitn(3, '-');
-            let _ = (parts.next(), parts.next());
-            id = parts.next().unwrap_or("").to_string();
-        } else {
-            break;
-        }
+    let mut parts: Vec<&str> = normalized.split('-').collect();
+    let mut suffix = snapshot_suffix(&parts);
+    while suffix > 0 {
+        parts.truncate(parts.len() - suffix);
+        suffix = snapshot_suffix(&parts);
     }
-    id
+    parts.join("-")
+}
+
+/// How many trailing parts of an id name a snapshot: `20250929` and
+/// `latest` one, `2025-08-07` three; 0 when the id ends otherwise.
+fn snapshot_suffix(parts: &[&str]) -> usize {
+    let digits =
+        |part: &str, len: usize| part.len() == len && part.bytes().all(|b| b.is_ascii_digit());
+    match parts {
+        [.., last] if parts.len() > 1 && (*last == "latest" || digits(last, 8)) => 1,
+        [.., year, month, day]
+            if parts.len() > 3 && digits(year, 4) && digits(month, 2) && digits(day, 2) =>
+        {
+            3
+        }
+        _ => 0,
+    }
 }
 
 /// Whether the thinking in `message` may go to `model` at `provider`: an

@@ -31,10 +31,7 @@ pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 /// The API version header value this client speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-/// The `anthropic-beta` flag under which the Messages API reads (and
-/// writes) server-side compaction blocks: sent with every request that
-/// replays one, and with the compaction call itself.
-pub const ANTHROPIC_COMPACTION_BETA: &str = "compact-2026-01-12";
+pub use super::options::ANTHROPIC_COMPACTION_BETA;
 
 pub use super::options::AnthropicOptions;
 

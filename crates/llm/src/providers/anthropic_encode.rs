@@ -251,7 +251,7 @@ fn holds_compaction(message: &Message) -> bool {
 pub(crate) fn betas(request: &Request) -> Vec<&'static str> {
     let compaction = request.messages.iter().any(|m| holds_compaction(m));
     if compaction {
-        vec![super::anthropic::ANTHROPIC_COMPACTION_BETA]
+        vec![super::options::ANTHROPIC_COMPACTION_BETA]
     } else {
         Vec::new()
     }

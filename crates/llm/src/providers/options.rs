@@ -5,6 +5,10 @@
 /// The provider name the Anthropic client answers to by default, and the
 /// provider a native Anthropic item belongs to.
 pub(super) const ANTHROPIC: &str = "anthropic";
+/// The `anthropic-beta` flag under which the Messages API reads (and
+/// writes) server-side compaction blocks: sent with every request that
+/// replays one, and with the compaction call itself.
+pub const ANTHROPIC_COMPACTION_BETA: &str = "compact-2026-01-12";
 /// The provider name the Responses client answers to by default, and the
 /// provider a native Responses item belongs to.
 pub(super) const OPENAI_RESPONSES: &str = "openai-responses";

@@ -154,7 +154,7 @@ fn a_compaction_block_goes_back_with_only_its_input_keys() {
 
 /// A thinking block written by the Responses client: the whole
 /// `reasoning` output item as its signature.
-fn reasoning(item: Value) -> Message {
+fn reasoning(item: &Value) -> Message {
     let mut message = Message::assistant("");
     message.content = vec![
         Block::Thinking {
@@ -176,11 +176,7 @@ fn reasoning_without_encrypted_content_is_not_replayed_without_store() {
         json!({"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "gAAAA"});
     let request = Request::new(
         "codex-mini-latest",
-        vec![
-            Message::user("q"),
-            reasoning(bare.clone()),
-            reasoning(sealed.clone()),
-        ],
+        vec![Message::user("q"), reasoning(&bare), reasoning(&sealed)],
         Purpose::Turn,
     );
     let input = |store: bool| {
