@@ -204,6 +204,10 @@ class Checker:
         return [Failure(path, f"the definition's type {tp!r} cannot be checked")]
 
     def union(self, value, members, path):
+        # A value is accepted when any member accepts it: the OpenAPI
+        # document's oneOf branches overlap (a plain user message is both an
+        # EasyInputMessageParam and a Message), and the packages' Unions
+        # carry no exclusivity to enforce.
         # A tagged object is judged against the members whose `type` (or
         # `role`) it names, so the failure shown is the relevant one.
         if isinstance(value, dict):
