@@ -28,6 +28,7 @@ use abridge_session::Session;
 use crate::digest::DigestState;
 use crate::files::collect_file_ops;
 use crate::files::render_files;
+use crate::prompts::BRANCH_OPEN_CALL;
 use crate::prompts::BRANCH_OPENING;
 
 /// Knobs of branch summaries.
@@ -108,6 +109,12 @@ pub fn branch_message(summary: &str, files: &FileOps) -> Message {
 /// a digest of the branch is used. Returns the summary's seq, or `None`
 /// when the branch had no messages.
 ///
+/// A target inside a tool turn (the assistant's calls, or some of their
+/// results) leaves calls open, and a summary after them would break the
+/// pairing every provider requires. Each open call is answered first with
+/// an error result ([`BRANCH_OPEN_CALL`]) pointing at the summary, in the
+/// same write, as a checkpoint never splits a call from its result.
+///
 /// # Errors
 /// [`CompactError::Persistence`] when the append fails.
 pub async fn summarize_branch(
@@ -144,8 +151,10 @@ pub async fn summarize_branch(
     });
     // A summarizer may echo something secret-shaped; the digest cannot.
     let text = redact_with(config.redactor.as_deref(), &text).into_owned();
-    let seq = session.append(Draft::message(branch_message(&text, &files)))?;
-    Ok(Some(seq))
+    let mut drafts = abridge_session::dangling_call_results(session, BRANCH_OPEN_CALL.trim_end());
+    drafts.push(Draft::message(branch_message(&text, &files)));
+    let seqs = session.append_batch(drafts)?;
+    Ok(seqs.last().copied())
 }
 
 /// Navigates to `target` with hooks: `before_navigation` may cancel or skip

@@ -12,6 +12,10 @@ pub const SUMMARIZE_TURN_PREFIX: &str = include_str!("../../../prompts/summarize
 pub const BRANCH_SUMMARY: &str = include_str!("../../../prompts/branch_summary.md");
 /// Opening line of a branch-summary message.
 pub const BRANCH_OPENING: &str = include_str!("../../../prompts/branch_open.md");
+/// The result given to a call the navigation target leaves open, ahead of
+/// the branch summary: a call must be followed by its result, and the
+/// real one stays on the branch that was left.
+pub const BRANCH_OPEN_CALL: &str = include_str!("../../../prompts/branch_open_call.md");
 
 /// Heading under which a split turn's prefix summary is merged, below the
 /// history summary.

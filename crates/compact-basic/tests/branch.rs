@@ -343,3 +343,100 @@ fn a_branch_digest_appends_no_secret() {
     secrets::assert_no_secret("the branch digest", &appended);
     secrets::assert_placeholders("the branch digest", &appended, &["openai-key"]);
 }
+
+/// A bundled sample, imported as a user's `abridge import` writes it.
+fn imported_sample(name: &str) -> Session {
+    let path = abridge_test_support::samples::sample(name);
+    abridge_import::read(&path, None)
+        .unwrap()
+        .into_session(Box::new(abridge_session::MemoryStore::new()))
+        .unwrap()
+        .0
+}
+
+/// Moves to `target` from the session's leaf and checks the session, then
+/// leaves a summary of the branch left behind there and checks it again,
+/// as `branch --to T` and `branch --to T --summary` do; returns what the
+/// invariant checker found (empty when both kept the session valid). The
+/// leaf is restored after, so each move starts from the same branch.
+fn branch_both_ways(session: &mut Session, leaf: Option<u64>, target: u64) -> Vec<String> {
+    let mut found = Vec::new();
+    let navigation = session.navigate(Some(target)).unwrap();
+    for violation in check_invariants(session).violations {
+        found.push(format!("--to {target}: {violation}"));
+    }
+    // Where the summary goes is the question, not what it says: a small
+    // budget keeps each digest short and the walk over the targets fast.
+    let config = BranchConfig {
+        budget_tokens: 200,
+        ..BranchConfig::default()
+    };
+    run(summarize_branch(
+        session,
+        &navigation,
+        None,
+        &EstimateCounter::new(),
+        config,
+    ))
+    .unwrap();
+    for violation in check_invariants(session).violations {
+        found.push(format!("--to {target} --summary: {violation}"));
+    }
+    session.navigate(leaf).unwrap();
+    found
+}
+
+// Issue 27, point 2: `branch --to 500 --summary` on the bundled pi session
+// put the summary (a user message) right after an assistant's tool call,
+// whose result stayed on the branch left behind: "call toolu_01VaJi8...
+// has no result". Every bundled session, at every third event (every
+// event of the two short ones; pi's from 2, so 500 is one): about half of
+// all targets broke the pairing, at every kind of place in a tool turn,
+// and every event of all four takes 20 s in a debug build.
+#[test]
+fn branching_to_an_event_of_a_bundled_session_keeps_calls_paired() {
+    use abridge_test_support::samples;
+    for (name, first, stride) in [
+        (samples::PI, 2, 3),
+        (samples::CLAUDE, 0, 1),
+        (samples::CODEX, 0, 3),
+        (samples::SWE, 0, 1),
+    ] {
+        let mut session = imported_sample(name);
+        let leaf = session.leaf();
+        let events = session.len() as u64;
+        let mut found = Vec::new();
+        for target in (first..events).step_by(stride) {
+            found.extend(branch_both_ways(&mut session, leaf, target));
+        }
+        assert!(found.is_empty(), "{name}: {found:#?}");
+    }
+}
+
+/// A target on an assistant's tool calls: each open call is answered, in
+/// call order, by a result that points at the summary, and the summary
+/// comes right after them.
+#[test]
+fn a_summary_at_an_open_call_answers_the_call_first() {
+    let (mut session, _) = session_with_branch();
+    let call = 3;
+    assert!(session.message(call).unwrap().tool_calls().next().is_some());
+    let (_, summary) = run(navigate_with_summary(
+        &mut session,
+        Some(call),
+        None,
+        &NoHooks,
+        &EstimateCounter::new(),
+        BranchConfig::default(),
+    ))
+    .unwrap();
+    let summary = summary.unwrap();
+    let surface = session.surface().seqs().to_vec();
+    assert_eq!(surface[surface.len() - 1], summary);
+    let answer = session.message(surface[surface.len() - 2]).unwrap();
+    let (id, content, is_error) = answer.tool_result_block().unwrap();
+    assert_eq!(id, "w1");
+    assert!(is_error);
+    assert_eq!(content[0].as_text(), Some(BRANCH_OPEN_CALL.trim_end()));
+    assert!(check_invariants(&session).is_ok());
+}

@@ -76,6 +76,7 @@ pub use reference::Reference;
 pub use reference::ReferenceError;
 pub use reference::SCHEME as RECALL_SCHEME;
 pub use repair::UNKNOWN_OUTCOME;
+pub use repair::dangling_call_results;
 pub use repair::dangling_tool_calls;
 pub use repair::keep_torn_events;
 pub use repair::repair_dangling_tool_calls;

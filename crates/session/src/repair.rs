@@ -50,23 +50,31 @@ pub fn dangling_tool_calls(session: &Session) -> Vec<(String, String)> {
         .collect()
 }
 
+/// An error result saying `text` for every dangling call, in call order,
+/// ready to append. Whoever appends something other than a result after
+/// an open call (a resumed session, a branch summary) answers the calls
+/// with these first, so the call is never followed by anything else.
+pub fn dangling_call_results(session: &Session, text: &str) -> Vec<Draft> {
+    dangling_tool_calls(session)
+        .into_iter()
+        .map(|(id, name)| {
+            Draft::message(
+                Message::tool_result(id.clone(), text, true).with_meta(Meta {
+                    origin: Some(Origin::Tool { call_id: id, name }),
+                    ..Meta::default()
+                }),
+            )
+        })
+        .collect()
+}
+
 /// Appends an error result with [`UNKNOWN_OUTCOME`] for every dangling call,
 /// in one batch. Returns the new seqs (empty when nothing dangles).
 ///
 /// # Errors
 /// The store's.
 pub fn repair_dangling_tool_calls(session: &mut Session) -> Result<Vec<Seq>, SessionError> {
-    let drafts: Vec<Draft> = dangling_tool_calls(session)
-        .into_iter()
-        .map(|(id, name)| {
-            Draft::message(
-                Message::tool_result(id.clone(), UNKNOWN_OUTCOME, true).with_meta(Meta {
-                    origin: Some(Origin::Tool { call_id: id, name }),
-                    ..Meta::default()
-                }),
-            )
-        })
-        .collect();
+    let drafts = dangling_call_results(session, UNKNOWN_OUTCOME);
     if drafts.is_empty() {
         return Ok(Vec::new());
     }
