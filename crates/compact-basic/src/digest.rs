@@ -27,6 +27,7 @@ use serde::Serialize;
 use crate::files::collect_file_ops;
 use crate::files::command_text;
 use crate::files::render_files;
+use crate::goal::stated_goal;
 use crate::transcript::clip;
 use crate::transcript::context_label;
 use crate::transcript::tool_names;
@@ -134,6 +135,17 @@ fn user_request_text(message: &SharedMessage) -> Option<String> {
     Some(text.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
+/// A user message that carries an earlier conversation's summary behind
+/// an agent's continuation line (see [`abridge_llm::continuation`]).
+fn is_continuation(message: &SharedMessage) -> bool {
+    !is_checkpoint(message)
+        && message
+            .content
+            .iter()
+            .find_map(Block::as_text)
+            .is_some_and(|text| abridge_llm::continuation(text).is_some())
+}
+
 /// True when a command's output says it failed.
 pub(crate) fn output_failed(is_error: bool, output: &str) -> bool {
     if is_error {
@@ -192,10 +204,15 @@ impl DigestState {
         let mut pending: BTreeMap<String, String> = BTreeMap::new();
         for message in messages {
             match message.role {
+                Role::User if is_continuation(message) => {
+                    self.continue_from(&visible_text(message));
+                }
                 Role::User => {
                     if let Some(text) = user_request_text(message) {
                         self.open_questions.clear();
-                        if self.goal.is_none() {
+                        // After an earlier summary the goal is the one it
+                        // states, never the first request after it.
+                        if self.goal.is_none() && self.earlier.is_none() {
                             self.goal = Some(clip(&text, REQUEST_CHARS * 2));
                         } else {
                             self.requests.push(clip(&text, REQUEST_CHARS));
@@ -248,6 +265,21 @@ impl DigestState {
             }
         }
         self.trim();
+    }
+
+    /// Starts from an earlier summary this digest did not write (another
+    /// method's checkpoint, another agent's continuation message): quoted
+    /// as the earlier summary, without the agent's continuation line, and
+    /// its stated goal taken as the goal (see [`stated_goal`]). An earlier
+    /// summary already held is kept.
+    pub(crate) fn continue_from(&mut self, summary: &str) {
+        if self.earlier.is_some() {
+            return;
+        }
+        if self.goal.is_none() {
+            self.goal = stated_goal(summary, REQUEST_CHARS * 2);
+        }
+        self.earlier = Some(clip(abridge_llm::continued_summary(summary), 4_000));
     }
 
     fn push_failure(&mut self, line: String) {
@@ -425,7 +457,7 @@ impl DigestMethod {
             files.merge(&previous.files);
             match previous_state(plan) {
                 Some(earlier_state) => state = earlier_state,
-                None => state.earlier = Some(clip(&previous.summary, 4_000)),
+                None => state.continue_from(&previous.summary),
             }
         }
         let from = usize::from(plan.previous().is_some());
@@ -533,6 +565,53 @@ mod tests {
         state.absorb(&messages);
         assert_eq!(state.goal.as_deref(), Some("Fix the flaky test."));
         assert_eq!(state.requests, ["Then update the docs."]);
+    }
+
+    /// Issue 27, point 7: an agent's continuation message (here pi's, as
+    /// a host that records pi's requests would store it) is neither the
+    /// goal nor a request; the goal it states is the goal, and the first
+    /// request after it ("can leave it") is a later request.
+    #[test]
+    fn a_continuation_message_gives_its_stated_goal_not_a_request() {
+        let mut state = DigestState::default();
+        state.absorb(&[
+            user(
+                "The conversation history before this point was compacted into the following summary:\n\n<summary>\n## Goal\nMove the importer to streaming reads.\n\n## Progress\nhalf done\n</summary>",
+            ),
+            user("can leave it"),
+        ]);
+        assert_eq!(
+            state.goal.as_deref(),
+            Some("Move the importer to streaming reads.")
+        );
+        assert_eq!(state.requests, ["can leave it"]);
+        let earlier = state.earlier.as_deref().unwrap();
+        assert!(earlier.starts_with("## Goal\n"), "{earlier}");
+        let short = state.short(&abridge_compact::FileOps::default());
+        assert!(
+            short.starts_with("Working on: Move the importer to streaming reads."),
+            "{short}"
+        );
+    }
+
+    /// An earlier summary that states no goal leaves the goal to it: the
+    /// first request after it stays a later request.
+    #[test]
+    fn after_a_summary_without_a_goal_the_next_request_is_not_the_goal() {
+        let mut state = DigestState::default();
+        state.continue_from("Another language model started to solve this problem and produced a summary of its thinking process.\nFixed the loader; tests pass.");
+        state.absorb(&[user("can leave it")]);
+        assert_eq!(state.goal, None);
+        assert_eq!(state.requests, ["can leave it"]);
+        assert_eq!(
+            state.earlier.as_deref(),
+            Some("Fixed the loader; tests pass.")
+        );
+        let text = state.render(&abridge_compact::FileOps::default());
+        assert!(
+            text.starts_with("## Goal\n(stated in the earlier summary below)"),
+            "{text}"
+        );
     }
 
     fn user(text: &str) -> SharedMessage {

@@ -33,6 +33,7 @@ mod cache_aligned;
 mod candidates;
 mod digest;
 mod files;
+mod goal;
 mod handoff;
 mod llm;
 mod names;

@@ -217,21 +217,44 @@ fn digest_goal_on_the_codex_sample_is_the_first_typed_request() {
 
 /// Issue 16, point 4: after Claude Code's own compaction the only user
 /// message left on the sample's surface is a `<task-notification>` the
-/// harness wrote. It is context, so the goal points at the earlier summary
-/// (where the user's request is) instead of quoting the notification.
+/// harness wrote. It is context, never the goal. Issue 27, point 7: the
+/// goal is the one Claude Code's summary states (its "Primary Request and
+/// Intent"), and neither the goal nor the status line is Claude Code's
+/// continuation line ("Working on: This session is being continued ...").
 #[test]
-fn digest_goal_on_the_claude_code_sample_is_not_a_task_notification() {
+fn digest_goal_on_the_claude_code_sample_is_the_summarys_own_goal() {
     let (mut session, _) = imported(&sample("claude-code__"));
     let notification = session
         .surface_messages()
         .iter()
         .any(|m| m.plain_text().starts_with("<task-notification>"));
     assert!(notification, "the sample's surface holds the notification");
-    let text = digest_nearly_all(&mut session);
-    assert_eq!(
-        goal_of(&text),
-        "(stated in the earlier summary below)",
+    let counter = Arc::new(EstimateCounter::new());
+    let policy = Policy::new(counter).with_keep_recent_tokens(1);
+    let method: Arc<dyn CompactionMethod> = Arc::new(DigestMethod);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let outcome = rt
+        .block_on(compact_session(
+            &mut session,
+            &method,
+            &policy,
+            Trigger::Manual,
+        ))
+        .unwrap();
+    let text = checkpoint_body(session.message(outcome.checkpoint_seq.unwrap()).unwrap());
+    assert!(
+        goal_of(&text).starts_with("The user asked to work on bead `spotter-dov`"),
         "{text}"
     );
     assert!(!text.contains("<task-notification>"), "{text}");
+    assert!(!text.contains("This session is being continued"), "{text}");
+    assert!(
+        outcome
+            .short_summary
+            .starts_with("Working on: The user asked to work on bead"),
+        "{}",
+        outcome.short_summary
+    );
 }

@@ -9,6 +9,10 @@
 //! text is such context; a request with a reminder attached stays the
 //! user's.
 
+/// The `Origin::Injected` source of a message that carries an earlier
+/// conversation's summary behind an agent's continuation line.
+pub(crate) const CONTINUATION: &str = "continuation";
+
 /// The markers one harness puts on the text it injects.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Markers {
@@ -21,9 +25,15 @@ pub(crate) struct Markers {
 }
 
 impl Markers {
-    /// What injected `text`, when it is all harness context.
+    /// What injected `text`, when it is all harness context. Any agent's
+    /// continuation line ([`abridge_llm::continuation`]: the summary of a
+    /// compacted conversation) is context whichever harness's markers
+    /// these are, since sessions move between agents.
     pub(crate) fn source(&self, text: &str) -> Option<&'static str> {
         let text = text.trim();
+        if abridge_llm::continuation(text).is_some() {
+            return Some(CONTINUATION);
+        }
         if let Some((_, name)) = self.prefixes.iter().find(|(p, _)| text.starts_with(p)) {
             return Some(name);
         }
@@ -96,6 +106,20 @@ mod tests {
         assert_eq!(MARKERS.source("<system-reminder>unclosed"), None);
         assert_eq!(MARKERS.source("plain request"), None);
         assert_eq!(MARKERS.source(""), None);
+    }
+
+    /// Issue 27, point 7: the summary message an agent continues a
+    /// compacted conversation with is never the user's request, whichever
+    /// agent's file it turns up in.
+    #[test]
+    fn any_agents_continuation_line_is_injected() {
+        for continuation in abridge_llm::CONTINUATIONS {
+            let text = format!(
+                "{}:\n\nThe user wanted a faster build.",
+                continuation.opening
+            );
+            assert_eq!(MARKERS.source(&text), Some(CONTINUATION), "{text}");
+        }
     }
 
     #[test]

@@ -37,6 +37,7 @@
 
 mod catalog;
 mod client;
+mod continuation;
 mod error;
 mod image;
 mod message;
@@ -62,6 +63,10 @@ pub use client::ResponseStream;
 pub use client::StreamEvent;
 pub use client::ToolChoice;
 pub use client::ToolSpec;
+pub use continuation::CONTINUATIONS;
+pub use continuation::Continuation;
+pub use continuation::continuation;
+pub use continuation::continued_summary;
 pub use error::LlmError;
 pub use image::DEFAULT_MAX_IMAGE_PIXELS;
 pub use image::ImageTooLarge;
