@@ -27,6 +27,7 @@ use crate::ImportError;
 use crate::ImportWarning;
 use crate::Imported;
 use crate::TYPE_MODEL_CHANGE;
+use crate::Wanted;
 use crate::builder::Builder;
 use crate::builder::Output;
 use crate::format::AIDER_CHAT_START as CHAT_START;
@@ -49,6 +50,9 @@ struct Chat {
     started: Option<String>,
     /// Its lines that are not blank.
     records: u64,
+    /// Lines that are not blank before the file's first start line, left
+    /// out (an editor's mode line, notes): counted on the first chat.
+    preamble: u64,
     /// True when it holds a request or a reply, not only output.
     has_message: bool,
     /// Its fences and edit blocks left open.
@@ -72,71 +76,72 @@ struct Part {
     text: String,
 }
 
-/// Reads the file twice, one line at a time: first to find its chats,
-/// then to convert the chosen one, so only that chat's messages are ever
-/// held, each once.
-pub(crate) fn import(
+/// The chats `wanted` names, each converted and handed to `visit` as
+/// soon as its last line is read. The file is read twice, one line at a
+/// time, whatever the number of chats: first to find its chats, then to
+/// convert, so only one chat's messages are held at a time, each once.
+/// Returns how many chats the file holds.
+pub(crate) fn sessions(
     file: &str,
     input: &Input<'_>,
-    session: Option<usize>,
-    output: Output,
-) -> Result<Imported, ImportError> {
+    wanted: Wanted,
+    visit: &mut dyn FnMut(Imported) -> Result<(), ImportError>,
+) -> Result<usize, ImportError> {
     let chats = chats(file, input)?;
-    let index = crate::pick(file, chats.len(), session, |i| chats[i].has_message)?;
-    let Some(chat) = chats.get(index) else {
-        return Err(ImportError::Empty {
-            file: file.to_string(),
-        });
-    };
-    let mut b = Builder::new(file, Format::Aider, output);
-    b.report.sessions = chats.len();
-    b.report.session = index + 1;
-    b.report.records = chat.records;
-    for warning in &chat.warnings {
-        b.report.warn(warning.clone());
-    }
-    let time = chat
-        .started
-        .as_deref()
-        .map(|t| t.trim().replacen(' ', "T", 1));
-    let mut convert = Convert {
-        b,
-        time,
-        model: None,
-        asked: false,
-    };
-    let mut parts = Parts::new(true);
+    let mut outputs = wanted.outputs(file, chats.len(), |i| chats[i].has_message)?;
+    convert(
+        file,
+        input,
+        &chats,
+        &mut |i| outputs.get_mut(i).and_then(Option::take),
+        visit,
+    )?;
+    Ok(chats.len())
+}
+
+/// One pass over the file converting the chats for which `output` gives
+/// where their drafts go (by index into `chats`), each handed to `visit`
+/// when it ends.
+fn convert(
+    file: &str,
+    input: &Input<'_>,
+    chats: &[Chat],
+    output: &mut dyn FnMut(usize) -> Option<Output>,
+    visit: &mut dyn FnMut(Imported) -> Result<(), ImportError>,
+) -> Result<(), ImportError> {
+    let mut current: Option<(Convert, Parts)> = None;
     let mut segment = 0;
+    let mut start = |segment: usize| -> Option<(Convert, Parts)> {
+        let index = chats.iter().position(|c| c.segment == segment)?;
+        let output = output(index)?;
+        Some((Convert::new(file, chats, index, output), Parts::new(true)))
+    };
+    current = current.or_else(|| start(segment));
     input.each_line(file, |number, line| {
         if line.starts_with(CHAT_START) {
+            if let Some(done) = current.take() {
+                visit(done.0.finish(file, done.1)?)?;
+            }
             segment += 1;
-        } else if segment == chat.segment
+            current = start(segment);
+        } else if let Some((convert, parts)) = &mut current
             && let Some(part) = parts.line(number, line)
         {
             convert.part(part);
         }
         Ok(())
     })?;
-    if let Some(part) = parts.finish().0 {
-        convert.part(part);
+    if let Some(done) = current.take() {
+        visit(done.0.finish(file, done.1)?)?;
     }
-    let id = crate::id_from_file(file);
-    let header = crate::header(
-        format!("{}-{}", id.trim_start_matches('.'), index + 1),
-        convert.time,
-        None,
-    );
-    let (drafts, report) = convert.b.finish(None)?;
-    Ok(Imported {
-        header,
-        drafts,
-        report,
-    })
+    Ok(())
 }
 
-/// Parts of the chosen chat turned into events, in file order.
+/// Parts of one chat turned into events, in file order.
 struct Convert {
     b: Builder,
+    /// Which chat, from 0.
+    index: usize,
     /// The chat's start time, which stamps every event.
     time: Option<String>,
     /// The model the banner named last.
@@ -146,6 +151,53 @@ struct Convert {
 }
 
 impl Convert {
+    /// Starts converting `chats[index]`.
+    fn new(file: &str, chats: &[Chat], index: usize, output: Output) -> Self {
+        let chat = &chats[index];
+        let mut b = Builder::new(file, Format::Aider, output);
+        b.report.sessions = chats.len();
+        b.report.session = index + 1;
+        b.report.records = chat.records;
+        if chat.preamble > 0 {
+            *b.report
+                .skipped
+                .entry("text before the first chat".to_string())
+                .or_default() += chat.preamble;
+        }
+        for warning in &chat.warnings {
+            b.report.warn(warning.clone());
+        }
+        Convert {
+            b,
+            index,
+            time: chat
+                .started
+                .as_deref()
+                .map(|t| t.trim().replacen(' ', "T", 1)),
+            model: None,
+            asked: false,
+        }
+    }
+
+    /// Ends the chat: its last part, then the session.
+    fn finish(mut self, file: &str, parts: Parts) -> Result<Imported, ImportError> {
+        if let Some(part) = parts.finish().0 {
+            self.part(part);
+        }
+        let id = crate::id_from_file(file);
+        let header = crate::header(
+            format!("{}-{}", id.trim_start_matches('.'), self.index + 1),
+            self.time,
+            None,
+        );
+        let (drafts, report) = self.b.finish(None)?;
+        Ok(Imported {
+            header,
+            drafts,
+            report,
+        })
+    }
+
     fn part(&mut self, part: Part) {
         let line = Some(part.line);
         let time = self.time.clone();
@@ -207,8 +259,10 @@ fn trim_newlines(mut text: String) -> String {
 }
 
 /// The file's chats, from a pass that keeps no text. Lines before the
-/// first start line form a chat of their own when they hold anything (a
-/// history whose start was cut off).
+/// first start line are not a chat when a start line follows (a real
+/// history may open with an editor's mode line); they are counted on the
+/// first chat instead. In a file with no start line they are the one chat
+/// (a history whose start was cut off).
 fn chats(file: &str, input: &Input<'_>) -> Result<Vec<Chat>, ImportError> {
     let mut chats: Vec<Chat> = Vec::new();
     let mut current = (
@@ -216,6 +270,7 @@ fn chats(file: &str, input: &Input<'_>) -> Result<Vec<Chat>, ImportError> {
             segment: 0,
             started: None,
             records: 0,
+            preamble: 0,
             has_message: false,
             warnings: Vec::new(),
         },
@@ -228,6 +283,7 @@ fn chats(file: &str, input: &Input<'_>) -> Result<Vec<Chat>, ImportError> {
                 segment,
                 started: Some(time.to_string()),
                 records: 0,
+                preamble: 0,
                 has_message: false,
                 warnings: Vec::new(),
             };
@@ -244,6 +300,10 @@ fn chats(file: &str, input: &Input<'_>) -> Result<Vec<Chat>, ImportError> {
         Ok(())
     })?;
     close(&mut chats, current);
+    if chats.len() > 1 && chats[0].started.is_none() {
+        let preamble = chats.remove(0);
+        chats[0].preamble = preamble.records;
+    }
     Ok(chats)
 }
 
@@ -399,6 +459,9 @@ impl Parts {
 }
 
 /// The model a banner line names (`Model: gpt-4o with diff edit format`).
+/// Only a name spelled as model ids are (letters, digits and `-_./:@+`)
+/// counts: other console output that starts the same way (`Models:
+/// ['gpt-4o', ...]`, a listing) names no model the chat ran on.
 fn model_named(line: &str) -> Option<&str> {
     let rest = MODEL_LINES
         .iter()
@@ -409,7 +472,10 @@ fn model_named(line: &str) -> Option<&str> {
         .min()
         .unwrap_or(rest.len());
     let name = rest[..end].trim();
-    (!name.is_empty()).then_some(name)
+    let id_like = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./:@+".contains(c));
+    (!name.is_empty() && id_like).then_some(name)
 }
 
 #[cfg(test)]
@@ -472,5 +538,8 @@ mod tests {
             Some("gpt-4o")
         );
         assert_eq!(model_named("Git repo: .git with 3 files"), None);
+        // Issue 27, point 8: console output, not a banner.
+        assert_eq!(model_named("Models: ['gpt-4o', 'gpt-4o-mini']"), None);
+        assert_eq!(model_named("Model: [unknown] please pick one"), None);
     }
 }

@@ -31,6 +31,20 @@ pub enum ImportError {
         /// The file.
         file: String,
     },
+    /// The format asked for is not the one the file is written in: its
+    /// content reads as another agent's.
+    #[error(
+        "{file}: not a{} {asked} file: its content reads as {found}; pass --format {found}, or leave --format out",
+        if matches!(asked, crate::Format::Aider | crate::Format::OpenHands) { "n" } else { "" }
+    )]
+    FormatMismatch {
+        /// The file.
+        file: String,
+        /// The format asked for.
+        asked: crate::Format,
+        /// The format its content shows.
+        found: crate::Format,
+    },
     /// A `--format` value that names no format.
     #[error(
         "unknown import format {name:?}; expected pi, claude-code, codex, swe-agent, aider or openhands"

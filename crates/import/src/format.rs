@@ -83,6 +83,11 @@ impl Format {
         {
             return Some(found);
         }
+        // A real history may open with other lines (an editor's mode
+        // line); a start line anywhere in the head is aider's.
+        if text.lines().any(|line| line.starts_with(AIDER_CHAT_START)) {
+            return Some(Format::Aider);
+        }
         detect_text(text, first)
     }
 }
@@ -232,7 +237,7 @@ mod tests {
 
     #[test]
     fn detects_each_format_from_its_first_line() {
-        let cases: [(&str, &[u8], Option<Format>); 14] = [
+        let cases: [(&str, &[u8], Option<Format>); 15] = [
             (
                 "a.jsonl",
                 br#"{"type":"session","id":"x","timestamp":"t","cwd":"/"}"#,
@@ -272,6 +277,12 @@ mod tests {
             (
                 "notes.md",
                 b"\n# aider chat started at 2025-01-02 03:04:05\n",
+                Some(Format::Aider),
+            ),
+            // Issue 27, point 8: a mode line before the first start line.
+            (
+                ".aider.chat.history.md",
+                b"-*- mode: fundamental -*-\n\n# aider chat started at 2025-01-02 03:04:05\n",
                 Some(Format::Aider),
             ),
             (

@@ -351,13 +351,7 @@ fn read_input(
             file: file.to_string(),
         });
     }
-    let format = match options.format {
-        Some(f) => f,
-        None => Format::detect(Path::new(file), &input::head(file, &input, DETECT_BYTES)?)
-            .ok_or_else(|| ImportError::UnknownFormat {
-                file: file.to_string(),
-            })?,
-    };
+    let format = format_of(file, &input, options.format)?;
     let _span = tracing::debug_span!("import", file, format = format.name()).entered();
     if !matches!(format, Format::Aider | Format::OpenHands) {
         // One session per file: only `--session 1` names it.
@@ -372,8 +366,12 @@ fn read_input(
         Format::ClaudeCode => claude::import(file, &input, output),
         Format::Codex => codex::import(file, &input, output),
         Format::SweAgent => swe::import(file, &input, output),
-        Format::Aider => aider::import(file, &input, options.session, output),
-        Format::OpenHands => openhands::import(file, &input, options.session, output),
+        Format::Aider => one(file, options.session, output, |wanted, visit| {
+            aider::sessions(file, &input, wanted, visit)
+        }),
+        Format::OpenHands => one(file, options.session, output, |wanted, visit| {
+            openhands::sessions(file, &input, wanted, visit)
+        }),
     }?;
     if imported.report.message_count() == 0 {
         return Err(ImportError::NoMessages {
@@ -388,6 +386,30 @@ fn read_input(
         "imported"
     );
     Ok(imported)
+}
+
+/// The format to read `input` as: the one detected, or `asked` when
+/// given. A file detected as another format than the one asked for is
+/// refused, naming both: read as the wrong format it would give a
+/// session of nonsense (a pi log read as aider is one long reply).
+/// `asked` decides alone only for a file detection cannot place.
+fn format_of(
+    file: &str,
+    input: &input::Input<'_>,
+    asked: Option<Format>,
+) -> Result<Format, ImportError> {
+    let found = Format::detect(Path::new(file), &input::head(file, input, DETECT_BYTES)?);
+    match (asked, found) {
+        (Some(asked), Some(found)) if asked != found => Err(ImportError::FormatMismatch {
+            file: file.to_string(),
+            asked,
+            found,
+        }),
+        (Some(format), _) | (None, Some(format)) => Ok(format),
+        (None, None) => Err(ImportError::UnknownFormat {
+            file: file.to_string(),
+        }),
+    }
 }
 
 /// Refuses a draft with an image claiming more than `limit` pixels,
@@ -410,6 +432,104 @@ fn check_image(
             height: fault.height,
             limit,
         }
+    })
+}
+
+/// Every session of the file at `path`, in file order, each handed to
+/// `visit` as soon as it is read, so one session's events are held at a
+/// time: each chat of an aider history, each record of OpenHands
+/// evaluation output, and the one session of any other file. Sessions
+/// with no message are handed on too (their report counts none), so a
+/// listing shows every session the file holds. `options.session` is not
+/// read. Returns how many sessions there are.
+///
+/// # Errors
+/// As [`read_with`], and whatever `visit` returns, which stops the walk.
+pub fn each_session(
+    path: &Path,
+    options: &ReadOptions,
+    visit: &mut dyn FnMut(Imported) -> Result<(), ImportError>,
+) -> Result<usize, ImportError> {
+    let file = path.display().to_string();
+    let input = input::Input::File(path);
+    if input::scan(&file, &input, options.max_record_bytes)?.blank {
+        return Err(ImportError::Empty { file });
+    }
+    let wanted = Wanted::All(options.max_image_pixels);
+    match format_of(&file, &input, options.format)? {
+        Format::Aider => aider::sessions(&file, &input, wanted, visit),
+        Format::OpenHands => openhands::sessions(&file, &input, wanted, visit),
+        _ => {
+            let one = ReadOptions {
+                session: None,
+                ..*options
+            };
+            visit(read_input(&file, input, &one, Sink::Keep)?)?;
+            Ok(1)
+        }
+    }
+}
+
+/// Which sessions of a file that holds several to read, and where the
+/// drafts of each go.
+pub(crate) enum Wanted {
+    /// One: the asked one (from 1), else the last with a message.
+    One(Option<usize>, Output),
+    /// Every one, each kept whole in turn, its images held to this cap.
+    All(u64),
+}
+
+impl Wanted {
+    /// Where each of `count` sessions goes (`None`: not read);
+    /// `has_messages` says which hold a message.
+    ///
+    /// # Errors
+    /// [`ImportError::NoSuchSession`] for a session past `count`.
+    pub(crate) fn outputs(
+        self,
+        file: &str,
+        count: usize,
+        has_messages: impl Fn(usize) -> bool,
+    ) -> Result<Vec<Option<Output>>, ImportError> {
+        match self {
+            Wanted::One(asked, output) => {
+                let index = pick(file, count, asked, has_messages)?;
+                let mut outputs: Vec<Option<Output>> = (0..count).map(|_| None).collect();
+                if let Some(slot) = outputs.get_mut(index) {
+                    *slot = Some(output);
+                }
+                Ok(outputs)
+            }
+            Wanted::All(max_image_pixels) => Ok((0..count)
+                .map(|_| {
+                    Some(Output {
+                        sink: Sink::Keep,
+                        max_image_pixels,
+                    })
+                })
+                .collect()),
+        }
+    }
+}
+
+/// The one session `asked` names (default: the last with a message) of
+/// a file of several, read by `sessions`.
+fn one(
+    file: &str,
+    asked: Option<usize>,
+    output: Output,
+    sessions: impl FnOnce(
+        Wanted,
+        &mut dyn FnMut(Imported) -> Result<(), ImportError>,
+    ) -> Result<usize, ImportError>,
+) -> Result<Imported, ImportError> {
+    let mut found = None;
+    sessions(Wanted::One(asked, output), &mut |imported| {
+        found = Some(imported);
+        Ok(())
+    })?;
+    found.ok_or_else(|| ImportError::Empty {
+        file: file.to_string(),
     })
 }
 

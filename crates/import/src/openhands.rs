@@ -38,6 +38,7 @@ use crate::Format;
 use crate::ImportError;
 use crate::ImportWarning;
 use crate::Imported;
+use crate::Wanted;
 use crate::builder::Builder;
 use crate::builder::Output;
 use crate::document;
@@ -58,30 +59,31 @@ use response::said;
 use response::usage_of;
 use sources::Located;
 
-pub(crate) fn import(
+/// The sessions `wanted` names, each handed to `visit`: the one of a
+/// trajectory, or the records of evaluation output. Returns how many
+/// sessions the file holds.
+pub(crate) fn sessions(
     file: &str,
     input: &Input<'_>,
-    session: Option<usize>,
-    output: Output,
-) -> Result<Imported, ImportError> {
+    wanted: Wanted,
+    visit: &mut dyn FnMut(Imported) -> Result<(), ImportError>,
+) -> Result<usize, ImportError> {
     let head = crate::input::head(file, input, crate::DETECT_BYTES)?;
     if head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-        return trajectory(file, input, session, output);
+        let mut outputs = wanted.outputs(file, 1, |_| true)?;
+        if let Some(output) = outputs.first_mut().and_then(Option::take) {
+            visit(trajectory(file, input, output)?)?;
+        }
+        return Ok(1);
     }
-    records(file, input, session, output)
+    records(file, input, wanted, visit)
 }
 
 /// A trajectory, one array of events, read twice one event at a time:
 /// first for the calls each model response made, then to convert. Only
 /// one event's JSON tree is held at a time.
-fn trajectory(
-    file: &str,
-    input: &Input<'_>,
-    session: Option<usize>,
-    output: Output,
-) -> Result<Imported, ImportError> {
+fn trajectory(file: &str, input: &Input<'_>, output: Output) -> Result<Imported, ImportError> {
     const WHAT: &str = "an array of events, a record with a `history` or an event";
-    crate::pick(file, 1, session, |_| true)?;
     let mut calls = Calls::default();
     let mut created = None;
     document::each_element(file, input, WHAT, &mut |index, event| {

@@ -218,6 +218,139 @@ fn aider_unclosed_fence_ends_at_the_next_request() {
     );
 }
 
+// Issue 27, point 8: a real `.aider.chat.history.md` opens with a mode
+// line before its first start line. It was not detected, and with
+// `--format aider` the mode line became a session of its own: an
+// assistant message `-*- mode: fundamental -*-`.
+#[test]
+fn aider_history_opening_with_a_mode_line_is_detected_and_the_line_left_out() {
+    let chats = std::fs::read_to_string(fixture(AIDER)).unwrap();
+    let text = format!("-*- mode: fundamental -*-\n\n{chats}");
+    assert_eq!(
+        Format::detect(Path::new("session"), text.as_bytes()),
+        Some(Format::Aider)
+    );
+    let imported = import::read_bytes_with(
+        ".aider.chat.history.md",
+        text.as_bytes(),
+        &ReadOptions {
+            session: Some(1),
+            ..ReadOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!((imported.report.session, imported.report.sessions), (1, 3));
+    assert_eq!(
+        imported.report.skipped.get("text before the first chat"),
+        Some(&1)
+    );
+    let session = into_session(imported);
+    assert_eq!(shape(&session)[0], "user: /add greet.py");
+    assert!(
+        session
+            .surface_messages()
+            .iter()
+            .all(|m| !m.plain_text().contains("mode: fundamental"))
+    );
+}
+
+// Issue 27, point 8: console output that starts like a banner's model
+// line (`> Models: [...]`) was read as a model change.
+#[test]
+fn aider_console_output_naming_no_model_changes_no_model() {
+    let text = "# aider chat started at 2025-01-01 10:00:00\n\n> Main model: gpt-4o with diff edit format  \n\n#### /models gpt  \n\n> Models: ['gpt-4o', 'gpt-4o-mini']  \n\n#### thanks  \n\nDone.\n";
+    let imported = import::read_bytes("h.md", text.as_bytes(), None).unwrap();
+    let changes = imported
+        .drafts
+        .iter()
+        .filter(|d| matches!(&d.body, abridge_session::EventBody::Log(log) if log.kind == import::TYPE_MODEL_CHANGE))
+        .count();
+    assert_eq!(changes, 0);
+    let session = into_session(imported);
+    assert_eq!(
+        shape(&session).last().unwrap(),
+        "assistant (/gpt-4o): Done."
+    );
+}
+
+// Issue 27, point 8: `--format aider` on a pi file gave one event and
+// exit 0. A file that reads as another format is refused, naming it.
+#[test]
+fn a_format_asked_for_that_the_file_is_not_is_refused_naming_the_one_found() {
+    let err = import::read(&sample(PI), Some(Format::Aider)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ImportError::FormatMismatch {
+                asked: Format::Aider,
+                found: Format::Pi,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().ends_with(
+            "not an aider file: its content reads as pi; pass --format pi, or leave --format out"
+        ),
+        "{err}"
+    );
+    // The format it is, asked for, reads as before.
+    assert!(import::read(&sample(PI), Some(Format::Pi)).is_ok());
+}
+
+// Issue 27, point 8: there was no way to see the sessions of a file that
+// holds several.
+#[test]
+fn every_session_of_a_multi_session_file_is_handed_on_in_order() {
+    let mut seen = Vec::new();
+    let count = import::each_session(&fixture(AIDER), &ReadOptions::default(), &mut |i| {
+        seen.push((
+            i.report.session,
+            i.header.created.clone(),
+            i.report.message_count(),
+        ));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(count, 3);
+    assert_eq!(
+        seen,
+        [
+            (1, "2025-03-02T09:14:05".to_string(), 5),
+            (2, "2025-03-02T11:40:51".to_string(), 9),
+            (3, "2025-03-03T08:02:17".to_string(), 0),
+        ]
+    );
+    let mut records = Vec::new();
+    let count = import::each_session(
+        &fixture(OPENHANDS_OUTPUT),
+        &ReadOptions::default(),
+        &mut |i| {
+            records.push((i.report.session, i.header.session_id.clone()));
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(count, 2);
+    assert_eq!(records.len(), 2);
+    assert_eq!((records[0].0, records[1].0), (1, 2));
+    // Each is the session `--session N` imports.
+    for (n, id) in records {
+        assert_eq!(
+            read(OPENHANDS_OUTPUT, Some(n)).unwrap().header.session_id,
+            id
+        );
+    }
+    let mut one = 0;
+    let count = import::each_session(&sample(SWE), &ReadOptions::default(), &mut |_| {
+        one += 1;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!((count, one), (1, 1));
+}
+
 #[test]
 fn openhands_trajectory_maps_responses_calls_results_and_context() {
     let imported = read(OPENHANDS, None).unwrap();

@@ -10,6 +10,7 @@ use super::sources::sources;
 use crate::Format;
 use crate::ImportError;
 use crate::Imported;
+use crate::Wanted;
 use crate::builder::Builder;
 use crate::builder::Output;
 use crate::input::Input;
@@ -22,27 +23,41 @@ use crate::input::Input;
 pub(super) fn records(
     file: &str,
     input: &Input<'_>,
-    session: Option<usize>,
-    output: Output,
-) -> Result<Imported, ImportError> {
+    wanted: Wanted,
+    visit: &mut dyn FnMut(Imported) -> Result<(), ImportError>,
+) -> Result<usize, ImportError> {
     let survey = match survey(file, input) {
         Ok(survey) => survey?,
         // A pretty-printed record spans lines.
         Err(lines_error) => {
             let bytes = input.bytes(file)?;
             return match crate::json::parse_document(file, &bytes) {
-                Ok(value) => whole(file, &[(None, value)], session, output),
+                Ok(value) => whole(file, &[(None, value)], wanted, visit),
                 Err(_) => Err(lines_error),
             };
         }
     };
     let bare = survey.bare.is_some();
     let count = survey.records.len() + usize::from(bare);
-    let index = crate::pick(file, count, session, |i| match survey.records.get(i) {
+    let outputs = wanted.outputs(file, count, |i| match survey.records.get(i) {
         Some(record) => record.acts,
         None => survey.bare == Some(true),
     })?;
-    if let Some(record) = survey.records.get(index) {
+    for (index, output) in outputs.into_iter().enumerate() {
+        let Some(output) = output else {
+            continue;
+        };
+        let Some(record) = survey.records.get(index) else {
+            visit(bare_events(
+                file,
+                input,
+                count,
+                index,
+                survey.lines,
+                output,
+            )?)?;
+            continue;
+        };
         let value = input
             .record_at(file, record.line, record.offset, record.len)?
             .value;
@@ -62,9 +77,21 @@ pub(super) fn records(
             records: 1,
             record: source.record,
         };
-        return convert(file, &picked, each, output);
+        visit(convert(file, &picked, each, output)?)?;
     }
-    // The bare events, read from the file each time they are walked.
+    Ok(count)
+}
+
+/// The bare events of the file, the session after its records, read from
+/// the file each time they are walked.
+fn bare_events(
+    file: &str,
+    input: &Input<'_>,
+    count: usize,
+    index: usize,
+    lines: u64,
+    output: Output,
+) -> Result<Imported, ImportError> {
     let each = |visit: &mut dyn FnMut(&Located<'_>) -> Result<(), ImportError>| {
         for record in input.records(file)? {
             let record = record?;
@@ -81,7 +108,7 @@ pub(super) fn records(
     let picked = Picked {
         sessions: count,
         index,
-        records: survey.lines,
+        records: lines,
         record: None,
     };
     convert(file, &picked, each, output)
@@ -92,34 +119,35 @@ pub(super) fn records(
 fn whole(
     file: &str,
     values: &[(Option<u64>, Value)],
-    session: Option<usize>,
-    output: Output,
-) -> Result<Imported, ImportError> {
+    wanted: Wanted,
+    visit: &mut dyn FnMut(Imported) -> Result<(), ImportError>,
+) -> Result<usize, ImportError> {
     let sources = sources(file, values)?;
-    let index = crate::pick(file, sources.len(), session, |i| {
+    let outputs = wanted.outputs(file, sources.len(), |i| {
         sources[i]
             .events
             .iter()
             .any(|e| e.event.get("action").is_some())
     })?;
-    let Some(source) = sources.get(index) else {
-        return Err(ImportError::Empty {
-            file: file.to_string(),
-        });
-    };
-    let each = |visit: &mut dyn FnMut(&Located<'_>) -> Result<(), ImportError>| {
-        source.events.iter().try_for_each(&mut *visit)
-    };
-    let picked = Picked {
-        sessions: sources.len(),
-        index,
-        records: match source.record {
-            Some(_) => 1,
-            None => values.len() as u64,
-        },
-        record: source.record,
-    };
-    convert(file, &picked, each, output)
+    for (index, output) in outputs.into_iter().enumerate() {
+        let (Some(output), Some(source)) = (output, sources.get(index)) else {
+            continue;
+        };
+        let each = |visit: &mut dyn FnMut(&Located<'_>) -> Result<(), ImportError>| {
+            source.events.iter().try_for_each(&mut *visit)
+        };
+        let picked = Picked {
+            sessions: sources.len(),
+            index,
+            records: match source.record {
+                Some(_) => 1,
+                None => values.len() as u64,
+            },
+            record: source.record,
+        };
+        visit(convert(file, &picked, each, output)?)?;
+    }
+    Ok(sources.len())
 }
 
 /// What the first pass over a JSONL file found.
