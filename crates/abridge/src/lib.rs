@@ -101,6 +101,7 @@ pub use settings::DEFAULT_TARGET_PERCENT;
 pub use settings::KNOWN_METHODS;
 pub use settings::Limits;
 pub use settings::MIN_DEFAULT_RESERVE;
+pub use settings::MIN_WINDOW;
 pub use settings::Percent;
 pub use settings::Settings;
 pub use settings::SettingsError;

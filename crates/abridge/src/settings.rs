@@ -54,6 +54,12 @@ pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = abridge_compact::DEFAULT_KEEP_RECENT
 /// of the threshold, so the next turn does not trigger again at once.
 pub const DEFAULT_TARGET_PERCENT: u64 = 80;
 
+/// The smallest context window abridge compacts for, in tokens: the
+/// smallest window of models still in use. Below it a checkpoint, the
+/// kept turns and a reply cannot share the window, so a smaller one is
+/// a mistake (a window given in thousands, a typo) and is refused.
+pub const MIN_WINDOW: u64 = 2_048;
+
 /// Consecutive failed passes after which automatic maintenance stops
 /// until a success or a manual run.
 pub const DEFAULT_BREAKER_FAILURES: u32 = 3;
@@ -443,7 +449,8 @@ impl Settings {
     /// The figures for a model with `window` tokens.
     ///
     /// # Errors
-    /// [`SettingsError::Invalid`] naming the key: a zero window, a reserve
+    /// [`SettingsError::Invalid`] naming the key: a window under
+    /// [`MIN_WINDOW`], a reserve
     /// at or above the window, a threshold outside the window, a retention
     /// budget at or above the threshold.
     pub fn limits(&self, window: u64) -> Result<Limits, SettingsError> {
@@ -452,10 +459,12 @@ impl Settings {
     }
 
     fn limits_unlocated(&self, window: u64) -> Result<Limits, Unlocated> {
-        if window == 0 {
+        if window < MIN_WINDOW {
             return Err(Unlocated {
                 key: "window",
-                message: "the context window is 0 tokens; set the model's window".to_string(),
+                message: format!(
+                    "{window} tokens is below the smallest window abridge compacts for, {MIN_WINDOW} tokens; set the model's window in tokens"
+                ),
             });
         }
         let percent_reserve = window * DEFAULT_RESERVE_PERCENT / 100;

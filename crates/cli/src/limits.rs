@@ -18,7 +18,8 @@ pub(crate) struct BudgetArgs {
     /// The model to price and compact for (default: the session's last).
     #[arg(long)]
     pub(crate) model: Option<String>,
-    /// The context window in tokens (default: the model's).
+    /// The context window in tokens (default: the model's); at least
+    /// 2048.
     #[arg(long)]
     pub(crate) window: Option<u64>,
     /// Newest tokens kept verbatim (default 20000, at most half the
@@ -88,6 +89,14 @@ impl BudgetArgs {
                 },
                 Some(_),
             ) => anyhow::anyhow!("--keep {message}"),
+            (
+                abridge::SettingsError::Invalid {
+                    key: "window",
+                    message,
+                    ..
+                },
+                _,
+            ) if self.window.is_some() => anyhow::anyhow!("--window {message}"),
             _ => {
                 anyhow::anyhow!("{error}").context(format!("settings for a {window}-token window"))
             }

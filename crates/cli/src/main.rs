@@ -16,10 +16,13 @@ mod redaction;
 use clap::Parser;
 use clap::Subcommand;
 
-/// Keep long LLM agent sessions usable: inspect, import, compact and render
-/// session logs.
+/// Keep long LLM agent sessions usable: convert another agent's session to
+/// an abridge log, then inspect, shrink and replay it with the commands
+/// below.
+// The summary is this comment, not the package description: a list of
+// commands there went stale as commands were added.
 #[derive(Debug, Parser)]
-#[command(name = "abridge", version, about, long_about = None)]
+#[command(name = "abridge", version, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -31,7 +34,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Convert another agent's session file (pi, Claude Code, Codex,
-    /// SWE-agent) into an abridge log.
+    /// SWE-agent, aider, OpenHands) into an abridge log, or list the
+    /// sessions it holds.
     Import(commands::import::Args),
     /// Summarize a session: events, branches, messages, tools, sizes and
     /// tokens.
@@ -95,22 +99,25 @@ fn main() -> std::process::ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+    let done = |result: anyhow::Result<()>| result.map(|()| std::process::ExitCode::SUCCESS);
     let result = match cli.command {
-        Command::Import(args) => commands::import::run(&args),
-        Command::Stats(args) => commands::stats::run(&args),
+        Command::Import(args) => done(commands::import::run(&args)),
+        Command::Stats(args) => done(commands::stats::run(&args)),
+        // compact has an exit status of its own for a pass that landed
+        // short of its goal.
         Command::Compact(args) => commands::compact::run(&args),
-        Command::Context(args) => commands::context::run(&args),
-        Command::Check(args) => commands::check::run(&args),
-        Command::Recall(args) => commands::recall::run(&args),
-        Command::Render(args) => commands::render::run(&args),
-        Command::Report(args) => commands::report::run(&args),
-        Command::Simulate(args) => commands::simulate::run(&args),
-        Command::Branch(args) => commands::branch::run(&args),
-        Command::Repair(args) => commands::repair::run(&args),
-        Command::Serve(args) => commands::serve::run(&args),
+        Command::Context(args) => done(commands::context::run(&args)),
+        Command::Check(args) => done(commands::check::run(&args)),
+        Command::Recall(args) => done(commands::recall::run(&args)),
+        Command::Render(args) => done(commands::render::run(&args)),
+        Command::Report(args) => done(commands::report::run(&args)),
+        Command::Simulate(args) => done(commands::simulate::run(&args)),
+        Command::Branch(args) => done(commands::branch::run(&args)),
+        Command::Repair(args) => done(commands::repair::run(&args)),
+        Command::Serve(args) => done(commands::serve::run(&args)),
     };
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(error) => {
             eprintln!("error: {}", error_line::error_line(&error));
             std::process::ExitCode::FAILURE

@@ -15,8 +15,16 @@ pub(crate) fn resolve(session: &Session, requested: Option<&str>) -> (String, Lo
         .unwrap_or_else(|| "unknown".to_string());
     let lookup = Catalog::builtin().lookup(&id);
     if lookup.is_default() {
+        // Asking for --model is advice only for a model the user did not
+        // name; a named one is a name the catalog does not know.
+        let advice = match requested {
+            Some(_) => {
+                "check the name, or give the window with --window where the command takes it"
+            }
+            None => "pass --model to choose",
+        };
         eprintln!(
-            "note: model {id:?} is not in the catalog; using conservative defaults ({} token window); pass --model to choose",
+            "note: model {id:?} is not in the catalog; using conservative defaults ({} token window); {advice}",
             lookup.entry.context_window
         );
     }
@@ -30,7 +38,8 @@ pub(crate) fn named_or_default(model: Option<&str>) -> Lookup {
     Catalog::builtin().lookup(model.unwrap_or("unknown"))
 }
 
-fn last_model(session: &Session) -> Option<String> {
+/// The model that wrote the session's last assistant message.
+pub(crate) fn last_model(session: &Session) -> Option<String> {
     session
         .events()
         .iter()

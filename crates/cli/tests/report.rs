@@ -20,6 +20,7 @@ use abridge_session::JsonlStore;
 use abridge_session::Session;
 use abridge_test_support::cli::Cli;
 use abridge_test_support::cli::assert_ok;
+use abridge_test_support::cli::stderr;
 use abridge_test_support::samples::CLAUDE;
 use abridge_test_support::samples::SWE;
 use abridge_test_support::samples::sample;
@@ -119,7 +120,7 @@ fn digest_compacted_swe_session_reports_divider_chart_calls_and_hidden() {
 fn snapcompact_claude_session_shows_its_frames() {
     let dir = tempfile::tempdir().unwrap();
     let session = import(dir.path(), CLAUDE);
-    assert_ok(&abridge(&[
+    let compacted = abridge(&[
         "compact",
         session.to_str().unwrap(),
         "--method",
@@ -128,7 +129,14 @@ fn snapcompact_claude_session_shows_its_frames() {
         "claude-sonnet-4-5",
         "--window",
         "40000",
-    ]));
+    ]);
+    // Landed, though short of the pass's goal (exit 3): the frames are
+    // what this test looks at.
+    assert!(
+        matches!(compacted.status.code(), Some(0 | 3)),
+        "{}",
+        stderr(&compacted)
+    );
     let html = report(&session, &["--model", "claude-sonnet-4-5"]);
     assert!(html.contains("checkpoint by snapcompact: "));
     assert!(html.contains("<img class=\"frame\""));
@@ -154,7 +162,7 @@ fn json_names_the_page_and_agrees_with_stats() {
     ]);
     assert_ok(&output);
     let written: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(written["output"], html.to_str().unwrap());
+    assert_eq!(written["out"], html.to_str().unwrap());
     assert_eq!(
         written["bytes"].as_u64(),
         Some(std::fs::metadata(&html).unwrap().len())

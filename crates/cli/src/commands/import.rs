@@ -14,6 +14,7 @@ use abridge_session::JsonlOptions;
 use abridge_session::JsonlStore;
 use abridge_session::Seq;
 use anyhow::Context;
+use serde::Serialize;
 
 /// Arguments of `abridge import`.
 #[derive(Debug, clap::Args)]
@@ -24,8 +25,9 @@ pub(crate) struct Args {
     /// replaced by `.abridge.jsonl`). It must not exist yet.
     #[arg(short, long)]
     out: Option<PathBuf>,
-    /// The source format, when detection guesses wrong
-    /// (pi, claude-code, codex, swe-agent, aider, openhands).
+    /// The source format, for a file whose format detection cannot tell
+    /// (pi, claude-code, codex, swe-agent, aider, openhands); a file that
+    /// reads as another format is refused, naming the one found.
     #[arg(long)]
     format: Option<import::Format>,
     /// Which session of a file that holds several (aider chats, OpenHands
@@ -33,6 +35,10 @@ pub(crate) struct Args {
     /// message).
     #[arg(long, value_name = "N")]
     session: Option<usize>,
+    /// List the sessions the file holds (number, start time, messages,
+    /// tokens) instead of importing one; writes nothing.
+    #[arg(long, conflicts_with_all = ["out", "session"])]
+    list: bool,
     /// Most pixels an image may claim, by its header or its stated size
     /// (default 50,000,000). An image past it stops the import, naming
     /// the line; raise it for a session that holds very large
@@ -47,6 +53,9 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    if args.list {
+        return list(args);
+    }
     let out = args.out.clone().unwrap_or_else(|| default_out(&args.file));
     if out.exists() {
         anyhow::bail!(
@@ -55,14 +64,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
     let progress = crate::progress::Progress::start("importing", true);
-    let options = import::ReadOptions {
-        format: args.format,
-        session: args.session,
-        max_image_pixels: args
-            .max_image_pixels
-            .unwrap_or(abridge_llm::DEFAULT_MAX_IMAGE_PIXELS),
-        ..import::ReadOptions::default()
-    };
+    let options = read_options(args);
     // Read once for the header, the report and the model; then again,
     // each event written as it comes, never all held at once.
     let checked = import::check_with(&args.file, &options).map_err(|error| match error {
@@ -106,6 +108,82 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         println!("{report}");
     }
     Ok(())
+}
+
+fn read_options(args: &Args) -> import::ReadOptions {
+    import::ReadOptions {
+        format: args.format,
+        session: args.session,
+        max_image_pixels: args
+            .max_image_pixels
+            .unwrap_or(abridge_llm::DEFAULT_MAX_IMAGE_PIXELS),
+        ..import::ReadOptions::default()
+    }
+}
+
+/// One session of a file, as `--list` shows it.
+#[derive(Debug, Serialize)]
+struct Listed {
+    /// Its number, for `--session`.
+    session: usize,
+    /// When it started, as the file says (the import's time when it says
+    /// nothing).
+    started: String,
+    /// Messages it holds.
+    messages: usize,
+    /// What its history costs the model that wrote it (the conservative
+    /// default model when it names none), as `stats` counts it.
+    tokens: u64,
+}
+
+/// `--list`: every session of the file, read one at a time, written
+/// nowhere.
+fn list(args: &Args) -> anyhow::Result<()> {
+    let mut listed = Vec::new();
+    let options = read_options(args);
+    import::each_session(&args.file, &options, &mut |imported| {
+        let session = imported.report.session.max(1);
+        let started = imported.header.created.clone();
+        let messages = imported.report.message_count();
+        let tokens = tokens_of(imported);
+        listed.push(Listed {
+            session,
+            started,
+            messages,
+            tokens,
+        });
+        Ok(())
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&listed)?);
+        return Ok(());
+    }
+    println!(
+        "{:>7}  {:<25}  {:>8}  {:>9}",
+        "session", "started", "messages", "tokens"
+    );
+    for row in &listed {
+        println!(
+            "{:>7}  {:<25}  {:>8}  {:>9}",
+            row.session, row.started, row.messages, row.tokens
+        );
+    }
+    Ok(())
+}
+
+/// The tokens of an imported session's history, for the model that wrote
+/// it; 0 for a session the log refuses (its import would fail the same
+/// way, and say why).
+fn tokens_of(imported: import::Imported) -> u64 {
+    let Ok((session, _)) = imported.into_session(Box::new(abridge_session::MemoryStore::new()))
+    else {
+        return 0;
+    };
+    let model = crate::model::last_model(&session);
+    let entry = crate::model::named_or_default(model.as_deref()).entry;
+    abridge::compact::MeterCounter::for_model(&entry)
+        .measure(&session)
+        .tokens
 }
 
 /// The counts file being written as the events go by. A failure is a

@@ -19,9 +19,10 @@ use crate::redaction::RedactArgs;
 pub(crate) struct Args {
     /// The abridge session file.
     session: PathBuf,
-    /// Where to write the HTML page.
-    #[arg(short, long)]
-    output: PathBuf,
+    /// Where to write the HTML page (`-o` is `--out` in every command;
+    /// `--output` is still accepted).
+    #[arg(short, long, alias = "output")]
+    out: PathBuf,
     /// Price the session for this model (default: the model that wrote the
     /// session's last assistant message).
     #[arg(long)]
@@ -43,7 +44,7 @@ pub(crate) struct Args {
 /// at its head.
 #[derive(Debug, Serialize)]
 struct Written<'a> {
-    output: &'a Path,
+    out: &'a Path,
     bytes: usize,
     #[serde(flatten)]
     summary: &'a Summary,
@@ -62,21 +63,21 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         redactor.as_deref(),
         args.max_bytes,
     )?;
-    abridge_session::write_private(&args.output, page.as_bytes()).with_context(|| {
+    abridge_session::write_private(&args.out, page.as_bytes()).with_context(|| {
         format!(
             "cannot write the report to {}; check the directory exists and is writable",
-            args.output.display()
+            args.out.display()
         )
     })?;
     if args.json {
         let written = Written {
-            output: &args.output,
+            out: &args.out,
             bytes: page.len(),
             summary: &summary,
         };
         println!("{}", serde_json::to_string_pretty(&written)?);
     } else {
-        eprintln!("wrote {}", args.output.display());
+        eprintln!("wrote {}", args.out.display());
     }
     Ok(())
 }

@@ -34,6 +34,9 @@ use crate::methods;
 use crate::model;
 use crate::open::open_session;
 
+mod rows;
+use rows::rows;
+
 /// After a failed compaction, wait for this percentage of the window of
 /// growth before trying again.
 /// Arguments of `abridge simulate`.
@@ -82,6 +85,14 @@ struct Failure {
     millis: u128,
 }
 
+/// A pass of the replay, by its place in [`Report::compactions`] or
+/// [`Report::failed_attempts`].
+#[derive(Debug, Clone, Copy)]
+enum Row {
+    Landed(usize),
+    Failed(usize),
+}
+
 /// Figures for one run (simulated, or the baseline without compaction).
 #[derive(Debug, Default, Serialize)]
 struct Run {
@@ -124,6 +135,9 @@ struct Report {
     cache_breaks: usize,
     compactions: Vec<Compaction>,
     failed_attempts: Vec<Failure>,
+    /// The passes of both lists in the order they ran.
+    #[serde(skip)]
+    order: Vec<Row>,
     simulated: Run,
     baseline: Run,
     /// Invariant violations of the simulated session at the end (empty
@@ -169,8 +183,8 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let mut base = Session::in_memory("simulate-baseline");
     let mut simulated = Run::default();
     let mut baseline = Run::default();
-    let mut compactions = Vec::new();
-    let mut failed_attempts = Vec::new();
+    let mut passes = Passes::default();
+    let progress = crate::progress::Progress::bar("replaying", message_count as u64, !args.json);
     let mut assistant_turns = 0;
     let mut sim_tokens = 0;
     let mut base_tokens = 0;
@@ -188,14 +202,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             let millis = started.elapsed().as_millis();
             sim_tokens = harness.tokens();
             if let abridge::Recovery::Compacted(pass) = recovery {
-                record(
-                    &mut compactions,
-                    &mut failed_attempts,
-                    index,
-                    Trigger::Overflow,
-                    pass,
-                    millis,
-                );
+                passes.record(index, Trigger::Overflow, pass, millis);
             }
         }
         if message.role == Role::Assistant {
@@ -223,15 +230,10 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         })?;
         let millis = started.elapsed().as_millis();
         sim_tokens = harness.tokens();
-        record(
-            &mut compactions,
-            &mut failed_attempts,
-            index,
-            trigger,
-            pass,
-            millis,
-        );
+        passes.record(index, trigger, pass, millis);
+        progress.step();
     }
+    progress.finish();
     let violations =
         abridge_compact::check_invariants(&abridge_compact::lock_session(harness.session()))
             .violations
@@ -248,13 +250,14 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         threshold,
         keep,
         methods: method_names,
-        skipped: skipped(&compactions, &failed_attempts),
+        skipped: skipped(&passes.compactions, &passes.failed),
         messages: message_count,
         assistant_turns,
-        compaction_count: compactions.len(),
-        cache_breaks: compactions.len(),
-        compactions,
-        failed_attempts,
+        compaction_count: passes.compactions.len(),
+        cache_breaks: passes.compactions.len(),
+        compactions: passes.compactions,
+        failed_attempts: passes.failed,
+        order: passes.order,
         simulated,
         baseline,
         violations,
@@ -288,42 +291,51 @@ fn percent_less(before: u64, after: u64) -> f64 {
     100.0 * (1.0 - after as f64 / before.max(1) as f64)
 }
 
-/// Files one pass of the replay under compactions (something landed) or
-/// failed attempts (it ran and nothing landed); passes that did not run
-/// are not listed.
-fn record(
-    compactions: &mut Vec<Compaction>,
-    failed: &mut Vec<Failure>,
-    at_message: usize,
-    trigger: Trigger,
-    pass: abridge::Pass,
-    millis: u128,
-) {
-    match pass.status {
-        PassStatus::NotNeeded | PassStatus::Disabled | PassStatus::BreakerOpen => {}
-        _ if pass.landed() => compactions.push(Compaction {
-            at_message,
-            trigger,
-            method: pass
-                .outcomes
-                .iter()
-                .map(|o| o.method.as_str())
-                .collect::<Vec<_>>()
-                .join("+"),
-            tokens_before: pass.tokens_before,
-            tokens_after: pass.tokens_after,
-            status: pass.status,
-            failures: pass.failures,
-            millis,
-        }),
-        _ => failed.push(Failure {
-            at_message,
-            trigger,
-            tokens: pass.tokens_before,
-            status: pass.status,
-            failures: pass.failures,
-            millis,
-        }),
+/// The passes of the replay that ran, as they ran.
+#[derive(Debug, Default)]
+struct Passes {
+    compactions: Vec<Compaction>,
+    failed: Vec<Failure>,
+    order: Vec<Row>,
+}
+
+impl Passes {
+    /// Files one pass of the replay under compactions (something landed)
+    /// or failed attempts (it ran and nothing landed); passes that did not
+    /// run are not listed.
+    fn record(&mut self, at_message: usize, trigger: Trigger, pass: abridge::Pass, millis: u128) {
+        match pass.status {
+            PassStatus::NotNeeded | PassStatus::Disabled | PassStatus::BreakerOpen => {}
+            _ if pass.landed() => {
+                self.order.push(Row::Landed(self.compactions.len()));
+                self.compactions.push(Compaction {
+                    at_message,
+                    trigger,
+                    method: pass
+                        .outcomes
+                        .iter()
+                        .map(|o| o.method.as_str())
+                        .collect::<Vec<_>>()
+                        .join("+"),
+                    tokens_before: pass.tokens_before,
+                    tokens_after: pass.tokens_after,
+                    status: pass.status,
+                    failures: pass.failures,
+                    millis,
+                });
+            }
+            _ => {
+                self.order.push(Row::Failed(self.failed.len()));
+                self.failed.push(Failure {
+                    at_message,
+                    trigger,
+                    tokens: pass.tokens_before,
+                    status: pass.status,
+                    failures: pass.failures,
+                    millis,
+                });
+            }
+        }
     }
 }
 
@@ -374,43 +386,8 @@ fn print_human(report: &Report, timings: bool) {
             "message", "method", "before", "after", "less"
         );
     }
-    for c in &report.compactions {
-        let time = if timings {
-            format!(" {:>8}", c.millis)
-        } else {
-            String::new()
-        };
-        println!(
-            "{:>7}  {:<12} {:>9} {:>9} {:>5.1}%{time}",
-            c.at_message,
-            c.method,
-            c.tokens_before,
-            c.tokens_after,
-            percent_less(c.tokens_before, c.tokens_after)
-        );
-        if c.status != PassStatus::Succeeded {
-            println!("         pass {:?} ({})", c.status, c.trigger.as_str());
-        }
-        for failure in c.failures.iter().filter(|f| !is_skip(f)) {
-            println!(
-                "         {} failed first: {}",
-                failure.method, failure.message
-            );
-        }
-    }
-    for f in &report.failed_attempts {
-        let time = if timings {
-            format!(" {:>8}", f.millis)
-        } else {
-            String::new()
-        };
-        println!(
-            "{:>7}  {:<12} {:>9} {:>9} {:>6}{time}",
-            f.at_message, "(failed)", f.tokens, "-", "-"
-        );
-        for failure in f.failures.iter().filter(|f| !is_skip(f)) {
-            println!("         {}: {}", failure.method, failure.message);
-        }
+    for line in rows(report, timings) {
+        println!("{line}");
     }
     let (s, b) = (&report.simulated, &report.baseline);
     println!();
