@@ -13,6 +13,19 @@ fn defaults_follow_the_documented_rules() {
     assert_eq!(small.keep, 8_500);
 }
 
+// Issue 27, point 8: a window of 10 tokens was accepted.
+#[test]
+fn a_window_under_the_minimum_is_refused_naming_it() {
+    let error = Settings::default().limits(MIN_WINDOW - 1).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "settings: window: 2047 tokens is below the smallest window abridge compacts for, 2048 tokens; set the model's window in tokens"
+    );
+    assert!(Settings::default().limits(10).is_err());
+    let least = Settings::default().limits(MIN_WINDOW).unwrap();
+    assert!(least.keep < least.threshold && least.threshold < least.window);
+}
+
 #[test]
 fn a_percent_threshold_is_a_share_of_the_window() {
     let settings = Settings::from_toml("threshold = \"50%\"\n", "t").unwrap();
