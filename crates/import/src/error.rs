@@ -35,15 +35,15 @@ pub enum ImportError {
     /// content reads as another agent's.
     #[error(
         "{file}: not a{} {asked} file: its content reads as {found}; pass --format {found}, or leave --format out",
-        if matches!(asked, crate::Format::Aider | crate::Format::OpenHands) { "n" } else { "" }
+        if asked.starts_with(['a', 'o']) { "n" } else { "" }
     )]
     FormatMismatch {
         /// The file.
         file: String,
-        /// The format asked for.
-        asked: crate::Format,
-        /// The format its content shows.
-        found: crate::Format,
+        /// The format asked for, by its [`Format::name`](crate::Format::name).
+        asked: &'static str,
+        /// The format its content shows, by its name.
+        found: &'static str,
     },
     /// A `--format` value that names no format.
     #[error(

@@ -76,6 +76,7 @@ mod json;
 mod openhands;
 mod pi;
 mod report;
+mod sessions;
 mod shared;
 mod swe;
 mod write;
@@ -86,6 +87,7 @@ pub use error::ImportError;
 pub use format::Format;
 pub use report::ImportReport;
 pub use report::ImportWarning;
+pub use sessions::each_session;
 pub use write::Checked;
 pub use write::Written;
 pub use write::check_with;
@@ -98,6 +100,9 @@ use abridge_session::Session;
 use abridge_session::SessionStore;
 use builder::Output;
 use builder::Sink;
+use sessions::Wanted;
+use sessions::one;
+use sessions::pick;
 
 use abridge_llm::Origin;
 
@@ -402,8 +407,8 @@ fn format_of(
     match (asked, found) {
         (Some(asked), Some(found)) if asked != found => Err(ImportError::FormatMismatch {
             file: file.to_string(),
-            asked,
-            found,
+            asked: asked.name(),
+            found: found.name(),
         }),
         (Some(format), _) | (None, Some(format)) => Ok(format),
         (None, None) => Err(ImportError::UnknownFormat {
@@ -433,126 +438,6 @@ fn check_image(
             limit,
         }
     })
-}
-
-/// Every session of the file at `path`, in file order, each handed to
-/// `visit` as soon as it is read, so one session's events are held at a
-/// time: each chat of an aider history, each record of OpenHands
-/// evaluation output, and the one session of any other file. Sessions
-/// with no message are handed on too (their report counts none), so a
-/// listing shows every session the file holds. `options.session` is not
-/// read. Returns how many sessions there are.
-///
-/// # Errors
-/// As [`read_with`], and whatever `visit` returns, which stops the walk.
-pub fn each_session(
-    path: &Path,
-    options: &ReadOptions,
-    visit: &mut dyn FnMut(Imported) -> Result<(), ImportError>,
-) -> Result<usize, ImportError> {
-    let file = path.display().to_string();
-    let input = input::Input::File(path);
-    if input::scan(&file, &input, options.max_record_bytes)?.blank {
-        return Err(ImportError::Empty { file });
-    }
-    let wanted = Wanted::All(options.max_image_pixels);
-    match format_of(&file, &input, options.format)? {
-        Format::Aider => aider::sessions(&file, &input, wanted, visit),
-        Format::OpenHands => openhands::sessions(&file, &input, wanted, visit),
-        _ => {
-            let one = ReadOptions {
-                session: None,
-                ..*options
-            };
-            visit(read_input(&file, input, &one, Sink::Keep)?)?;
-            Ok(1)
-        }
-    }
-}
-
-/// Which sessions of a file that holds several to read, and where the
-/// drafts of each go.
-pub(crate) enum Wanted {
-    /// One: the asked one (from 1), else the last with a message.
-    One(Option<usize>, Output),
-    /// Every one, each kept whole in turn, its images held to this cap.
-    All(u64),
-}
-
-impl Wanted {
-    /// Where each of `count` sessions goes (`None`: not read);
-    /// `has_messages` says which hold a message.
-    ///
-    /// # Errors
-    /// [`ImportError::NoSuchSession`] for a session past `count`.
-    pub(crate) fn outputs(
-        self,
-        file: &str,
-        count: usize,
-        has_messages: impl Fn(usize) -> bool,
-    ) -> Result<Vec<Option<Output>>, ImportError> {
-        match self {
-            Wanted::One(asked, output) => {
-                let index = pick(file, count, asked, has_messages)?;
-                let mut outputs: Vec<Option<Output>> = (0..count).map(|_| None).collect();
-                if let Some(slot) = outputs.get_mut(index) {
-                    *slot = Some(output);
-                }
-                Ok(outputs)
-            }
-            Wanted::All(max_image_pixels) => Ok((0..count)
-                .map(|_| {
-                    Some(Output {
-                        sink: Sink::Keep,
-                        max_image_pixels,
-                    })
-                })
-                .collect()),
-        }
-    }
-}
-
-/// The one session `asked` names (default: the last with a message) of
-/// a file of several, read by `sessions`.
-fn one(
-    file: &str,
-    asked: Option<usize>,
-    output: Output,
-    sessions: impl FnOnce(
-        Wanted,
-        &mut dyn FnMut(Imported) -> Result<(), ImportError>,
-    ) -> Result<usize, ImportError>,
-) -> Result<Imported, ImportError> {
-    let mut found = None;
-    sessions(Wanted::One(asked, output), &mut |imported| {
-        found = Some(imported);
-        Ok(())
-    })?;
-    found.ok_or_else(|| ImportError::Empty {
-        file: file.to_string(),
-    })
-}
-
-/// Which of `count` sessions to import (0-based): `asked` (1-based) when
-/// given, else the last for which `has_messages` holds, else the last.
-fn pick(
-    file: &str,
-    count: usize,
-    asked: Option<usize>,
-    has_messages: impl Fn(usize) -> bool,
-) -> Result<usize, ImportError> {
-    match asked {
-        Some(n) if n >= 1 && n <= count => Ok(n - 1),
-        Some(n) => Err(ImportError::NoSuchSession {
-            file: file.to_string(),
-            asked: n,
-            count,
-        }),
-        None => Ok((0..count)
-            .rev()
-            .find(|i| has_messages(*i))
-            .unwrap_or(count.saturating_sub(1))),
-    }
 }
 
 /// A model named the way aider and OpenHands (through LiteLLM) name them:

@@ -282,8 +282,8 @@ fn a_format_asked_for_that_the_file_is_not_is_refused_naming_the_one_found() {
         matches!(
             err,
             ImportError::FormatMismatch {
-                asked: Format::Aider,
-                found: Format::Pi,
+                asked: "aider",
+                found: "pi",
                 ..
             }
         ),
@@ -327,7 +327,7 @@ fn every_session_of_a_multi_session_file_is_handed_on_in_order() {
         &fixture(OPENHANDS_OUTPUT),
         &ReadOptions::default(),
         &mut |i| {
-            records.push((i.report.session, i.header.session_id.clone()));
+            records.push((i.report.session, i.header.session_id));
             Ok(())
         },
     )
