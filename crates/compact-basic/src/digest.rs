@@ -27,7 +27,7 @@ use serde::Serialize;
 use crate::files::collect_file_ops;
 use crate::files::command_text;
 use crate::files::render_files;
-use crate::goal::stated_goal;
+use crate::goal::summary_goal;
 use crate::transcript::clip;
 use crate::transcript::context_label;
 use crate::transcript::tool_names;
@@ -270,14 +270,14 @@ impl DigestState {
     /// Starts from an earlier summary this digest did not write (another
     /// method's checkpoint, another agent's continuation message): quoted
     /// as the earlier summary, without the agent's continuation line, and
-    /// its stated goal taken as the goal (see [`stated_goal`]). An earlier
+    /// its goal taken as the goal (see [`summary_goal`]). An earlier
     /// summary already held is kept.
     pub(crate) fn continue_from(&mut self, summary: &str) {
         if self.earlier.is_some() {
             return;
         }
         if self.goal.is_none() {
-            self.goal = stated_goal(summary, REQUEST_CHARS * 2);
+            self.goal = summary_goal(summary, REQUEST_CHARS * 2);
         }
         self.earlier = Some(clip(abridge_llm::continued_summary(summary), 4_000));
     }
@@ -594,23 +594,22 @@ mod tests {
         );
     }
 
-    /// An earlier summary that states no goal leaves the goal to it: the
-    /// first request after it stays a later request.
+    /// An earlier summary that states no goal section gives its opening
+    /// as the goal (Codex's imported checkpoint is the user's first
+    /// request); the first request after it stays a later request.
     #[test]
-    fn after_a_summary_without_a_goal_the_next_request_is_not_the_goal() {
+    fn after_a_summary_without_a_goal_section_the_next_request_is_not_the_goal() {
         let mut state = DigestState::default();
-        state.continue_from("Another language model started to solve this problem and produced a summary of its thinking process.\nFixed the loader; tests pass.");
+        state.continue_from("Another language model started to solve this problem and produced a summary of its thinking process.\nMake the loader stream its input.");
         state.absorb(&[user("can leave it")]);
-        assert_eq!(state.goal, None);
+        assert_eq!(
+            state.goal.as_deref(),
+            Some("Make the loader stream its input.")
+        );
         assert_eq!(state.requests, ["can leave it"]);
         assert_eq!(
             state.earlier.as_deref(),
-            Some("Fixed the loader; tests pass.")
-        );
-        let text = state.render(&abridge_compact::FileOps::default());
-        assert!(
-            text.starts_with("## Goal\n(stated in the earlier summary below)"),
-            "{text}"
+            Some("Make the loader stream its input.")
         );
     }
 

@@ -6,8 +6,9 @@
 //! usually a follow-up ("can leave it"), not the goal. Summaries name the
 //! goal under a heading of their own: `## Goal` (abridge's `soft`, pi),
 //! `Primary Request and Intent` (Claude Code), so the section under such
-//! a heading is the goal. A summary that names none leaves the goal to the
-//! earlier summary, which the digest quotes.
+//! a heading is the goal. A summary that names none opens with what it is
+//! about (Codex's imported checkpoint is the user's first request itself),
+//! so its opening paragraph is the goal then.
 
 use crate::transcript::clip;
 
@@ -24,8 +25,9 @@ const GOAL_HEADINGS: [&str; 8] = [
     "objective",
 ];
 
-/// The goal `summary` states under a goal heading (see [`GOAL_HEADINGS`]),
-/// white space folded and clipped to `max_chars`. `None` when it has no
+/// The goal `summary` states under a goal heading (see [`GOAL_HEADINGS`]):
+/// the section's first paragraph, white space folded and clipped to
+/// `max_chars`. `None` when it has no
 /// such section, or the section is empty or a placeholder in brackets.
 pub(crate) fn stated_goal(summary: &str, max_chars: usize) -> Option<String> {
     let mut lines = abridge_llm::continued_summary(summary).lines();
@@ -39,12 +41,11 @@ pub(crate) fn stated_goal(summary: &str, max_chars: usize) -> Option<String> {
         }
     }
     if body.is_empty() {
-        for line in lines {
-            if heading(line).is_some() {
-                break;
-            }
-            body.push(line);
-        }
+        // The section's first paragraph.
+        let paragraph = lines
+            .skip_while(|line| line.trim().is_empty())
+            .take_while(|line| !line.trim().is_empty() && heading(line).is_none());
+        body.extend(paragraph);
     }
     let text = body
         .join(" ")
@@ -54,6 +55,26 @@ pub(crate) fn stated_goal(summary: &str, max_chars: usize) -> Option<String> {
     let placeholder = text.starts_with('(') || text.starts_with('[');
     (!text.is_empty() && !placeholder && !text.eq_ignore_ascii_case("none"))
         .then(|| clip(&text, max_chars))
+}
+
+/// The goal of an earlier summary: the one it states under a goal heading
+/// ([`stated_goal`]), else its opening paragraph (without the lines that
+/// are only headings), white space folded and clipped to `max_chars`.
+/// `None` when it has neither.
+pub(crate) fn summary_goal(summary: &str, max_chars: usize) -> Option<String> {
+    stated_goal(summary, max_chars).or_else(|| {
+        let opening: Vec<&str> = abridge_llm::continued_summary(summary)
+            .lines()
+            .skip_while(|line| line.trim().is_empty() || heading(line).is_some())
+            .take_while(|line| !line.trim().is_empty() && heading(line).is_none())
+            .collect();
+        let text = opening
+            .join(" ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        (!text.is_empty()).then(|| clip(&text, max_chars))
+    })
 }
 
 /// A line that opens a section: its title in lower case, and the text
@@ -120,6 +141,27 @@ mod tests {
     fn a_goal_on_its_heading_line_and_in_pis_wrapper_is_read() {
         let pi = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n**Goal:** Ship the release.\n**Status:** done\n</summary>";
         assert_eq!(stated_goal(pi, 400).as_deref(), Some("Ship the release."));
+    }
+
+    #[test]
+    fn without_a_goal_section_the_opening_paragraph_is_the_goal() {
+        assert_eq!(
+            summary_goal(
+                "Port the loader to async.\nKeep the API.\n\nDone: most.",
+                400
+            )
+            .as_deref(),
+            Some("Port the loader to async. Keep the API.")
+        );
+        assert_eq!(
+            summary_goal("Summary:\nFixed the parser.\n\n## Next\nship", 400).as_deref(),
+            Some("Fixed the parser.")
+        );
+        assert_eq!(
+            summary_goal("## Goal\nShip it.\n\nFixed the parser.", 400).as_deref(),
+            Some("Ship it.")
+        );
+        assert_eq!(summary_goal("## Next\n", 400), None);
     }
 
     #[test]
