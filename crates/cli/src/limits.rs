@@ -80,27 +80,59 @@ impl BudgetArgs {
             Some((text, origin)) => settings.limits_in(window, text, origin),
             None => settings.limits(window),
         }
-        .map_err(|error| match (&error, self.keep) {
-            (
-                abridge::SettingsError::Invalid {
-                    key: "keep_recent_tokens",
-                    message,
-                    ..
-                },
-                Some(_),
-            ) => anyhow::anyhow!("--keep {message}"),
-            (
-                abridge::SettingsError::Invalid {
-                    key: "window",
-                    message,
-                    ..
-                },
-                _,
-            ) if self.window.is_some() => anyhow::anyhow!("--window {message}"),
-            _ => {
-                anyhow::anyhow!("{error}").context(format!("settings for a {window}-token window"))
+        .map_err(|error| {
+            let refused = self.window.and_then(|_| window_refused(&error));
+            match (&error, self.keep, refused) {
+                (_, _, Some(refused)) => refused,
+                (
+                    abridge::SettingsError::Invalid {
+                        key: "keep_recent_tokens",
+                        message,
+                        ..
+                    },
+                    Some(_),
+                    None,
+                ) => anyhow::anyhow!("--keep {message}"),
+                _ => anyhow::anyhow!("{error}")
+                    .context(format!("settings for a {window}-token window")),
             }
         })?;
         Ok((settings, limits))
+    }
+}
+
+/// `--window` for the commands that only show figures against a window
+/// (`stats`, `report`).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct WindowArg {
+    /// The context window in tokens (default: the model's); at least
+    /// 2048.
+    #[arg(long)]
+    pub(crate) window: Option<u64>,
+}
+
+impl WindowArg {
+    /// `--window` when given, checked as `compact` checks it, else
+    /// `model_window`.
+    pub(crate) fn resolve(&self, model_window: u64) -> anyhow::Result<u64> {
+        let Some(window) = self.window else {
+            return Ok(model_window);
+        };
+        Settings::default().limits(window).map_err(|error| {
+            window_refused(&error).unwrap_or_else(|| anyhow::anyhow!("{error}"))
+        })?;
+        Ok(window)
+    }
+}
+
+/// A window the settings refuse, said of the `--window` flag.
+fn window_refused(error: &abridge::SettingsError) -> Option<anyhow::Error> {
+    match error {
+        abridge::SettingsError::Invalid {
+            key: "window",
+            message,
+            ..
+        } => Some(anyhow::anyhow!("--window {message}")),
+        _ => None,
     }
 }

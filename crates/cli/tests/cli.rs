@@ -694,8 +694,13 @@ fn a_window_under_the_minimum_is_refused_naming_the_minimum() {
     let dir = tempfile::tempdir().unwrap();
     let session = imported(dir.path());
     let before = std::fs::read(&session).unwrap();
-    for command in ["compact", "simulate"] {
-        let output = abridge(&[command, session.to_str().unwrap(), "--window", "10"]);
+    let page = session.with_extension("html");
+    for command in ["compact", "simulate", "stats", "report"] {
+        let mut args = vec![command, session.to_str().unwrap(), "--window", "10"];
+        if command == "report" {
+            args.extend(["-o", page.to_str().unwrap()]);
+        }
+        let output = abridge(&args);
         assert!(!output.status.success(), "{command}");
         assert!(
             stderr(&output).contains(&format!(
@@ -707,6 +712,39 @@ fn a_window_under_the_minimum_is_refused_naming_the_minimum() {
         );
     }
     assert_eq!(std::fs::read(&session).unwrap(), before);
+    assert!(!page.exists());
+}
+
+// Issue 27, point 8: `stats` and `report` had no `--window`, so their
+// figures could not be set beside a `compact --window` run's.
+#[test]
+fn stats_and_report_take_the_window_compact_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path());
+    let path = session.to_str().unwrap();
+    let output = abridge(&[
+        "stats", path, "--model", "gpt-4o", "--window", "64000", "--json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stats: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(stats["context_window"], 64_000);
+    let page = dir.path().join("r.html");
+    let output = abridge(&[
+        "report",
+        path,
+        "--model",
+        "gpt-4o",
+        "--window",
+        "9000",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(">window 9000<"),
+        "no window 9000 in the chart"
+    );
 }
 
 // Issue 27, point 8: a model the catalog does not know, named with

@@ -11,6 +11,7 @@ use abridge_serve::report::Summary;
 use anyhow::Context as _;
 use serde::Serialize;
 
+use crate::limits::WindowArg;
 use crate::open::open_session;
 use crate::redaction::RedactArgs;
 
@@ -27,6 +28,9 @@ pub(crate) struct Args {
     /// session's last assistant message).
     #[arg(long)]
     model: Option<String>,
+    /// The window the chart draws, with its compaction threshold.
+    #[command(flatten)]
+    window: WindowArg,
     /// Print the page written, its size and the figures at its head as
     /// one JSON object (instead of a line on stderr).
     #[arg(long)]
@@ -53,13 +57,15 @@ struct Written<'a> {
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (session, _) = open_session(&args.session, false)?;
     let (model, lookup) = crate::model::resolve(&session, args.model.as_deref());
+    let mut entry = lookup.entry;
+    entry.context_window = args.window.resolve(entry.context_window)?;
     let source = args.session.display().to_string();
     let redactor = args.redact.redactor(&args.session)?;
     let (page, summary) = report::build(
         &session,
         &source,
         &model,
-        &lookup.entry,
+        &entry,
         redactor.as_deref(),
         args.max_bytes,
     )?;

@@ -8,6 +8,7 @@ use abridge_serve::report::collect;
 use abridge_serve::report::preview;
 use serde::Serialize;
 
+use crate::limits::WindowArg;
 use crate::open::open_session;
 
 /// Arguments of `abridge stats`.
@@ -22,6 +23,8 @@ pub(crate) struct Args {
     /// session's last assistant message).
     #[arg(long)]
     model: Option<String>,
+    #[command(flatten)]
+    window: WindowArg,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -41,6 +44,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (session, _) = open_session(&args.session, false)?;
     let stats = collect(&session, args.top);
     let (model, lookup) = crate::model::resolve(&session, args.model.as_deref());
+    let window = args.window.resolve(lookup.entry.context_window)?;
     let mut meter = abridge_meter::TokenMeter::for_model(&lookup.entry);
     // Read-only: the counts kept beside the session are read, and what is
     // counted anew stays in memory (only commands that write keep counts).
@@ -50,16 +54,13 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         let full = Full {
             stats: &stats,
             model,
-            context_window: lookup.entry.context_window,
+            context_window: window,
             tokens: &tokens,
         };
         println!("{}", serde_json::to_string_pretty(&full)?);
     } else {
         print!("{}", render(&args.session.display().to_string(), &stats));
-        print!(
-            "{}",
-            render_tokens(&model, lookup.entry.context_window, &tokens)
-        );
+        print!("{}", render_tokens(&model, window, &tokens));
     }
     Ok(())
 }
