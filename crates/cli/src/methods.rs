@@ -191,3 +191,13 @@ pub(crate) fn sources(
         artifacts: Arc::new(MemoryArtifactStore::default()),
     })
 }
+
+/// The line that says a method of the order did not run, and why. Most
+/// skip messages already open with "<method> skipped"; the others get it.
+pub(crate) fn skip_note(skip: &abridge::MethodFailure) -> String {
+    if skip.message.starts_with(&format!("{} ", skip.method)) {
+        skip.message.clone()
+    } else {
+        format!("{} skipped: {}", skip.method, skip.message)
+    }
+}

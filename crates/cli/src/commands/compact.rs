@@ -257,12 +257,7 @@ fn print_human(report: &Report) {
         }
     }
     for skip in &report.skipped {
-        // Most skip messages already open with "<method> skipped".
-        if skip.message.starts_with(&format!("{} ", skip.method)) {
-            println!("{}", skip.message);
-        } else {
-            println!("{} skipped: {}", skip.method, skip.message);
-        }
+        println!("{}", methods::skip_note(skip));
     }
     println!(
         "threshold {} of a {}-token window ({}); the pass's goal is {} ({}% of the threshold)",

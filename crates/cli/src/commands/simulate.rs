@@ -373,7 +373,7 @@ fn print_human(report: &Report, timings: bool) {
         report.methods.join(",")
     );
     for skip in &report.skipped {
-        println!("skipped: {}", skip.message);
+        println!("{}", methods::skip_note(skip));
     }
     if !report.compactions.is_empty() || !report.failed_attempts.is_empty() {
         let time = if timings {
