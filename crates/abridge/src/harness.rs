@@ -10,10 +10,13 @@
 //!    (or `mid_turn()` inside a tool loop); on an error,
 //!    `harness.on_error(&error)` and retry when it says so.
 
+mod idle;
 mod kept;
+mod recovery;
 
 use std::sync::Arc;
 use std::sync::Mutex;
+use std::time::Instant;
 
 use abridge_compact::CompactionHooks;
 use abridge_compact::CompactionMethod;
@@ -25,7 +28,6 @@ use abridge_compact::Trigger;
 use abridge_compact::lock_session;
 use abridge_llm::Catalog;
 use abridge_llm::LlmClient;
-use abridge_llm::LlmError;
 use abridge_llm::Message;
 use abridge_llm::ModelEntry;
 use abridge_llm::Purpose;
@@ -41,6 +43,9 @@ use crate::counting::CountEndpoint;
 use crate::counting::CountPrimer;
 use crate::counting::PrimeReport;
 use crate::error::HarnessError;
+use crate::harness::idle::IdleClock;
+pub use crate::harness::recovery::Recovery;
+use crate::harness::recovery::speculative_band;
 use crate::maintenance::Maintenance;
 use crate::methods::MethodSources;
 use crate::methods::build_methods;
@@ -210,19 +215,16 @@ impl HarnessBuilder {
             .with_not_configured(skipped)
             .with_enabled(self.settings.enabled)
             .with_breaker(self.settings.breaker_failures)
-            .with_speculation(
-                self.settings
-                    .speculative_percent
-                    .map_or(0, |p| limits.threshold * p / 100),
-            )
-            .with_model(self.model.clone());
+            .with_speculation(speculative_band(&self.settings, &limits));
         if let Some(hooks) = self.hooks {
             maintenance = maintenance.with_hooks(hooks);
         }
         if let Some(ObserverSlot(observer)) = self.observer {
             maintenance = maintenance.with_observer(observer);
         }
+        let seen = lock_session(&self.session).len();
         Ok(Harness {
+            idle: Mutex::new(IdleClock::new(seen)),
             session: self.session,
             client: self.client,
             model: Mutex::new(self.model),
@@ -239,21 +241,6 @@ impl HarnessBuilder {
             kept: self.kept,
         })
     }
-}
-
-/// What [`Harness::on_error`] did about a failed request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Recovery {
-    /// The error is not one compaction can fix; handle it as usual.
-    NotHandled,
-    /// Switched to a model with a larger window: retry the turn with
-    /// [`Harness::model`].
-    Promoted {
-        /// The new model.
-        model: String,
-    },
-    /// Compacted: retry the turn when the pass succeeded.
-    Compacted(Pass),
 }
 
 /// One session's agent-side room: request building, recording and
@@ -279,6 +266,8 @@ pub struct Harness {
     requested: Pending,
     /// Where message counts are kept between processes.
     kept: Option<abridge_meter::KeptFile>,
+    /// When the session was last active, for the idle trigger.
+    idle: Mutex<IdleClock>,
 }
 
 impl Harness {
@@ -335,7 +324,9 @@ impl Harness {
     /// # Errors
     /// When the session rejects or cannot write it.
     pub fn append(&self, message: Message) -> Result<Seq, HarnessError> {
-        Ok(lock_session(&self.session).append_message(message)?)
+        let seq = lock_session(&self.session).append_message(message)?;
+        self.note_activity(Instant::now());
+        Ok(seq)
     }
 
     /// Appends the model's reply with its usage (which anchors the meter).
@@ -345,7 +336,9 @@ impl Harness {
     pub fn record(&self, response: &Response) -> Result<Seq, HarnessError> {
         let mut message = response.message.clone();
         message.meta.usage = Some(response.usage);
-        Ok(lock_session(&self.session).append_message(message)?)
+        let seq = lock_session(&self.session).append_message(message)?;
+        self.note_activity(Instant::now());
+        Ok(seq)
     }
 
     /// Exactly what the next call sends: the surface, with snapcompact
@@ -443,46 +436,14 @@ impl Harness {
             .await?)
     }
 
-    /// When the user has been away `idle_minutes` (the host keeps time).
-    ///
-    /// # Errors
-    /// Only when the session cannot be written.
-    pub async fn idle(&self) -> Result<Pass, HarnessError> {
-        if self.settings.idle_minutes.is_none() {
-            return Ok(self.not_run(Trigger::Idle));
-        }
-        Ok(self.maintenance.run(&self.session, Trigger::Idle).await?)
-    }
-
     /// The pass a trigger that the settings turn off reports.
-    fn not_run(&self, trigger: Trigger) -> Pass {
+    pub(crate) fn not_run(&self, trigger: Trigger) -> Pass {
         Pass::idle(
             trigger,
             PassStatus::Disabled,
             self.tokens(),
             self.maintenance.goal(trigger),
         )
-    }
-
-    /// A failed request: on a context overflow, promotes to the configured
-    /// larger-window model once, else runs an overflow pass.
-    ///
-    /// # Errors
-    /// Only when the session cannot be written.
-    pub async fn on_error(&self, error: &LlmError) -> Result<Recovery, HarnessError> {
-        if !error.is_context_overflow() {
-            return Ok(Recovery::NotHandled);
-        }
-        self.recover(Trigger::Overflow).await
-    }
-
-    /// The reply stopped at the output limit because the context left too
-    /// little room. Do not record the cut reply; call this and retry.
-    ///
-    /// # Errors
-    /// Only when the session cannot be written.
-    pub async fn on_length_stop(&self) -> Result<Recovery, HarnessError> {
-        self.recover(Trigger::IncompleteOutput).await
     }
 
     /// Asks the count endpoint, when there is one, about the surface's new
@@ -493,32 +454,6 @@ impl Harness {
         let primer = self.primer.as_ref()?;
         let messages = lock_session(&self.session).surface_messages();
         Some(primer.prime(&self.model(), &messages).await)
-    }
-
-    async fn recover(&self, trigger: Trigger) -> Result<Recovery, HarnessError> {
-        if let Some(model) = self.promotion() {
-            tracing::info!(%model, "context promotion");
-            *self
-                .model
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = model.clone();
-            return Ok(Recovery::Promoted { model });
-        }
-        self.prime_counts().await;
-        Ok(Recovery::Compacted(
-            self.maintenance.run(&self.session, trigger).await?,
-        ))
-    }
-
-    /// The promotion model, when one is set, not yet in use, and has a
-    /// larger window than the current model.
-    fn promotion(&self) -> Option<String> {
-        let target = self.settings.promotion_model.as_ref()?;
-        if *target == self.model() {
-            return None;
-        }
-        let window = self.catalog.lookup(target).entry.context_window;
-        (window > self.entry.context_window).then(|| target.clone())
     }
 
     /// A manual pass: the named methods (empty: the configured order) with

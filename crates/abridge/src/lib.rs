@@ -8,7 +8,8 @@
 //! - [`Settings`]: every knob with its documented default, from TOML or
 //!   JSON, checked with errors that name the key and line.
 //! - [`Harness`]: what an agent loop calls: `append`, `request`, `record`,
-//!   `after_turn`, `mid_turn`, `on_error`, `compact`.
+//!   `after_turn`, `mid_turn`, `tick` (idle, from the host's timer),
+//!   `on_error`, `on_length_stop`, `compact`.
 //! - [`Maintenance`]: the one state machine for every trigger: it walks the
 //!   method order, plans afresh per attempt, requires real progress and
 //!   stops after repeated failures.

@@ -17,11 +17,9 @@
 use std::sync::Arc;
 use std::sync::Mutex;
 
-use abridge_compact::Before;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionHooks;
 use abridge_compact::CompactionMethod;
-use abridge_compact::Extra;
 use abridge_compact::MethodOutput;
 use abridge_compact::Outcome;
 use abridge_compact::Plan;
@@ -59,14 +57,27 @@ impl Drop for Speculation {
 impl Speculation {
     /// Starts `method` on `plan` in a task on the current tokio runtime;
     /// `None` outside one (a host on another executor gets no
-    /// speculation, and nothing else changes).
-    pub(crate) fn start(method: Arc<dyn CompactionMethod>, plan: Plan) -> Option<Self> {
+    /// speculation, and nothing else changes). The host's
+    /// `while_compacting` is asked first, as on the live path, so its
+    /// notes reach the summarizer.
+    pub(crate) fn start(
+        method: Arc<dyn CompactionMethod>,
+        mut plan: Plan,
+        hooks: Arc<dyn CompactionHooks>,
+    ) -> Option<Self> {
         let runtime = tokio::runtime::Handle::try_current().ok()?;
         let span = plan.span();
         let seqs = plan.seqs().to_vec();
         let session_id = plan.session_id().to_string();
         let name = method.name().to_string();
-        let task = runtime.spawn(async move { method.run(&plan).await });
+        let task = runtime.spawn(async move {
+            let extra = hooks.while_compacting(&plan).await;
+            extra
+                .context
+                .into_iter()
+                .for_each(|c| plan.add_extra_context(c));
+            method.run(&plan).await
+        });
         Some(Speculation {
             method: name,
             span,
@@ -154,45 +165,42 @@ impl Slot {
     }
 }
 
-/// Hooks that hand a finished speculation's output to the commit, while
-/// the host's own hooks keep their say: a host that cancels or supplies
-/// still wins, and its `after_compaction` still runs.
-pub(crate) struct Supplied {
-    pub(crate) inner: Arc<dyn CompactionHooks>,
+/// A finished speculation, committed as the method that wrote it: the
+/// commit is an ordinary attempt with the host's own hooks (so `before`
+/// may still cancel or supply, `while` adds the notes it preserves, as
+/// fresh as on the live path, and `after` sees the outcome), and the
+/// method's `committed` runs as it would after a live call. Only `run`
+/// differs: it hands back the output already written.
+pub(crate) struct Finished {
+    pub(crate) method: Arc<dyn CompactionMethod>,
     pub(crate) output: Mutex<Option<MethodOutput>>,
 }
 
-impl std::fmt::Debug for Supplied {
+impl std::fmt::Debug for Finished {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Supplied").finish_non_exhaustive()
+        f.debug_struct("Finished")
+            .field("method", &self.method.name())
+            .finish_non_exhaustive()
     }
 }
 
 #[async_trait]
-impl CompactionHooks for Supplied {
-    async fn before_compaction(&self, plan: &Plan, method: &str) -> Before {
-        match self.inner.before_compaction(plan, method).await {
-            Before::Proceed => {}
-            other => return other,
-        }
-        let output = self
-            .output
+impl CompactionMethod for Finished {
+    fn name(&self) -> &str {
+        self.method.name()
+    }
+
+    async fn run(&self, _plan: &Plan) -> Result<MethodOutput, CompactError> {
+        self.output
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        match output {
-            Some(output) => Before::Supply(output),
-            None => Before::Cancel {
-                reason: "the speculative output was already used".to_string(),
-            },
-        }
+            .take()
+            .ok_or_else(|| CompactError::Cancelled {
+                by: "the speculative output was already used".to_string(),
+            })
     }
 
-    async fn while_compacting(&self, plan: &Plan) -> Extra {
-        self.inner.while_compacting(plan).await
-    }
-
-    async fn after_compaction(&self, outcome: &Outcome) {
-        self.inner.after_compaction(outcome).await;
+    async fn committed(&self, output: &MethodOutput, outcome: &Outcome) {
+        self.method.committed(output, outcome).await;
     }
 }

@@ -76,6 +76,129 @@ fn overflow_promotes_once_to_a_larger_window_then_compacts() {
     );
 }
 
+fn compaction_starts(harness: &Harness) -> usize {
+    abridge::compact::lock_session(harness.session())
+        .events()
+        .iter()
+        .filter(|e| {
+            e.log()
+                .is_some_and(|l| l.kind == abridge::compact::TYPE_COMPACTION_START)
+        })
+        .count()
+}
+
+#[test]
+fn a_promotion_sizes_every_later_pass_to_the_promoted_window() {
+    let settings = settings("method_order = [\"digest\"]\npromotion_model = \"gpt-4.1\"\n");
+    let harness = Harness::builder(Session::in_memory("sized"), "gpt-4o")
+        .settings(settings.clone())
+        .window(8_000)
+        .build()
+        .unwrap();
+    filled(&harness, 100);
+    assert!(harness.tokens() > harness.limits().threshold);
+    assert!(matches!(
+        run(harness.on_error(&overflow())).unwrap(),
+        Recovery::Promoted { .. }
+    ));
+    // The limits are the promoted model's, by the settings' own rules.
+    let window = abridge::llm::Catalog::builtin()
+        .lookup("gpt-4.1")
+        .entry
+        .context_window;
+    assert!(window > 1_000_000, "{window}");
+    assert_eq!(harness.limits(), settings.limits(window).unwrap());
+    // The context is far below the new threshold: no trigger compacts.
+    assert_eq!(
+        run(harness.after_turn()).unwrap().status,
+        PassStatus::NotNeeded
+    );
+    assert_eq!(
+        run(harness.mid_turn()).unwrap().status,
+        PassStatus::NotNeeded
+    );
+    assert_eq!(compaction_starts(&harness), 0);
+}
+
+#[test]
+fn a_reply_cut_at_the_output_limit_compacts_to_the_window_minus_the_reserve() {
+    let harness = Harness::builder(Session::in_memory("cut"), "gpt-4o")
+        .settings(settings("method_order = [\"digest\"]\n"))
+        .window(8_000)
+        .build()
+        .unwrap();
+    filled(&harness, 100);
+    let limits = harness.limits();
+    let Recovery::Compacted(pass) = run(harness.on_length_stop()).unwrap() else {
+        panic!("a length stop without a promotion model compacts");
+    };
+    assert_eq!(pass.trigger, abridge::compact::Trigger::IncompleteOutput);
+    assert_eq!(pass.goal, limits.window - limits.reserve);
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+    assert!(harness.tokens() <= limits.window - limits.reserve);
+    assert_eq!(compaction_starts(&harness), 1);
+}
+
+/// A harness whose context is above half the threshold (where idle acts)
+/// and below the threshold (where a turn would act).
+fn between_half_and_threshold(toml: &str) -> Harness {
+    let harness = Harness::builder(Session::in_memory("idle"), "gpt-4o")
+        .settings(settings(toml))
+        .window(8_000)
+        .build()
+        .unwrap();
+    while harness.tokens() <= harness.limits().threshold * 2 / 3 {
+        filled(&harness, 1);
+    }
+    assert!(harness.tokens() <= harness.limits().threshold);
+    harness
+}
+
+#[test]
+fn the_idle_trigger_runs_once_after_idle_minutes_without_activity() {
+    use std::time::Duration;
+    let minutes = |m: u64| Duration::from_secs(m * 60);
+    let harness = between_half_and_threshold("method_order = [\"digest\"]\nidle_minutes = 30\n");
+    let quiet_from = std::time::Instant::now();
+    harness.note_activity(quiet_from);
+    assert!(!harness.idle_due(quiet_from + minutes(29)));
+    let early = run(harness.tick(quiet_from + minutes(29))).unwrap();
+    assert_eq!(early.status, PassStatus::NotNeeded);
+    assert_eq!(compaction_starts(&harness), 0);
+
+    let pass = run(harness.tick(quiet_from + minutes(30))).unwrap();
+    assert_eq!(pass.trigger, abridge::compact::Trigger::Idle);
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+    assert_eq!(compaction_starts(&harness), 1);
+    // One pass for the quiet stretch, however long it lasts.
+    let later = run(harness.tick(quiet_from + minutes(300))).unwrap();
+    assert_eq!(later.status, PassStatus::NotNeeded);
+    assert_eq!(compaction_starts(&harness), 1);
+
+    // An append through the session itself (not the Harness) is activity
+    // too, from the tick that sees it.
+    for i in 0..40 {
+        abridge::compact::lock_session(harness.session())
+            .append_message(Message::user(format!("more {i}: {}", "words ".repeat(60))))
+            .unwrap();
+    }
+    let seen = quiet_from + minutes(400);
+    assert!(!harness.idle_due(seen));
+    assert!(!harness.idle_due(seen + minutes(29)));
+    let again = run(harness.tick(seen + minutes(30))).unwrap();
+    assert_eq!(again.status, PassStatus::Succeeded, "{again:?}");
+    assert_eq!(compaction_starts(&harness), 2);
+}
+
+#[test]
+fn without_idle_minutes_the_clock_never_runs_a_pass() {
+    let harness = between_half_and_threshold("method_order = [\"digest\"]\n");
+    let far = std::time::Instant::now() + std::time::Duration::from_secs(24 * 3600);
+    assert!(!harness.idle_due(far));
+    assert_eq!(run(harness.tick(far)).unwrap().status, PassStatus::Disabled);
+    assert_eq!(compaction_starts(&harness), 0);
+}
+
 #[test]
 fn a_threshold_pass_appends_the_auto_continue_message() {
     let harness = Harness::builder(Session::in_memory("c"), "gpt-4o")
@@ -257,36 +380,6 @@ fn a_hook_that_cancels_stops_the_compaction_and_hides_nothing() {
 }
 
 #[test]
-fn the_speculative_band_is_its_percent_of_the_threshold() {
-    let harness = Harness::builder(Session::in_memory("band"), "gpt-4o")
-        .settings(settings("speculative_percent = 20\n"))
-        .window(8_000)
-        .build()
-        .unwrap();
-    let threshold = harness.limits().threshold;
-    assert!(threshold > 1_000, "{threshold}");
-    assert_eq!(
-        harness.maintenance().speculative_band(),
-        Some(threshold * 20 / 100)
-    );
-    let off = Harness::builder(Session::in_memory("off"), "gpt-4o")
-        .window(8_000)
-        .build()
-        .unwrap();
-    assert_eq!(off.maintenance().speculative_band(), None);
-}
-
-#[test]
-fn a_builder_with_an_observer_says_so_when_logged() {
-    let observer: abridge::Observer = std::sync::Arc::new(|_: &abridge::MaintenanceEvent| {});
-    let builder = Harness::builder(Session::in_memory("o"), "gpt-4o").observer(observer);
-    let shown = format!("{builder:?}");
-    assert!(shown.contains("observer: Some(Observer)"), "{shown}");
-    let plain = format!("{:?}", Harness::builder(Session::in_memory("o"), "gpt-4o"));
-    assert!(plain.contains("observer: None"), "{plain}");
-}
-
-#[test]
 fn a_pass_is_needed_only_above_the_threshold() {
     use abridge::compact::Trigger;
     let harness = Harness::builder(Session::in_memory("needed"), "gpt-4o")
@@ -302,4 +395,59 @@ fn a_pass_is_needed_only_above_the_threshold() {
     assert!(!maintenance.needed(Trigger::Idle, threshold / 2));
     assert!(maintenance.needed(Trigger::Idle, threshold / 2 + 1));
     assert!(maintenance.needed(Trigger::Manual, 0));
+}
+
+/// A model-backed method (by name) that answers at once.
+#[derive(Debug)]
+struct QuickSoft;
+
+#[async_trait::async_trait]
+impl abridge::compact::CompactionMethod for QuickSoft {
+    fn name(&self) -> &str {
+        "soft"
+    }
+
+    async fn run(
+        &self,
+        _plan: &abridge::compact::Plan,
+    ) -> Result<abridge::compact::MethodOutput, abridge::compact::CompactError> {
+        Ok(abridge::compact::MethodOutput::Checkpoint(
+            abridge::compact::Checkpoint::new("## Goal\nthe steps").with_short_summary("steps"),
+        ))
+    }
+}
+
+#[tokio::test]
+async fn speculation_starts_when_the_context_enters_its_percent_of_the_threshold() {
+    let started = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = started.clone();
+    let observer: abridge::Observer = std::sync::Arc::new(move |e: &abridge::MaintenanceEvent| {
+        if let abridge::MaintenanceEvent::SpeculationStarted { tokens, .. } = e {
+            sink.lock().unwrap().push(*tokens);
+        }
+    });
+    let harness = Harness::builder(Session::in_memory("band"), "gpt-4o")
+        .settings(settings("speculative_percent = 20\n"))
+        .methods(vec![std::sync::Arc::new(QuickSoft)])
+        .window(8_000)
+        .observer(observer)
+        .build()
+        .unwrap();
+    let threshold = harness.limits().threshold;
+    // The band is the top 20% below the threshold.
+    let line = threshold - threshold / 5;
+    while harness.tokens() <= threshold {
+        filled(&harness, 1);
+        let tokens = harness.tokens();
+        harness.after_turn().await.unwrap();
+        let first = started.lock().unwrap().first().copied();
+        match first {
+            None => assert!(tokens <= line, "none started at {tokens}, above {line}"),
+            Some(at) => {
+                assert!(at > line && at == tokens, "started at {at}, line {line}");
+                return;
+            }
+        }
+    }
+    panic!("no speculation started below the threshold {threshold}");
 }

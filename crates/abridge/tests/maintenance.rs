@@ -282,12 +282,55 @@ fn the_breaker_stops_a_fourth_attempt_until_a_manual_run_or_a_success() {
     assert_eq!(pass.status, PassStatus::Failed);
     assert!(!m.breaker_open());
     assert_eq!(starts(&shared), written + 1);
-    // A success resets it too.
-    let m = maintenance(vec![method("ok", Behaviour::Land)]);
+}
+
+/// A method that plays its behaviours in turn, one per run.
+#[derive(Debug)]
+struct Sequence(Mutex<std::collections::VecDeque<Behaviour>>);
+
+#[async_trait]
+impl CompactionMethod for Sequence {
+    fn name(&self) -> &str {
+        "sequence"
+    }
+
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        let behaviour = self.0.lock().unwrap().pop_front().unwrap();
+        Scripted {
+            name: "sequence",
+            behaviour,
+            session: None,
+        }
+        .run(plan)
+        .await
+    }
+}
+
+#[test]
+fn a_success_resets_the_failures_counted_before_it() {
+    use Behaviour::{Fail, Land};
     let shared = session(6);
+    let script = [Fail, Fail, Land, Fail, Fail].into_iter().collect();
+    let m = maintenance(vec![Arc::new(Sequence(Mutex::new(script)))]);
+    for expected in [1, 2] {
+        let pass = run(m.run(&shared, Trigger::Threshold)).unwrap();
+        assert_eq!(pass.status, PassStatus::Failed);
+        assert_eq!(m.consecutive_failures(), expected);
+    }
     let pass = run(m.run(&shared, Trigger::Threshold)).unwrap();
-    assert_eq!(pass.status, PassStatus::Succeeded);
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
     assert_eq!(m.consecutive_failures(), 0);
+    // Two more failures after the success: two in a row, not four, so the
+    // breaker (three) stays closed and the next trigger still runs.
+    for i in 0..6 {
+        append_turn(&mut lock_session(&shared), 100 + i);
+    }
+    for expected in [1, 2] {
+        let pass = run(m.run(&shared, Trigger::Threshold)).unwrap();
+        assert_eq!(pass.status, PassStatus::Failed, "{pass:?}");
+        assert_eq!(m.consecutive_failures(), expected);
+    }
+    assert!(!m.breaker_open());
 }
 
 #[test]
@@ -705,4 +748,73 @@ fn recent_history_is_kept_only_as_far_as_the_unseen_overhead_leaves_room() {
     assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
     assert_eq!(pass.outcomes.len(), 1);
     assert!(pass.tokens_after <= 800, "{pass:?}");
+}
+
+/// A host that tells the summarizer where the plan is and preserves a
+/// note in every checkpoint.
+#[derive(Debug)]
+struct Preserving;
+
+#[async_trait]
+impl CompactionHooks for Preserving {
+    async fn while_compacting(&self, _plan: &Plan) -> Extra {
+        Extra {
+            context: vec!["HOST-CONTEXT: the plan is in PLAN.md".into()],
+            preserve: vec!["HOST-NOTE: keep the parser fix".into()],
+        }
+    }
+}
+
+/// A model-backed method (by name) whose summary repeats the notes the
+/// host showed it.
+#[derive(Debug)]
+struct Noting;
+
+#[async_trait]
+impl CompactionMethod for Noting {
+    fn name(&self) -> &str {
+        "soft"
+    }
+
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        let text = format!("summary; shown: {}", plan.extra_context().join(" | "));
+        Ok(MethodOutput::Checkpoint(
+            Checkpoint::new(text).with_short_summary("short"),
+        ))
+    }
+}
+
+fn assert_host_notes_kept(session: &SharedSession) {
+    let checkpoint = checkpoint_text(session);
+    assert!(
+        checkpoint.contains("<preserved>") && checkpoint.contains("HOST-NOTE: keep the parser fix"),
+        "{checkpoint}"
+    );
+    assert!(
+        checkpoint.contains("shown: HOST-CONTEXT: the plan is in PLAN.md"),
+        "{checkpoint}"
+    );
+}
+
+#[tokio::test]
+async fn the_host_hooks_keep_their_note_on_the_live_and_the_speculative_path() {
+    // Live: over the threshold with nothing speculated.
+    let live = session(6);
+    let m = maintenance(vec![Arc::new(Noting)]).with_hooks(Arc::new(Preserving));
+    let pass = m.run(&live, Trigger::Threshold).await.unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+    assert_host_notes_kept(&live);
+
+    // Speculative: started in the band, committed at the threshold.
+    let shared = session(4);
+    let (m, events) = speculating(vec![Arc::new(Noting)]);
+    let m = m.with_hooks(Arc::new(Preserving));
+    let pass = m.run(&shared, Trigger::Threshold).await.unwrap();
+    assert_eq!(pass.status, PassStatus::NotNeeded);
+    settle(&m).await;
+    append_turn(&mut lock_session(&shared), 4);
+    let pass = m.run(&shared, Trigger::Threshold).await.unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+    assert_eq!(spoken(&events), vec!["started soft", "committed soft"]);
+    assert_host_notes_kept(&shared);
 }

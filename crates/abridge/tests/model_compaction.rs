@@ -81,3 +81,66 @@ fn the_tool_is_not_offered_or_answered_when_off() {
         None
     );
 }
+
+#[tokio::test]
+async fn the_models_focus_reaches_the_summarizer() {
+    use abridge_test_support::scripted::ScriptedClient;
+    let summarizer = ScriptedClient::new(Vec::new())
+        .fallback("## Goal\nTrailing commas in the parser.\n## Done\nStep 3.")
+        .shared();
+    let sources = abridge::MethodSources {
+        summarizer: Some(abridge::SummarizerModel {
+            client: summarizer.clone(),
+            model: "summarizer".to_string(),
+            retry: abridge::llm::RetryPolicy {
+                max_attempts: 1,
+                ..abridge::llm::RetryPolicy::default()
+            },
+            soft: abridge::basic::SoftConfig::default(),
+            handoff_file: None,
+            handoff_max_tokens: None,
+        }),
+        ..abridge::MethodSources::offline("gpt-4o")
+    };
+    let mut settings = Settings::from_toml(
+        "method_order = [\"soft\"]\nkeep_recent_tokens = 100\nmodel_compaction = true\n",
+        "t",
+    )
+    .unwrap();
+    settings.recall = false;
+    let mut session = Session::in_memory("focus");
+    for turn in 0..30 {
+        session
+            .append_message(Message::user(format!(
+                "step {turn}: {}",
+                "detail ".repeat(200)
+            )))
+            .unwrap();
+        session
+            .append_message(Message::assistant(format!("done with step {turn}")))
+            .unwrap();
+    }
+    let harness = Harness::builder(session, "gpt-4o")
+        .settings(settings)
+        .sources(sources)
+        .window(128_000)
+        .build()
+        .unwrap();
+    harness.call_tool(
+        model_compaction::TOOL_NAME,
+        &json!({"focus": "FOCUS: the trailing-comma decision"}),
+    );
+    let pass = harness.after_turn().await.unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+    let prompts: Vec<String> = summarizer
+        .requests()
+        .iter()
+        .map(|r| r.messages.iter().map(|m| m.plain_text()).collect())
+        .collect();
+    assert!(
+        prompts
+            .iter()
+            .any(|p| p.contains("FOCUS: the trailing-comma decision")),
+        "{prompts:#?}"
+    );
+}

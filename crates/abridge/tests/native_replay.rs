@@ -214,3 +214,118 @@ async fn the_responses_provider_gets_its_compaction_back_and_others_get_text() {
     );
     assert_eq!(request[0].plain_text(), stored);
 }
+
+/// Work whose hidden span is above Anthropic's 50k-token compaction
+/// trigger, then a short recent turn.
+fn anthropic_session() -> Session {
+    let mut s = Session::in_memory("native-anthropic");
+    s.append_message(Message::user("Make the parser accept trailing commas."))
+        .unwrap();
+    s.append_message(Message::tool_call(
+        "c1",
+        "read",
+        json!({"path": "src/big.rs"}),
+    ))
+    .unwrap();
+    s.append_message(Message::tool_result(
+        "c1",
+        "fn generated() {}\n".repeat(14_000),
+        false,
+    ))
+    .unwrap();
+    s.append_message(Message::assistant(
+        "big.rs is generated; the parser is elsewhere.",
+    ))
+    .unwrap();
+    s.append_message(Message::user("Continue with parse_list."))
+        .unwrap();
+    s.append_message(Message::assistant("Changing parse_list now."))
+        .unwrap();
+    s.append_message(Message::user("Run the tests.")).unwrap();
+    s
+}
+
+#[tokio::test]
+async fn anthropic_gets_its_compaction_block_back_as_the_assistants_own_content() {
+    let server = MockServer::start().await;
+    let block = json!({"type": "compaction", "content": "<summary>Parser: trailing commas; big.rs is generated.</summary>"});
+    // The compaction call carries the beta header; mounted first, so it
+    // wins over the plain turn below.
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(wiremock::matchers::header(
+            "anthropic-beta",
+            "compact-2026-01-12",
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
+            "content": [block.clone()],
+            "stop_reason": "compaction",
+            "usage": {"input_tokens": 0, "output_tokens": 0,
+                      "iterations": [{"type": "compaction", "input_tokens": 61000, "output_tokens": 500}]},
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "msg_2", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
+            "content": [{"type": "text", "text": "Tests pass."}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 900, "output_tokens": 4},
+        })))
+        .mount(&server)
+        .await;
+    let mut config = RemoteConfig::new(
+        RemoteKind::AnthropicCompaction,
+        server.uri(),
+        "claude-sonnet-4-6",
+    );
+    config.retry = abridge::llm::RetryPolicy::no_retries();
+    let client = Arc::new(
+        abridge::llm::AnthropicClient::new(
+            ProviderConfig::new(server.uri()),
+            abridge::llm::AnthropicOptions::default(),
+        )
+        .unwrap(),
+    );
+    let harness = Harness::builder(anthropic_session(), "claude-sonnet-4-6")
+        .client(client)
+        .settings(settings())
+        .methods(vec![remote_method(config).unwrap()])
+        .build()
+        .unwrap();
+    let pass = harness.compact(&[], None).await.unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+
+    harness.complete(Vec::new()).await.unwrap();
+    let sent = server.received_requests().await.unwrap();
+    assert_eq!(sent.len(), 2, "one compaction call, one turn");
+    let turn: Value = serde_json::from_slice(&sent[1].body).unwrap();
+    assert!(!sent[1].headers.contains_key("anthropic-beta"));
+    let messages = turn["messages"].as_array().unwrap();
+    let holding: Vec<&Value> = messages
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|b| b["type"] == "compaction"))
+        })
+        .collect();
+    assert_eq!(holding.len(), 1, "{turn}");
+    // Anthropic reads the block only as the assistant's own content.
+    assert_eq!(holding[0]["role"], "assistant", "{turn}");
+    assert!(
+        holding[0]["content"].as_array().unwrap().contains(&block),
+        "{turn}"
+    );
+    // What came after the checkpoint follows it, and the hidden history
+    // is not sent beside the block.
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert!(
+        last["content"].to_string().contains("Run the tests."),
+        "{turn}"
+    );
+    assert!(!turn.to_string().contains("fn generated() {}"), "{turn}");
+}

@@ -480,27 +480,4 @@ mod tests {
         let (empty, _) = ask(&[]).await;
         assert!(matches!(empty, Err(CompactError::Unavailable { .. })));
     }
-
-    #[test]
-    fn a_soft_method_shows_its_shape_when_logged() {
-        // What a host's `{:?}` of its method list shows when it logs a
-        // failed pass: how many candidates, the window and whether the
-        // requests are cache-aligned.
-        let method = soft_method(
-            Scripted::new("a", Vec::new()),
-            "m-1",
-            SoftSetup {
-                prefix: Some(ConversationPrefix::new(
-                    "You are a coding agent.",
-                    Vec::new(),
-                )),
-                ..SoftSetup::default()
-            },
-        );
-        let shown = format!("{method:?}");
-        assert!(shown.starts_with("CandidateSoftMethod {"), "{shown}");
-        assert!(shown.contains("candidates: 1"), "{shown}");
-        assert!(shown.contains("input_window_tokens: 100000"), "{shown}");
-        assert!(shown.contains("cache_aligned: true"), "{shown}");
-    }
 }

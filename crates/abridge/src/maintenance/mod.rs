@@ -35,10 +35,8 @@ use abridge_compact::CompactError;
 use abridge_compact::CompactionHooks;
 use abridge_compact::CompactionMethod;
 use abridge_compact::NoHooks;
-use abridge_compact::Outcome;
 use abridge_compact::Policy;
 use abridge_compact::SharedSession;
-use abridge_compact::Span;
 use abridge_compact::Target;
 use abridge_compact::Trigger;
 use abridge_compact::attempt;
@@ -53,7 +51,6 @@ use crate::settings::Limits;
 use abridge_compact::ErrorKind;
 use abridge_compact::MethodFailure;
 
-mod service;
 mod speculate;
 use crate::speculation::Slot;
 
@@ -64,15 +61,21 @@ pub struct Maintenance {
     methods: Vec<Arc<dyn CompactionMethod>>,
     not_configured: Vec<MethodFailure>,
     policy: Policy,
-    limits: Limits,
     enabled: bool,
     breaker_failures: u32,
     hooks: Arc<dyn CompactionHooks>,
-    model: Option<String>,
     observer: Option<Observer>,
+    state: Arc<State>,
+}
+
+/// The figures a pass works under. Kept in the shared state, not fixed at
+/// build: a promotion to a larger window replaces them, and every later
+/// pass (and speculation) uses the new ones.
+#[derive(Debug, Clone, Copy)]
+struct Sizing {
+    limits: Limits,
     /// Tokens below the threshold where speculation starts; `None`: off.
     speculative_band: Option<u64>,
-    state: Arc<State>,
 }
 
 impl std::fmt::Debug for Maintenance {
@@ -82,17 +85,17 @@ impl std::fmt::Debug for Maintenance {
                 "methods",
                 &self.methods.iter().map(|m| m.name()).collect::<Vec<_>>(),
             )
-            .field("limits", &self.limits)
+            .field("limits", &self.limits())
             .field("enabled", &self.enabled)
             .finish_non_exhaustive()
     }
 }
 
-#[derive(Default)]
 struct State {
     running: AtomicBool,
     failures: Mutex<u32>,
     speculation: Slot,
+    sizing: Mutex<Sizing>,
 }
 
 /// Clears the running flag when a pass ends, however it ends.
@@ -108,20 +111,23 @@ impl Maintenance {
     /// Maintenance over `methods` (in order) for a session measured by
     /// `policy`'s counter, under `limits`.
     pub fn new(methods: Vec<Arc<dyn CompactionMethod>>, policy: Policy, limits: Limits) -> Self {
-        let mut policy = policy;
-        policy.keep_recent_tokens = limits.keep;
         Maintenance {
             methods,
             not_configured: Vec::new(),
             policy,
-            limits,
             enabled: true,
             breaker_failures: crate::settings::DEFAULT_BREAKER_FAILURES,
             hooks: Arc::new(NoHooks),
-            model: None,
             observer: None,
-            speculative_band: None,
-            state: Arc::new(State::default()),
+            state: Arc::new(State {
+                running: AtomicBool::new(false),
+                failures: Mutex::new(0),
+                speculation: Slot::default(),
+                sizing: Mutex::new(Sizing {
+                    limits,
+                    speculative_band: None,
+                }),
+            }),
         }
     }
 
@@ -150,24 +156,35 @@ impl Maintenance {
         self
     }
 
-    /// The model the next turn uses, for methods' availability checks.
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
-        self
-    }
-
     /// Starts the model-backed method early when the context is within
     /// `band` tokens below the threshold (needs a tokio runtime).
-    pub fn with_speculation(mut self, band: u64) -> Self {
-        self.speculative_band = (band > 0).then_some(band);
+    pub fn with_speculation(self, band: u64) -> Self {
+        self.sizing().speculative_band = (band > 0).then_some(band);
         self
     }
 
-    /// How many tokens below the threshold a speculative checkpoint may
-    /// start; `None` when speculation is off. A host shows it beside the
-    /// limits, so a user can see where early work begins.
-    pub fn speculative_band(&self) -> Option<u64> {
-        self.speculative_band
+    /// Replaces the figures every later pass works under, and the
+    /// speculative band (`0`: off): what a promotion to a model with
+    /// another window calls. A speculation already held was planned under
+    /// the old figures and is dropped.
+    pub fn resize(&self, limits: Limits, speculative_band: u64) {
+        *self.sizing() = Sizing {
+            limits,
+            speculative_band: (speculative_band > 0).then_some(speculative_band),
+        };
+        if let Some(method) = self.drop_speculation() {
+            self.emit(&MaintenanceEvent::SpeculationDropped {
+                method,
+                reason: "the limits changed".to_string(),
+            });
+        }
+    }
+
+    fn sizing(&self) -> std::sync::MutexGuard<'_, Sizing> {
+        self.state
+            .sizing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Whether a speculative checkpoint is held and finished: the next
@@ -184,12 +201,15 @@ impl Maintenance {
 
     /// The figures this session works under.
     pub fn limits(&self) -> Limits {
-        self.limits
+        self.sizing().limits
     }
 
-    /// The counting policy (counter and retention budget).
-    pub fn policy(&self) -> &Policy {
-        &self.policy
+    /// The counting policy with the retention budget of the current
+    /// limits: what a pass starts from.
+    fn policy_now(&self) -> Policy {
+        let mut policy = self.policy.clone();
+        policy.keep_recent_tokens = self.limits().keep;
+        policy
     }
 
     /// The methods, in order.
@@ -229,19 +249,19 @@ impl Maintenance {
 
     /// The figure a pass for `trigger` must reach.
     pub fn goal(&self, trigger: Trigger) -> u64 {
+        let limits = self.limits();
         match trigger {
-            Trigger::Overflow | Trigger::IncompleteOutput => {
-                self.limits.window - self.limits.reserve
-            }
-            _ => self.limits.target,
+            Trigger::Overflow | Trigger::IncompleteOutput => limits.window - limits.reserve,
+            _ => limits.target,
         }
     }
 
     /// Whether `trigger` calls for a pass at `tokens`.
     pub fn needed(&self, trigger: Trigger, tokens: u64) -> bool {
+        let threshold = self.limits().threshold;
         match trigger {
-            Trigger::Threshold | Trigger::MidTurn => tokens > self.limits.threshold,
-            Trigger::Idle => tokens > self.limits.threshold / 2,
+            Trigger::Threshold | Trigger::MidTurn => tokens > threshold,
+            Trigger::Idle => tokens > threshold / 2,
             Trigger::Overflow | Trigger::IncompleteOutput | Trigger::Manual => true,
         }
     }
@@ -321,7 +341,7 @@ impl Maintenance {
             tokens,
             goal,
         });
-        let mut policy = self.policy.clone();
+        let mut policy = self.policy_now();
         if instructions.is_some() {
             policy.instructions = instructions;
         }
@@ -365,7 +385,7 @@ impl Maintenance {
             let mut attempt_policy = policy.clone();
             attempt_policy.keep_recent_tokens >>= checkpoints.min(16);
             let speculated = self
-                .commit_speculation(session, method.as_ref(), &attempt_policy)
+                .commit_speculation(session, &method, &attempt_policy)
                 .await;
             let result = match speculated {
                 Some(result) => result,
@@ -432,7 +452,8 @@ impl Maintenance {
     /// breaker still stops upkeep, so a session that cannot be reduced
     /// does not compact every turn.
     fn unsendable_as_overflow(&self, trigger: Trigger, tokens: u64) -> Trigger {
-        let line = self.limits.window.saturating_sub(self.limits.reserve / 2);
+        let limits = self.limits();
+        let line = limits.window.saturating_sub(limits.reserve / 2);
         let unsendable = tokens > line;
         if matches!(trigger, Trigger::Threshold | Trigger::MidTurn)
             && unsendable
@@ -501,35 +522,5 @@ impl Maintenance {
             }
         }
         (methods, failures)
-    }
-
-    /// Compacts exactly `span` with the first method that lands.
-    ///
-    /// # Errors
-    /// The last method's error when none landed.
-    pub async fn region(
-        &self,
-        session: &SharedSession,
-        span: Span,
-    ) -> Result<Outcome, CompactError> {
-        let mut last = CompactError::NothingToCompact {
-            reason: "no method is configured".to_string(),
-        };
-        for method in &self.methods {
-            match attempt(
-                session,
-                method.as_ref(),
-                &self.policy,
-                Target::Region(span),
-                self.hooks.as_ref(),
-            )
-            .await
-            {
-                Ok(outcome) => return Ok(outcome),
-                Err(error) if error.stops_fallthrough() => return Err(error),
-                Err(error) => last = error,
-            }
-        }
-        Err(last)
     }
 }

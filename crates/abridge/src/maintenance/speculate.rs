@@ -19,9 +19,9 @@ use tracing::Instrument;
 
 use super::Maintenance;
 use crate::pass::MaintenanceEvent;
+use crate::speculation::Finished;
 use crate::speculation::SPECULATIVE_METHODS;
 use crate::speculation::Speculation;
-use crate::speculation::Supplied;
 
 impl Maintenance {
     /// Drops the held speculation; its method's name when there was one.
@@ -35,11 +35,12 @@ impl Maintenance {
     /// Starts a speculation when `tokens` is inside the band, nothing is
     /// running or held, and a model-backed method is ready.
     pub(super) fn maybe_speculate(&self, session: &SharedSession, tokens: u64) {
-        let Some(band) = self.speculative_band else {
+        let sizing = *self.sizing();
+        let Some(band) = sizing.speculative_band else {
             return;
         };
         if !self.enabled
-            || tokens <= self.limits.threshold.saturating_sub(band)
+            || tokens <= sizing.limits.threshold.saturating_sub(band)
             || self.breaker_open()
             || self.state.running.load(Ordering::Acquire)
             || self.state.speculation.occupied()
@@ -54,12 +55,14 @@ impl Maintenance {
         };
         let plan = {
             let session = lock_session(session);
-            abridge_compact::plan_for(&session, &self.policy, Trigger::Threshold)
+            abridge_compact::plan_for(&session, &self.policy_now(), Trigger::Threshold)
         };
         let Some(plan) = plan else {
             return;
         };
-        if let Some(speculation) = Speculation::start(Arc::clone(method), plan) {
+        if let Some(speculation) =
+            Speculation::start(Arc::clone(method), plan, Arc::clone(&self.hooks))
+        {
             self.emit(&MaintenanceEvent::SpeculationStarted {
                 method: speculation.method.clone(),
                 tokens,
@@ -74,7 +77,7 @@ impl Maintenance {
     pub(super) async fn commit_speculation(
         &self,
         session: &SharedSession,
-        method: &dyn CompactionMethod,
+        method: &Arc<dyn CompactionMethod>,
         policy: &Policy,
     ) -> Option<Result<Outcome, CompactError>> {
         let mut speculation = self.state.speculation.take_for(method.name())?;
@@ -102,13 +105,19 @@ impl Maintenance {
             dropped("the history it summarized changed".to_string());
             return None;
         }
-        let hooks = Supplied {
-            inner: Arc::clone(&self.hooks),
+        let finished = Finished {
+            method: Arc::clone(method),
             output: Mutex::new(Some(output)),
         };
-        let result = attempt(session, method, policy, Target::Region(span), &hooks)
-            .instrument(tracing::info_span!("attempt", method = %name, speculative = true))
-            .await;
+        let result = attempt(
+            session,
+            &finished,
+            policy,
+            Target::Region(span),
+            self.hooks.as_ref(),
+        )
+        .instrument(tracing::info_span!("attempt", method = %name, speculative = true))
+        .await;
         if result.is_ok() {
             self.emit(&MaintenanceEvent::SpeculationCommitted { method: name });
         }
