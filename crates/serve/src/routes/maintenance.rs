@@ -1,5 +1,5 @@
-//! Maintenance over HTTP: after a turn, after a failed call, and manual
-//! compaction. Each pass runs as a tracked task (see [`crate::tasks`]).
+//! Maintenance over HTTP: after a turn, inside a tool loop, when idle,
+//! after a failed call, and manual compaction. Each pass runs as a tracked task (see [`crate::tasks`]).
 
 use abridge::Pass;
 use abridge::Recovery;
@@ -28,6 +28,41 @@ pub(super) async fn after_turn(
     let pass = state
         .tasks
         .run(async move { live.harness.after_turn().await })
+        .await??;
+    Ok(Json(pass))
+}
+
+/// `POST /v1/sessions/{id}/mid-turn`: between tool calls inside a turn,
+/// before the agent's next request (`disabled` when the session's
+/// settings turn `mid_turn` off).
+pub(super) async fn mid_turn(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Path(id): Path<String>,
+) -> Result<Json<Pass>, ApiError> {
+    let live = session(&state, &tenant, &id).await?;
+    let pass = state
+        .tasks
+        .run(async move { live.harness.mid_turn().await })
+        .await??;
+    Ok(Json(pass))
+}
+
+/// `POST /v1/sessions/{id}/idle`: the idle trigger's clock, on the
+/// server's time. Call it from a timer as often as you like: it runs an
+/// idle pass once the session has been quiet for the settings'
+/// `idle_minutes` (once per quiet stretch), and otherwise answers
+/// `not_needed` (`disabled` without `idle_minutes`).
+pub(super) async fn idle(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Path(id): Path<String>,
+) -> Result<Json<Pass>, ApiError> {
+    let live = session(&state, &tenant, &id).await?;
+    let now = std::time::Instant::now();
+    let pass = state
+        .tasks
+        .run(async move { live.harness.tick(now).await })
         .await??;
     Ok(Json(pass))
 }

@@ -6,6 +6,7 @@ mod maintenance;
 mod read;
 mod sessions;
 mod summarize;
+mod tools;
 
 use axum::Router;
 use axum::http::header::CONTENT_TYPE;
@@ -52,12 +53,24 @@ pub(crate) fn api() -> (Router<AppState>, Vec<(&'static str, &'static str)>) {
     .add("get", "/v1/sessions/{id}/context", get(read::context))
     .add("get", "/v1/sessions/{id}/stats", get(read::stats))
     .add("post", "/v1/sessions/{id}/recall", post(read::recall))
+    .add("get", "/v1/sessions/{id}/tools", get(tools::list))
+    .add(
+        "post",
+        "/v1/sessions/{id}/compact-context",
+        post(tools::compact_context),
+    )
     .add("get", "/v1/sessions/{id}/report", get(read::report))
     .add(
         "post",
         "/v1/sessions/{id}/after-turn",
         post(maintenance::after_turn),
     )
+    .add(
+        "post",
+        "/v1/sessions/{id}/mid-turn",
+        post(maintenance::mid_turn),
+    )
+    .add("post", "/v1/sessions/{id}/idle", post(maintenance::idle))
     .add(
         "post",
         "/v1/sessions/{id}/on-error",

@@ -162,6 +162,7 @@ pub(super) async fn append(
     let writer = live.clone();
     let seqs =
         blocking(move || Ok(lock_session(writer.harness.session()).append_batch(drafts)?)).await?;
+    live.harness.note_activity(std::time::Instant::now());
     Ok(Json(Appended {
         seqs,
         figures: Figures::of(&live),

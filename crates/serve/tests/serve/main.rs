@@ -14,4 +14,5 @@ mod pg;
 mod remote;
 mod shutdown;
 mod stalls;
+mod triggers;
 mod workers;
