@@ -16,8 +16,6 @@
 //!   batch is written.
 //! - [`PgSessions::lock_compaction`]: the compaction lock as a row with a
 //!   lease that expires when its holder stops renewing it.
-//! - [`PgSessions::subscribe`]: followers hear of committed appends through
-//!   LISTEN/NOTIFY (the `SessionStore` trait has no watch operation).
 //!
 //! # Why a runtime thread
 //!
@@ -40,7 +38,6 @@
 //! ```
 
 mod error;
-mod follow;
 mod lock;
 mod log;
 mod migrate;
@@ -50,8 +47,6 @@ mod store;
 mod tls;
 
 pub use error::PgError;
-pub use follow::Appended;
-pub use follow::Subscription;
 pub use lock::CompactionLock;
 pub use lock::LockInfo;
 pub use migrate::SCHEMA_VERSION;

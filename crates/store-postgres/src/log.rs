@@ -27,7 +27,6 @@ pub(crate) struct Place {
     pub(crate) session: String,
     pub(crate) location: String,
     pub(crate) target: String,
-    pub(crate) channel: String,
 }
 
 impl Place {
@@ -375,10 +374,6 @@ pub(crate) async fn append(mut client: Client, place: Place, rows: Rows) -> Resu
     )
     .await
     .map_err(place.query("write events"))?;
-    let payload = serde_json::json!({"session": place.session, "next_seq": next}).to_string();
-    tx.execute("SELECT pg_notify($1, $2)", &[&place.channel, &payload])
-        .await
-        .map_err(place.query("notify followers"))?;
     tx.commit().await.map_err(place.query("commit an append"))?;
     Ok(())
 }

@@ -80,8 +80,9 @@ pub(crate) async fn migrate(
     Ok(applied)
 }
 
-/// Accepts a schema name only when it is a plain lower-case identifier
-/// short enough to build the notification channel from.
+/// Accepts a schema name only when it is a plain lower-case identifier,
+/// well inside PostgreSQL's 63-byte limit (so it is never truncated
+/// into another deployment's name).
 pub(crate) fn check_schema(name: &str) -> Result<(), PgError> {
     let bad = |reason| {
         Err(PgError::SchemaName {

@@ -9,7 +9,6 @@ use deadpool_postgres::ManagerConfig;
 use deadpool_postgres::Pool;
 use deadpool_postgres::RecyclingMethod;
 use tokio_postgres::config::Host;
-use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::PgError;
 use crate::migrate::check_schema;
@@ -55,8 +54,6 @@ pub struct PgSessions {
 pub(crate) struct Inner {
     pub(crate) bridge: Bridge,
     pub(crate) pool: Pool,
-    pub(crate) config: tokio_postgres::Config,
-    pub(crate) tls: MakeRustlsConnect,
     pub(crate) schema: String,
     /// Database and schema without credentials, for messages.
     pub(crate) target: String,
@@ -99,8 +96,8 @@ impl PgSessions {
         let target = describe(&config, &options.schema);
         let tls = crate::tls::connector()?;
         let manager = Manager::from_config(
-            config.clone(),
-            tls.clone(),
+            config,
+            tls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -125,8 +122,6 @@ impl PgSessions {
             inner: Arc::new(Inner {
                 bridge,
                 pool,
-                config,
-                tls,
                 schema: options.schema.clone(),
                 target,
                 compaction_lease: options.compaction_lease,
@@ -191,11 +186,6 @@ impl PgSessions {
     /// The database and schema, without credentials: safe to log.
     pub fn target(&self) -> &str {
         &self.inner.target
-    }
-
-    /// The NOTIFY channel appends in this schema are announced on.
-    pub(crate) fn channel(&self) -> String {
-        format!("abridge_{}", self.inner.schema)
     }
 
     /// Runs `work` with a pooled connection on the runtime thread.

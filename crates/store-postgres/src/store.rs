@@ -54,7 +54,6 @@ impl PgStore {
             session: session_id.to_string(),
             location: format!("{}/{session_id}", sessions.target()),
             target: sessions.target().to_string(),
-            channel: sessions.channel(),
         };
         PgStore { sessions, place }
     }

@@ -12,10 +12,9 @@ use abridge_store_postgres::PgError;
 const LONG: Duration = Duration::from_secs(600);
 
 #[test]
+#[ignore = "needs PostgreSQL (ABRIDGE_TEST_POSTGRES)"]
 fn a_live_lock_refuses_a_second_compaction_until_released() {
-    let Some(db) = common::TestDb::new("lock_live") else {
-        return;
-    };
+    let db = common::TestDb::new("lock_live");
     let (one, two) = (db.connect(), db.connect());
     one.store("s").create(&Header::new("s")).unwrap();
     let held = one.lock_compaction("s", "cmp-1", LONG).unwrap();
@@ -33,10 +32,9 @@ fn a_live_lock_refuses_a_second_compaction_until_released() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL (ABRIDGE_TEST_POSTGRES)"]
 fn an_expired_lease_is_stale_and_taken_over_and_its_holder_knows() {
-    let Some(db) = common::TestDb::new("lock_expired") else {
-        return;
-    };
+    let db = common::TestDb::new("lock_expired");
     let (one, two) = (db.connect(), db.connect());
     one.store("s").create(&Header::new("s")).unwrap();
     // A zero lease is expired as soon as it is taken: what a crashed
@@ -55,20 +53,18 @@ fn an_expired_lease_is_stale_and_taken_over_and_its_holder_knows() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL (ABRIDGE_TEST_POSTGRES)"]
 fn a_lock_on_a_session_that_does_not_exist_fails() {
-    let Some(db) = common::TestDb::new("lock_missing") else {
-        return;
-    };
+    let db = common::TestDb::new("lock_missing");
     let sessions = db.connect();
     let result = sessions.lock_compaction("nobody", "cmp-1", LONG);
     assert!(matches!(result, Err(PgError::Query { .. })), "{result:?}");
 }
 
 #[test]
+#[ignore = "needs PostgreSQL (ABRIDGE_TEST_POSTGRES)"]
 fn dropping_a_lock_frees_its_row() {
-    let Some(db) = common::TestDb::new("lock_dropped") else {
-        return;
-    };
+    let db = common::TestDb::new("lock_dropped");
     let sessions = db.connect();
     sessions.store("s").create(&Header::new("s")).unwrap();
     drop(sessions.lock_compaction("s", "cmp-1", LONG).unwrap());

@@ -15,10 +15,9 @@ use abridge_session::StoreError;
 use common::user;
 
 #[test]
+#[ignore = "needs PostgreSQL (ABRIDGE_TEST_POSTGRES)"]
 fn of_two_sessions_open_on_one_log_the_second_writer_gets_a_conflict() {
-    let Some(db) = common::TestDb::new("race_sessions") else {
-        return;
-    };
+    let db = common::TestDb::new("race_sessions");
     let (one, two) = (db.connect(), db.connect());
     let mut setup = Session::create(Box::new(one.store("s")), Header::new("s")).unwrap();
     setup.append_message(Message::user("start")).unwrap();
@@ -43,10 +42,9 @@ fn of_two_sessions_open_on_one_log_the_second_writer_gets_a_conflict() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL (ABRIDGE_TEST_POSTGRES)"]
 fn many_writers_racing_on_one_seq_leave_exactly_one_batch() {
-    let Some(db) = common::TestDb::new("race_threads") else {
-        return;
-    };
+    let db = common::TestDb::new("race_threads");
     const WRITERS: usize = 4;
     const ROUNDS: u64 = 5;
     let workers: Vec<_> = (0..WRITERS).map(|_| db.connect()).collect();

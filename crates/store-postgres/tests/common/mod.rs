@@ -1,6 +1,9 @@
 //! Shared by the PostgreSQL tests: a schema of their own on the database
-//! named by `ABRIDGE_TEST_POSTGRES` (started by `.ci/postgres.sh`), or a
-//! printed reason to skip when it is unset.
+//! named by `ABRIDGE_TEST_POSTGRES` (started by `.ci/postgres.sh`). The
+//! tests are `#[ignore = "needs PostgreSQL ..."]`, so a plain `cargo test`
+//! lists them as ignored instead of passing them unrun; `cargo xtask ci`
+//! runs them with `--ignored` when the variable is set, and lists them as
+//! skipped otherwise.
 
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
@@ -25,15 +28,16 @@ pub struct TestDb {
 }
 
 impl TestDb {
-    /// A fresh schema named after `test`, or `None` (with the reason
-    /// printed) when no test database is configured.
-    #[allow(clippy::print_stderr)]
-    pub fn new(test: &str) -> Option<TestDb> {
+    /// A fresh schema named after `test`.
+    ///
+    /// # Panics
+    /// When no test database is configured: the test was asked for by
+    /// name (`--ignored`), so not running it would be a silent pass.
+    pub fn new(test: &str) -> TestDb {
         let Ok(url) = std::env::var(URL_VAR) else {
-            eprintln!(
-                "skipping {test}: {URL_VAR} is not set (start one with `eval \"$(.ci/postgres.sh)\"`)"
+            panic!(
+                "{test} needs PostgreSQL: {URL_VAR} is not set (start one with `eval \"$(.ci/postgres.sh)\"`)"
             );
-            return None;
         };
         let schema = format!("t_{test}_{}", std::process::id());
         let db = TestDb {
@@ -47,7 +51,7 @@ impl TestDb {
             "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
             db.options.schema
         ));
-        Some(db)
+        db
     }
 
     /// Connects (migrating the schema on first use).
