@@ -1,8 +1,10 @@
 //! Project automation for abridge.
 //!
 //! - `cargo xtask ci`: format check, the architecture lint, clippy with
-//!   warnings denied, every test, the docs build, and mutation testing of
-//!   the lines a change touched when cheap: what CI runs.
+//!   warnings denied, every test (the gated ones too when their service
+//!   is there, and a list of every test that did not run), the docs
+//!   build, and mutation testing of the lines a change touched when
+//!   cheap: what CI runs.
 //! - `cargo xtask lint-arch`: crate layers, import circles inside crates
 //!   and file sizes against DESIGN.md (see `arch`).
 //! - `cargo xtask e2e`: compaction against a real llama.cpp
@@ -34,6 +36,7 @@ use anyhow::bail;
 
 mod arch;
 mod bench;
+mod ci_tests;
 mod e2e;
 mod e2e_checks;
 mod e2e_faults;
@@ -124,7 +127,7 @@ fn ci(root: &Path) -> anyhow::Result<()> {
         "-D",
         "warnings",
     ])?;
-    cargo(&["test", "--workspace", "--no-fail-fast"])?;
+    ci_tests::run()?;
     // Kill trials, short: the figure in BENCHMARKS.md comes from 1000.
     println!("$ cargo xtask soak --kills 100 (not written)");
     soak::soak(100, None)?;
@@ -158,6 +161,7 @@ fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
         ("claude", bench::claude_counts::run),
         ("compact", bench::compact::run),
         ("maintenance", bench::maintenance::run),
+        ("wait", bench::wait::run),
         ("simulate", bench::simulate::run),
         ("prune", bench::prune::run),
         ("recall", bench::recall::run),

@@ -179,7 +179,7 @@ fn commit_once(runtime: &tokio::runtime::Runtime, messages: usize) -> anyhow::Re
 fn speculation(runtime: &tokio::runtime::Runtime) -> anyhow::Result<Section> {
     let mut section = Section::new(
         "Maintenance: committing a speculative checkpoint",
-        "A model-backed method started in the band below the threshold has finished; the threshold pass then plans that span and commits its output (no model call). Timed from the pass's start to its end, 25 runs per size, on in-memory sessions of short messages. The alternative is waiting for the summary call itself: seconds (14 s for a 1,800-token prompt to SmolLM2-135M on this machine; typically 5-30 s for a hosted model on a 100k-token span).",
+        "A model-backed method started in the band below the threshold has finished; the threshold pass then plans that span and commits its output (no model call). Timed from the pass's start to its end, 25 runs per size, on in-memory sessions of short messages. This is the cost only when the speculation finished in time: a pass that reaches the method while it is still running waits for the rest of the call (how often that happens, and how long it waits, is the section \"Foreground wait at the threshold\"). The alternative is waiting for the summary call itself: seconds (14 s for a 1,800-token prompt to SmolLM2-135M on this machine; typically 5-30 s for a hosted model on a 100k-token span).",
         &["session", "median", "p95", "target"],
     );
     for messages in [2_000usize, 20_000] {

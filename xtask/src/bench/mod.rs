@@ -24,6 +24,7 @@ pub(crate) mod serve;
 pub(crate) mod session;
 pub(crate) mod simulate;
 pub(crate) mod snapcompact;
+pub(crate) mod wait;
 
 /// One table in BENCHMARKS.md.
 #[derive(Debug, Default)]

@@ -5,8 +5,9 @@
 //! base with origin/main (or HEAD~1 when there is no origin/main),
 //! working-tree changes included. The step
 //! is skipped, with the reason printed, when cargo-mutants is not
-//! installed (CI never installs it: that takes minutes), when the change
-//! touches none of the crates, or when it has more than [`CAP`] mutants.
+//! installed (`.ci/run` installs a pinned version, once per machine and
+//! within a time box, so in CI it is), when the change touches none of
+//! the crates, or when it has more than [`CAP`] mutants.
 //! Otherwise the mutants run under [`BUDGET`]; a missed one fails CI,
 //! since it is new code no test notices. The baseline test run is skipped:
 //! `ci` has just run every test.
