@@ -52,9 +52,11 @@ use crate::tokenizer::estimate_tokens;
 /// - [`surface_tokens`](Self::surface_tokens) sums `seq_tokens` over the
 ///   surface; `context_tokens` minus it is the overhead a usage report
 ///   counts and the log never holds.
-/// - [`reported_ratio`](Self::reported_ratio) is reported over estimated
-///   tokens (1.0 when unknown); the retention walk divides its budget by it
-///   when it is above 1.
+/// - [`overhead_tokens`](Self::overhead_tokens) is what `context_tokens`
+///   holds beyond the surface's own messages: the system prompt and tool
+///   definitions a usage report counts. It is fixed: no compaction can
+///   reclaim it, so retention budgets and the room a checkpoint may fill
+///   are taken from what is left of a goal after it.
 ///
 /// Only `message_tokens` is required; the defaults are correct for any
 /// implementation, and counters override them to be faster (a cache) or
@@ -93,9 +95,12 @@ pub trait TokenCounter: Send + Sync + Debug {
         self.surface_tokens(session)
     }
 
-    /// Provider-reported over estimated tokens; 1.0 when unknown.
-    fn reported_ratio(&self, _session: &Session) -> f64 {
-        1.0
+    /// What [`context_tokens`](Self::context_tokens) counts beyond the
+    /// surface's own messages (the system prompt and tool definitions a
+    /// usage report brings in). The default is the difference of the two.
+    fn overhead_tokens(&self, session: &Session) -> u64 {
+        self.context_tokens(session)
+            .saturating_sub(self.surface_tokens(session))
     }
 }
 
@@ -117,8 +122,8 @@ macro_rules! forward_token_counter {
             fn context_tokens(&self, session: &Session) -> u64 {
                 (**self).context_tokens(session)
             }
-            fn reported_ratio(&self, session: &Session) -> f64 {
-                (**self).reported_ratio(session)
+            fn overhead_tokens(&self, session: &Session) -> u64 {
+                (**self).overhead_tokens(session)
             }
         }
     )+};
@@ -209,8 +214,9 @@ impl TokenCounter for EstimateCounter {
 /// of token figures.
 ///
 /// `context_tokens` is the meter's [`Measure::tokens`] (`max(anchored,
-/// estimate)`, O(1) after an append) and `reported_ratio` its ratio, so the
-/// trigger, the retention walk and the success check all read the meter.
+/// estimate)`, O(1) after an append) and `overhead_tokens` what it adds to
+/// the estimate, so the trigger, the retention walk and the success check
+/// all read the meter.
 /// `seq_tokens` is the meter's own [`TokenMeter::seq_tokens`]: one cache,
 /// bound to a session by its id. `message_tokens` prices a loose message
 /// with the meter's cost model, without taking the meter's lock.
@@ -268,8 +274,9 @@ impl TokenCounter for MeterCounter {
         self.measure(session).tokens
     }
 
-    fn reported_ratio(&self, session: &Session) -> f64 {
-        self.measure(session).ratio.unwrap_or(1.0)
+    fn overhead_tokens(&self, session: &Session) -> u64 {
+        let measure = self.measure(session);
+        measure.tokens.saturating_sub(measure.estimate)
     }
 }
 
@@ -375,7 +382,7 @@ mod tests {
             .sum();
         assert_eq!(counter.context_tokens(&session), sum);
         assert_eq!(counter.measure(&session).estimate, sum);
-        assert!((counter.reported_ratio(&session) - 1.0).abs() < f64::EPSILON);
+        assert_eq!(counter.overhead_tokens(&session), 0);
     }
 
     #[test]

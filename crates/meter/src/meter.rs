@@ -28,8 +28,8 @@ pub struct Measure {
     pub estimate: u64,
     /// The last anchor's reported usage plus our count of what changed
     /// since it; without a valid anchor (see [`Anchor`]) but with an
-    /// [`overhead`](Self::overhead) carried from an earlier one, `estimate
-    /// + overhead`; `None` when the meter has seen no report.
+    /// [`overhead`](Self::overhead) carried from an earlier one (or fixed
+    /// by the host), `estimate + overhead`; `None` when there is neither.
     pub anchored: Option<u64>,
     /// `max(anchored, estimate)`: the figure to act on.
     pub tokens: u64,
@@ -42,10 +42,13 @@ pub struct Measure {
     pub ratio: Option<f64>,
     /// What the provider counts that the log never holds (system prompt,
     /// tool definitions): reported minus our estimate at the last anchor,
-    /// zero when the report was below it. Kept by the meter across a
-    /// compaction or pruning that drops the anchor, so the figures before
-    /// and after stand on one basis until the next report. `None` until
-    /// the meter has seen a report.
+    /// zero when the report was below it. Carried across a compaction or
+    /// pruning that drops the anchor (the last report before it, with our
+    /// count of the surface it described, both read from the log), so the
+    /// figures before and after stand on one basis until the next report,
+    /// in this process and any later one. Without any report in the log,
+    /// the overhead the host fixed
+    /// ([`TokenMeter::with_fixed_overhead`]), else `None`.
     pub overhead: Option<u64>,
 }
 
@@ -134,8 +137,9 @@ struct Cost {
 /// non-thinking cost plus the thinking of the assistant messages after the
 /// last user message.
 ///
-/// The meter also keeps the unseen overhead of the last anchor (see
-/// [`Measure::overhead`]) when a compaction drops that anchor.
+/// When a compaction drops the anchor, the meter carries the unseen
+/// overhead of the last report before it (see [`Measure::overhead`]),
+/// read from the log so that every meter opened on it agrees.
 ///
 /// # Example
 ///
@@ -165,6 +169,12 @@ pub struct TokenMeter {
     /// new count.
     kept: Option<KeptCounts>,
     state: Option<Synced>,
+    /// The overhead a host says its requests carry (system prompt, tool
+    /// definitions), for a log with no usage report to show it.
+    fixed_overhead: Option<u64>,
+    /// The last stale anchor found in the log and its overhead: an anchor
+    /// describes an immutable prefix, so this never goes stale itself.
+    logged: Option<(Seq, u64)>,
 }
 
 /// The running totals and where in the journal they were taken.
@@ -182,11 +192,24 @@ struct Synced {
     /// Thinking of the current turn, when earlier turns' is dropped.
     turn: u64,
     anchor: Option<Anchor>,
-    /// The overhead of the last anchor seen, kept after it is dropped.
+    /// The valid anchor's overhead, else the one carried from the log.
     overhead: Option<u64>,
 }
 
 impl Synced {
+    /// Nothing counted yet, at `session`'s journal position.
+    fn empty(session: &Session) -> Self {
+        Synced {
+            cursor: session.surface_cursor(),
+            events: session.len(),
+            visible: 0,
+            rest: 0,
+            turn: 0,
+            anchor: None,
+            overhead: None,
+        }
+    }
+
     fn total(&self) -> u64 {
         self.rest.saturating_add(self.turn)
     }
@@ -222,6 +245,8 @@ impl TokenMeter {
             calls: HashMap::new(),
             kept: None,
             state: None,
+            fixed_overhead: None,
+            logged: None,
         }
     }
 
@@ -288,6 +313,7 @@ impl TokenMeter {
             self.cache.clear();
             self.calls.clear();
             self.state = None;
+            self.logged = None;
             self.bound = Some(id.clone());
         }
     }
@@ -384,12 +410,12 @@ impl TokenMeter {
 
     /// Counts the surface from scratch (through the cache), ignoring the
     /// running totals: what [`measure`](Self::measure) must always equal.
-    /// The overhead carried from a dropped anchor is the meter's own state
-    /// (the log no longer shows it), so a fresh meter's recount agrees with
-    /// this one's until the first report.
+    /// The overhead carried from a dropped anchor is read from the log
+    /// (see [`Measure::overhead`]), so a fresh meter, in this process or
+    /// the next, agrees with this one.
     pub fn measure_full(&mut self, session: &Session) -> Measure {
         self.bind(session);
-        let carried = self.state.as_ref().and_then(|s| s.overhead);
+        let carried = self.carried_overhead(session);
         let recount = self.recount(session, carried);
         Measure::from_parts(recount.total(), recount.anchor, recount.overhead)
     }
@@ -397,13 +423,13 @@ impl TokenMeter {
     fn sync(&mut self, session: &Session) -> Synced {
         self.bind(session);
         let Some(mut state) = self.state.take() else {
-            return self.full_sync(session, None);
+            return self.full_sync(session);
         };
         if session.len() < state.events {
-            return self.full_sync(session, state.overhead);
+            return self.full_sync(session);
         }
         let Some(changes) = session.surface_changes_since(state.cursor) else {
-            return self.full_sync(session, state.overhead);
+            return self.full_sync(session);
         };
         let keep = self.cost.prior_thinking();
         for change in changes {
@@ -421,7 +447,7 @@ impl TokenMeter {
             } else if keep == PriorThinking::Dropped {
                 // Which messages belong to the current turn may have
                 // changed: recount, keeping the overhead.
-                return self.full_sync(session, state.overhead);
+                return self.full_sync(session);
             } else {
                 state.rest = state
                     .rest
@@ -442,7 +468,7 @@ impl TokenMeter {
         // of another length means it did not.
         if state.visible != session.surface().len() {
             tracing::debug!("surface length disagrees with the journal; recounting");
-            return self.full_sync(session, state.overhead);
+            return self.full_sync(session);
         }
         state.cursor = session.surface_cursor();
         state.events = session.len();
@@ -450,7 +476,8 @@ impl TokenMeter {
         state
     }
 
-    fn full_sync(&mut self, session: &Session, carried: Option<u64>) -> Synced {
+    fn full_sync(&mut self, session: &Session) -> Synced {
+        let carried = self.carried_overhead(session);
         let state = self.recount(session, carried);
         self.state = Some(state.clone());
         state
@@ -467,13 +494,9 @@ impl TokenMeter {
             .max();
         let keep = self.cost.prior_thinking();
         let mut state = Synced {
-            cursor: session.surface_cursor(),
-            events: session.len(),
             visible: seqs.len(),
-            rest: 0,
-            turn: 0,
-            anchor: None,
             overhead: carried,
+            ..Synced::empty(session)
         };
         for &seq in seqs {
             let cost = self.cached(session, seq);
@@ -521,5 +544,6 @@ fn reported_usage(message: &Message) -> Option<u64> {
         .map(|u| u.total())
 }
 
+mod carried;
 #[cfg(test)]
 mod tests;

@@ -167,6 +167,76 @@ fn compaction_keeps_the_unseen_overhead_until_the_next_report() {
     assert_eq!(next.tokens, 1000);
 }
 
+/// Issue 27, point 5: `compact` measured the overhead it carried across
+/// its checkpoint, and the next command, opening the log with a fresh
+/// meter, dropped it (106,061 -> 44,750 said compact; 2,624 said stats).
+/// The overhead is read from the log, so every meter agrees, through
+/// rewrites and a second checkpoint too.
+#[test]
+fn a_fresh_meter_carries_the_overhead_the_log_shows() {
+    let mut s = Session::in_memory("t");
+    let mut live = meter();
+    let mut hidden = Vec::new();
+    for _ in 0..4 {
+        hidden.push(s.append_message(Message::user("abcd".repeat(400))).unwrap()); // 406
+        hidden.push(s.append_message(Message::assistant("abcd")).unwrap()); // 7
+    }
+    let overhead = 30_000;
+    let estimate = 4 * (406 + 7) + 7;
+    let a = s
+        .append_message(assistant("abcd", estimate + overhead))
+        .unwrap();
+    assert_eq!(live.measure(&s).tokens, estimate + overhead);
+    hidden.push(a);
+    s.append(Draft::replace(Message::user("summary!"), 0, 8, hidden))
+        .unwrap();
+    let call = s
+        .append_message(Message::tool_call("c1", "read", serde_json::json!({})))
+        .unwrap();
+    let result = s
+        .append_message(Message::tool_result("c1", "x".repeat(4000), false))
+        .unwrap();
+    let after = live.measure(&s);
+    assert_eq!(after.overhead, Some(overhead));
+    assert_eq!(after.tokens, after.estimate + overhead);
+    assert_eq!(meter().measure(&s), after);
+
+    // A rewrite and a second checkpoint keep the same overhead.
+    s.append(Draft::rewrite(
+        Message::tool_result("c1", "[pruned]", false),
+        result,
+    ))
+    .unwrap();
+    let rewritten = live.measure(&s);
+    assert_eq!(rewritten.tokens, rewritten.estimate + overhead);
+    assert_eq!(meter().measure(&s), rewritten);
+    s.append(Draft::replace(
+        Message::user("summary 2"),
+        0,
+        2,
+        vec![s.surface().seqs()[0], call, result + 1],
+    ))
+    .unwrap();
+    let twice = live.measure(&s);
+    assert_eq!(twice.tokens, twice.estimate + overhead);
+    assert_eq!(meter().measure(&s), twice);
+    assert_eq!(meter().measure_full(&s), twice);
+}
+
+/// A host that knows its overhead (a replay that left the reports out)
+/// fixes it; a report in the log takes over.
+#[test]
+fn a_fixed_overhead_counts_until_a_report_shows_one() {
+    let mut s = Session::in_memory("t");
+    let mut m = meter().with_fixed_overhead(1_000);
+    s.append_message(Message::user("abcd")).unwrap();
+    let measure = m.measure(&s);
+    assert_eq!((measure.estimate, measure.tokens), (7, 1_007));
+    assert_eq!(measure.overhead, Some(1_000));
+    s.append_message(assistant("abcd", 500)).unwrap();
+    assert_eq!(m.measure(&s).tokens, 500);
+}
+
 #[test]
 fn earlier_turns_thinking_is_free_when_dropped() {
     let thinking = |text: &str| {
