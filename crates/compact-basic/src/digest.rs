@@ -16,6 +16,7 @@ use abridge_compact::Details;
 use abridge_compact::FileAccess;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
+use abridge_compact::PreviousCheckpoint;
 use abridge_compact::is_checkpoint;
 use abridge_llm::Block;
 use abridge_llm::Role;
@@ -455,10 +456,7 @@ impl DigestMethod {
         let mut files = abridge_compact::FileOps::default();
         if let Some(previous) = plan.previous() {
             files.merge(&previous.files);
-            match previous_state(plan) {
-                Some(earlier_state) => state = earlier_state,
-                None => state.continue_from(&previous.summary),
-            }
+            state = continued(previous);
         }
         let from = usize::from(plan.previous().is_some());
         let messages = &plan.messages()[from..];
@@ -479,11 +477,30 @@ impl DigestMethod {
     }
 }
 
-/// The previous digest's state, to continue it. A previous checkpoint
-/// written by another method has none; one whose state does not read back
-/// (a newer format) is summarized from its text instead, with a warning.
-fn previous_state(plan: &Plan) -> Option<DigestState> {
-    match plan.previous()?.details.get::<DigestState>() {
+/// The digest a new checkpoint continues from `previous`: its own state
+/// when a digest wrote it; the digest of the messages it hid when its text
+/// is only a transcript of them (snapcompact's text fallback: quoting it
+/// would make the first messages the "goal" and the "earlier summary");
+/// else its text, as the earlier summary.
+fn continued(previous: &PreviousCheckpoint) -> DigestState {
+    if let Some(state) = digest_state(previous) {
+        return state;
+    }
+    if let Some(source) = &previous.source {
+        let mut state = source.earlier.as_ref().map(continued).unwrap_or_default();
+        state.absorb(&source.messages);
+        return state;
+    }
+    let mut state = DigestState::default();
+    state.continue_from(&previous.summary);
+    state
+}
+
+/// A previous digest's state. A checkpoint written by another method has
+/// none; one whose state does not read back (a newer format) is read from
+/// its text instead, with a warning.
+fn digest_state(previous: &PreviousCheckpoint) -> Option<DigestState> {
+    match previous.details.get::<DigestState>() {
         Ok(state) => state,
         Err(error) => {
             tracing::warn!(%error, "previous digest state unreadable; starting from its text");

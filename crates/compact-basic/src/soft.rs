@@ -55,6 +55,22 @@ impl Default for SoftConfig {
     }
 }
 
+/// The shortest cap a summary is asked for, whatever the room: below it a
+/// summary says too little to be worth a model call.
+pub(crate) const MIN_SUMMARY_TOKENS: u32 = 256;
+
+/// The output cap for a summary: the configured one, lowered to the room
+/// the plan gives the checkpoint (never below [`MIN_SUMMARY_TOKENS`]).
+fn summary_cap(configured: u32, room: Option<u64>) -> u32 {
+    match room {
+        Some(room) => {
+            let room = u32::try_from(room).unwrap_or(u32::MAX);
+            configured.min(room.max(MIN_SUMMARY_TOKENS))
+        }
+        None => configured,
+    }
+}
+
 /// The LLM-summary compaction method.
 #[derive(Debug, Clone)]
 pub struct SoftMethod {
@@ -96,7 +112,7 @@ impl SoftMethod {
         request.previous = previous;
         request.instructions = plan.instructions().map(str::to_string);
         request.extra_context = plan.extra_context().to_vec();
-        request.max_output_tokens = self.config.max_summary_tokens;
+        request.max_output_tokens = summary_cap(self.config.max_summary_tokens, plan.room());
         request
     }
 
@@ -264,5 +280,18 @@ impl CompactionMethod for SoftMethod {
             })?;
         checkpoint.model = model;
         Ok(MethodOutput::Checkpoint(checkpoint))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_is_capped_at_the_room_the_plan_gives_it() {
+        assert_eq!(summary_cap(4096, None), 4096);
+        assert_eq!(summary_cap(4096, Some(100_000)), 4096);
+        assert_eq!(summary_cap(4096, Some(1_500)), 1_500);
+        assert_eq!(summary_cap(4096, Some(10)), MIN_SUMMARY_TOKENS);
     }
 }

@@ -86,6 +86,20 @@ pub enum CompactError {
         /// Tokens of the span it would hide.
         hidden_tokens: u64,
     },
+    /// The output would reclaim less than the policy's floor: too little
+    /// to pay for the prompt-cache break that changing the history causes
+    /// (every later request re-reads the context from the change on).
+    #[error(
+        "method {method}: reclaims only {reclaimed} tokens, under the floor of {floor} that pays for the prompt-cache break; rejected"
+    )]
+    TooLittle {
+        /// The method.
+        method: String,
+        /// Tokens the output would reclaim.
+        reclaimed: u64,
+        /// The least a landing must reclaim.
+        floor: u64,
+    },
     /// Nothing on the surface can be compacted under the policy.
     #[error("nothing to compact: {reason}")]
     NothingToCompact {
@@ -157,6 +171,8 @@ pub enum ErrorKind {
     Llm,
     /// [`CompactError::NotSmaller`].
     NotSmaller,
+    /// [`CompactError::TooLittle`].
+    TooLittle,
     /// [`CompactError::NothingToCompact`].
     NothingToCompact,
     /// [`CompactError::Unavailable`], or a method that said it could not
@@ -190,6 +206,7 @@ impl ErrorKind {
             ErrorKind::Overflow => "overflow",
             ErrorKind::Llm => "llm",
             ErrorKind::NotSmaller => "not_smaller",
+            ErrorKind::TooLittle => "too_little",
             ErrorKind::NothingToCompact => "nothing_to_compact",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Commit => "commit",
@@ -259,6 +276,7 @@ impl CompactError {
             CompactError::Overflow { .. } => ErrorKind::Overflow,
             CompactError::Llm { .. } => ErrorKind::Llm,
             CompactError::NotSmaller { .. } => ErrorKind::NotSmaller,
+            CompactError::TooLittle { .. } => ErrorKind::TooLittle,
             CompactError::NothingToCompact { .. } => ErrorKind::NothingToCompact,
             CompactError::Unavailable { .. } => ErrorKind::Unavailable,
             CompactError::Commit { .. } => ErrorKind::Commit,

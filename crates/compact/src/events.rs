@@ -78,6 +78,10 @@ pub struct SummaryData {
     /// The method's own record, as typed sections.
     #[serde(default, skip_serializing_if = "Details::is_empty")]
     pub details: Details,
+    /// The summary is a transcript of what the checkpoint hides (see
+    /// [`Checkpoint::transcript`](crate::Checkpoint::transcript)).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub transcript: bool,
 }
 
 /// How a compaction ended.

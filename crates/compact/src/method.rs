@@ -43,6 +43,11 @@ pub struct Checkpoint {
     /// Method-specific record for the log (window count, archive, native
     /// items), as typed sections.
     pub details: Details,
+    /// The summary is the hidden history's own text, serialized (a
+    /// transcript), not something written from it: a later method that
+    /// continues this checkpoint reads the messages it hid instead (see
+    /// [`PreviousCheckpoint::source`](crate::PreviousCheckpoint::source)).
+    pub transcript: bool,
 }
 
 /// The longest default short summary, in characters.
@@ -63,7 +68,15 @@ impl Checkpoint {
             usage: None,
             model: None,
             details: Details::new(),
+            transcript: false,
         }
+    }
+
+    /// Marks the summary as a transcript of the hidden history (see
+    /// [`transcript`](Self::transcript)).
+    pub fn as_transcript(mut self) -> Self {
+        self.transcript = true;
+        self
     }
 
     /// Shows the model `content` instead of the summary's text (frames,

@@ -29,6 +29,35 @@ pub struct PreviousCheckpoint {
     /// Its method's record (a digest keeps its state here to continue
     /// it); empty when unknown.
     pub details: Details,
+    /// What it was made from, when its summary is only a transcript of
+    /// that (snapcompact's text fallback): a method that writes its own
+    /// kind of summary continues from these messages, not from the
+    /// transcript. `None` for a checkpoint whose summary stands on its
+    /// own.
+    pub source: Option<Box<CheckpointSource>>,
+}
+
+/// The history a transcript checkpoint hid, as the log holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckpointSource {
+    /// The checkpoint it folded in, when it folded one.
+    pub earlier: Option<PreviousCheckpoint>,
+    /// The messages it hid after that one, oldest first (redacted as the
+    /// plan's own messages are).
+    pub messages: Vec<SharedMessage>,
+}
+
+impl PreviousCheckpoint {
+    /// Takes secrets out of its summary and everything it was made from.
+    pub(crate) fn redact(&mut self, redactor: &Redactor) {
+        self.summary = redactor.redact(&self.summary).into_owned();
+        if let Some(source) = self.source.as_mut() {
+            source.messages = redactor.redact_messages(&source.messages);
+            if let Some(earlier) = source.earlier.as_mut() {
+                earlier.redact(redactor);
+            }
+        }
+    }
 }
 
 /// The kept part begins inside a turn.
@@ -84,6 +113,10 @@ pub struct Plan {
     pub(crate) generation: u64,
     /// Token figures.
     pub(crate) tokens: PlanTokens,
+    /// The most the replacing checkpoint may cost (see [`Plan::room`]).
+    pub(crate) room: Option<u64>,
+    /// The least a landing must reclaim (the policy's `min_reclaim`).
+    pub(crate) min_reclaim: u64,
     /// Why compaction runs.
     pub(crate) trigger: Trigger,
     /// Focus instructions from the user.
@@ -161,6 +194,22 @@ impl Plan {
     /// Token figures of the span, the kept part and the head.
     pub fn tokens(&self) -> PlanTokens {
         self.tokens
+    }
+
+    /// The most the replacing checkpoint may cost, in tokens, for the
+    /// pass to reach its goal: the goal minus the fixed part (the overhead
+    /// a usage report counts and the leading system messages) minus the
+    /// kept part. `None` when the policy has no goal. A method that can
+    /// size its output (frames, a summary's length) sizes it to this; zero
+    /// means the goal cannot be reached by this plan whatever it writes.
+    pub fn room(&self) -> Option<u64> {
+        self.room
+    }
+
+    /// The least a landing must reclaim, in tokens (the commit refuses
+    /// less; see [`CompactError::TooLittle`](crate::CompactError::TooLittle)).
+    pub fn min_reclaim(&self) -> u64 {
+        self.min_reclaim
     }
 
     /// Why compaction runs.

@@ -6,8 +6,12 @@
 //!   developer messages (standing instructions are never compacted), so a
 //!   previous checkpoint, which sits there, is folded into the next one.
 //! - **Retention walk.** From the newest message backwards, whole units are
-//!   kept while they fit in `keep_recent_tokens` (divided by the reported /
-//!   estimated ratio when it is above 1); the newest unit is always kept.
+//!   kept while they fit in the policy's retention budget
+//!   ([`Policy::effective_keep`]); the newest unit is always kept.
+//! - **Room.** With a goal, the plan says how many tokens the replacing
+//!   checkpoint may cost: the goal minus the fixed part (the overhead a
+//!   usage report counts and the leading system messages) minus the kept
+//!   part ([`Plan::room`]).
 //! - **Units.** A cut is allowed only where the running balance of tool
 //!   calls minus tool results is zero: an assistant message and all of its
 //!   results form one unit. A result whose call is nowhere on the surface
@@ -22,6 +26,7 @@ use std::sync::Arc;
 
 use abridge_llm::Role;
 use abridge_llm::SharedMessage;
+use abridge_meter::TokenCounter;
 use abridge_session::Seq;
 use abridge_session::Session;
 use abridge_session::SurfaceOp;
@@ -29,6 +34,7 @@ use abridge_session::SurfaceOp;
 use crate::details::Details;
 use crate::error::CompactError;
 use crate::frame::checkpoint_body;
+use crate::plan::CheckpointSource;
 use crate::plan::Plan;
 use crate::plan::PlanTokens;
 use crate::plan::PreviousCheckpoint;
@@ -50,6 +56,17 @@ fn head_len(session: &Session) -> usize {
                 .is_some_and(|m| matches!(m.role, Role::System | Role::Developer))
         })
         .count()
+}
+
+/// The part of the context no compaction can reclaim: the overhead a
+/// usage report counts beyond the surface (system prompt, tool
+/// definitions) and the leading system and developer messages.
+pub fn fixed_tokens(session: &Session, counter: &dyn TokenCounter) -> u64 {
+    let head: u64 = session.surface().seqs()[..head_len(session)]
+        .iter()
+        .map(|&seq| counter.seq_tokens(session, seq))
+        .sum();
+    counter.overhead_tokens(session).saturating_add(head)
 }
 
 /// Plans a compaction under `policy`, or `None` when nothing can be
@@ -237,12 +254,19 @@ fn build(session: &Session, policy: &Policy, span: Span, trigger: Trigger) -> Pl
         kept: kept_costs.iter().sum(),
         head: head_costs.iter().sum(),
     };
+    let fixed = policy
+        .counter
+        .overhead_tokens(session)
+        .saturating_add(tokens.head);
+    let room = policy
+        .goal
+        .map(|goal| goal.saturating_sub(fixed.saturating_add(tokens.kept)));
     // The redacted view: what every method reads. Costs stay those of the
     // logged messages, which are what the surface holds.
     let (messages, head, kept) = match &policy.redactor {
         Some(redactor) => {
             if let Some(previous) = previous.as_mut() {
-                previous.summary = redactor.redact(&previous.summary).into_owned();
+                previous.redact(redactor);
             }
             (
                 redactor.redact_messages(&messages),
@@ -266,6 +290,8 @@ fn build(session: &Session, policy: &Policy, span: Span, trigger: Trigger) -> Pl
         split_turn,
         generation: surface.generation(),
         tokens,
+        room,
+        min_reclaim: policy.min_reclaim,
         trigger,
         instructions: policy.instructions.clone(),
         extra_context: Vec::new(),
@@ -286,14 +312,39 @@ fn previous_checkpoint(session: &Session, seq: Seq) -> Option<PreviousCheckpoint
             summary: data.summary,
             files: data.files,
             details: data.details,
+            source: data
+                .transcript
+                .then(|| Box::new(checkpoint_source(session, seq))),
         },
         _ => PreviousCheckpoint {
             seq,
             summary: checkpoint_body(message),
             files: FileOps::default(),
             details: Details::new(),
+            source: None,
         },
     })
+}
+
+/// The messages the checkpoint at `seq` hid, and the checkpoint it folded
+/// in (which sits first, head-anchored), read from its `sources`.
+fn checkpoint_source(session: &Session, seq: Seq) -> CheckpointSource {
+    let mut source = CheckpointSource {
+        earlier: None,
+        messages: Vec::new(),
+    };
+    let hidden = session
+        .event(seq)
+        .and_then(|e| e.message_event())
+        .map_or(&[][..], |m| &m.sources[..]);
+    for (index, &hid) in hidden.iter().enumerate() {
+        if index == 0 && is_checkpoint_seq(session, hid) {
+            source.earlier = previous_checkpoint(session, hid);
+        } else if let Some(message) = session.message(hid) {
+            source.messages.push(message.clone());
+        }
+    }
+    source
 }
 
 fn split_turn(
@@ -315,7 +366,6 @@ fn split_turn(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::scale_keep;
     use abridge_llm::Message;
 
     fn call(id: &str) -> Message {
@@ -355,13 +405,6 @@ mod tests {
         let p = plan_maximal(&s, &policy(0)).unwrap();
         assert_eq!(p.span, Span { start: 1, end: 1 });
         assert_eq!(p.head.len(), 1);
-    }
-
-    #[test]
-    fn ratio_scales_keep_down_only() {
-        assert_eq!(scale_keep(20_000, 2.0), 10_000);
-        assert_eq!(scale_keep(20_000, 0.5), 20_000);
-        assert_eq!(scale_keep(20_000, f64::NAN), 20_000);
     }
 
     #[test]

@@ -421,6 +421,28 @@ pub(crate) fn check_span(session: &Session, plan: &Plan) -> Result<(), CompactEr
     Ok(())
 }
 
+/// Refuses output that does not shrink what it replaces, or that
+/// reclaims less than the plan's floor.
+fn check_saving(ticket: &Ticket, new_tokens: u64, hidden_tokens: u64) -> Result<(), CompactError> {
+    if new_tokens >= hidden_tokens {
+        return Err(CompactError::NotSmaller {
+            method: ticket.method.clone(),
+            checkpoint_tokens: new_tokens,
+            hidden_tokens,
+        });
+    }
+    let reclaimed = hidden_tokens - new_tokens;
+    let floor = ticket.plan.min_reclaim;
+    if reclaimed < floor {
+        return Err(CompactError::TooLittle {
+            method: ticket.method.clone(),
+            reclaimed,
+            floor,
+        });
+    }
+    Ok(())
+}
+
 fn prepare_checkpoint(
     session: &Session,
     ticket: &Ticket,
@@ -446,13 +468,7 @@ fn prepare_checkpoint(
     );
     let new_tokens = plan.counter.message_tokens(&framed);
     let hidden_tokens = plan.tokens.hidden;
-    if new_tokens >= hidden_tokens {
-        return Err(CompactError::NotSmaller {
-            method: ticket.method.clone(),
-            checkpoint_tokens: new_tokens,
-            hidden_tokens,
-        });
-    }
+    check_saving(ticket, new_tokens, hidden_tokens)?;
     let next = session.len() as Seq;
     let summary_seq = next;
     let checkpoint_seq = next + 1;
@@ -468,6 +484,7 @@ fn prepare_checkpoint(
         new_tokens,
         rewrites: Vec::new(),
         details: checkpoint.details,
+        transcript: checkpoint.transcript,
     };
     let mut sources = plan.seqs.clone();
     sources.push(ticket.start_seq);
@@ -535,13 +552,7 @@ fn prepare_rewrites(
         hidden_tokens += counter.seq_tokens(session, target);
         new_tokens += counter.message_tokens(&rewrite.message);
     }
-    if new_tokens >= hidden_tokens {
-        return Err(CompactError::NotSmaller {
-            method: ticket.method.clone(),
-            checkpoint_tokens: new_tokens,
-            hidden_tokens,
-        });
-    }
+    check_saving(ticket, new_tokens, hidden_tokens)?;
     let data = SummaryData {
         compaction_id: ticket.compaction_id.clone(),
         method: ticket.method.clone(),
@@ -554,6 +565,7 @@ fn prepare_rewrites(
         new_tokens,
         rewrites: rewrites.iter().map(|r| r.target).collect(),
         details,
+        transcript: false,
     };
     let mut drafts = vec![Draft::log(TYPE_COMPACTION_SUMMARY, to_json(&data)?)];
     drafts.extend(

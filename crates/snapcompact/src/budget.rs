@@ -4,8 +4,10 @@
 //! whole reason snapcompact saves tokens. Three limits bound how many frames
 //! one request may carry: the tokens left in the window, the provider's
 //! images-per-request limit, and the request's byte size (frames travel as
-//! base64). [`frame_budget`] is the one place that combines them, so the
-//! planner and the request builder can never disagree.
+//! base64). A fourth bounds what a checkpoint may cost at all: the room the
+//! pass's goal leaves after the fixed part and the kept history
+//! (`Plan::room`). [`frame_budget`] is the one place that combines them, so
+//! the planner and the request builder can never disagree.
 
 use abridge_llm::ImageBilling;
 
@@ -36,6 +38,8 @@ pub enum Limit {
     Images,
     /// The request byte budget.
     Bytes,
+    /// The room under the pass's goal.
+    Room,
 }
 
 impl Limit {
@@ -45,6 +49,7 @@ impl Limit {
             Limit::Tokens => "tokens left in the window",
             Limit::Images => "images per request",
             Limit::Bytes => "request byte budget",
+            Limit::Room => "room under the pass's goal",
         }
     }
 }
@@ -65,6 +70,9 @@ pub struct BudgetInputs {
     /// Base64 bytes one full frame takes: measured when frames are already
     /// rendered, else an estimate.
     pub bytes_per_frame: u64,
+    /// Tokens the whole checkpoint may cost to reach the pass's goal
+    /// (`Plan::room`); `None` when the pass has no goal.
+    pub room: Option<u64>,
 }
 
 /// How many frames fit, and which limit decided it.
@@ -82,10 +90,14 @@ pub fn frame_budget(inputs: &BudgetInputs) -> FrameBudget {
     let by_tokens = inputs.tokens_left / inputs.tokens_per_frame.max(1);
     let by_images = inputs.images_left.map_or(u64::MAX, u64::from);
     let by_bytes = inputs.byte_budget / inputs.bytes_per_frame.max(1);
+    let by_room = inputs
+        .room
+        .map_or(u64::MAX, |room| room / inputs.tokens_per_frame.max(1));
     let (frames, limited_by) = [
         (by_tokens, Limit::Tokens),
         (by_images, Limit::Images),
         (by_bytes, Limit::Bytes),
+        (by_room, Limit::Room),
     ]
     .into_iter()
     .min_by_key(|(n, _)| *n)
@@ -127,6 +139,7 @@ mod tests {
             images_left: Some(100),
             byte_budget: DEFAULT_BYTE_BUDGET,
             bytes_per_frame: 50_000,
+            room: None,
         }
     }
 
@@ -159,6 +172,17 @@ mod tests {
             FrameBudget {
                 frames: 3,
                 limited_by: Limit::Images
+            }
+        );
+        let little_room = BudgetInputs {
+            room: Some(2_500),
+            ..inputs()
+        };
+        assert_eq!(
+            frame_budget(&little_room),
+            FrameBudget {
+                frames: 2,
+                limited_by: Limit::Room
             }
         );
         let no_limit = BudgetInputs {

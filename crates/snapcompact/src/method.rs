@@ -166,12 +166,14 @@ impl Snapcompact {
                 limit.saturating_sub(u32::try_from(images_present).unwrap_or(u32::MAX))
             });
         let tokens_per_frame = frame_tokens(&billing, self.spec.width, self.spec.max_height);
+        let room = plan.room();
         let budget = frame_budget(&BudgetInputs {
             tokens_left: window_left.min(plan.tokens().hidden),
             tokens_per_frame,
             images_left,
             byte_budget: self.config.archive.byte_budget,
             bytes_per_frame: self.config.bytes_per_frame_estimate,
+            room,
         });
         tracing::debug!(
             frames = budget.frames,
@@ -197,23 +199,47 @@ impl Snapcompact {
         // (and only when the configuration asks for it at all).
         let mut archive_config = self.config.archive.clone();
         archive_config.serialize.include_thinking &= thinking_allowed(&self.entry);
-        let archive = Archive::build(
-            messages,
-            earlier,
-            &self.spec,
-            budget.frames,
-            &archive_config,
-            &self.cache,
-        )?;
-
         let mut files = plan.previous().map(|p| p.files.clone()).unwrap_or_default();
         for message in messages {
             record_files(message, &mut files);
         }
         let file_list: Vec<String> = files.paths.keys().cloned().collect();
-        let content = archive.stored_content(&file_list, &self.cache)?;
         let counter = |text: &str| plan.count(&Message::user(text));
-        let imaged = archive.tokens(&billing, &file_list, &counter, &self.cache)?;
+        // The text edges and the guide cost too: with the room given,
+        // fewer frames (the oldest text dropped) until the whole
+        // checkpoint fits it.
+        let mut frames = budget.frames;
+        let (archive, imaged) = loop {
+            let archive = Archive::build(
+                messages,
+                earlier,
+                &self.spec,
+                frames,
+                &archive_config,
+                &self.cache,
+            )?;
+            let imaged = archive.tokens(&billing, &file_list, &counter, &self.cache)?;
+            let Some(room) = room.filter(|room| imaged > *room) else {
+                break (archive, imaged);
+            };
+            let drawn = archive.frames(&self.cache)?.len();
+            let over = usize::try_from((imaged - room).div_ceil(tokens_per_frame.max(1)))
+                .unwrap_or(usize::MAX);
+            frames = drawn.saturating_sub(over.max(1));
+            if frames == 0 {
+                return Err(Error::NoFrameBudget {
+                    reason: format!(
+                        "the room of {room} tokens under the pass's goal holds no frame beside the text edges ({imaged} tokens with {drawn} frame(s))"
+                    ),
+                });
+            }
+        };
+        let limited_by = if frames < budget.frames {
+            crate::budget::Limit::Room
+        } else {
+            budget.limited_by
+        };
+        let content = archive.stored_content(&file_list, &self.cache)?;
         if imaged >= plan.tokens().hidden {
             return Err(Error::NoSaving {
                 imaged,
@@ -243,12 +269,13 @@ impl Snapcompact {
                 frame_tokens: imaged,
                 hidden_tokens: plan.tokens().hidden,
                 base64_bytes: bytes,
-                limited_by: budget.limited_by.as_str().to_string(),
+                limited_by: limited_by.as_str().to_string(),
             }),
             ..ArchiveRecord::of(&archive)
         };
         let details = Details::new().with(&record)?;
         Ok(Checkpoint::new(archive.full_text())
+            .as_transcript()
             .with_content(content)
             .with_short_summary(short_summary)
             .with_files(files)
