@@ -12,6 +12,7 @@
 
 mod idle;
 mod kept;
+mod overhead;
 mod recovery;
 
 use std::sync::Arc;
@@ -74,6 +75,7 @@ pub struct HarnessBuilder {
     observer: Option<ObserverSlot>,
     count_endpoint: Option<Arc<dyn CountEndpoint>>,
     kept: Option<abridge_meter::KeptFile>,
+    fixed_overhead: Option<u64>,
 }
 
 struct ObserverSlot(Observer);
@@ -106,6 +108,7 @@ impl HarnessBuilder {
             observer: None,
             count_endpoint: None,
             kept: None,
+            fixed_overhead: None,
         }
     }
 
@@ -191,7 +194,11 @@ impl HarnessBuilder {
             Some(primer) => cost.with_known(primer.cache().clone()),
             None => cost,
         };
-        let counter = Arc::new(MeterCounter::new(kept::meter(cost, self.kept.as_ref())));
+        let mut meter = kept::meter(cost, self.kept.as_ref());
+        if let Some(tokens) = self.fixed_overhead {
+            meter = meter.with_fixed_overhead(tokens);
+        }
+        let counter = Arc::new(MeterCounter::new(meter));
         let artifacts = self.sources.as_ref().map(|s| s.artifacts.clone());
         let mut built_artifacts = None;
         let (methods, skipped) = match self.methods {

@@ -97,6 +97,7 @@ pub use request::expand_frames;
 pub use settings::DEFAULT_BREAKER_FAILURES;
 pub use settings::DEFAULT_KEEP_RECENT_TOKENS;
 pub use settings::DEFAULT_METHOD_ORDER;
+pub use settings::DEFAULT_MIN_RECLAIM_PERCENT;
 pub use settings::DEFAULT_RESERVE_PERCENT;
 pub use settings::DEFAULT_TARGET_PERCENT;
 pub use settings::KNOWN_METHODS;

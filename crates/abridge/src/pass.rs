@@ -22,10 +22,18 @@ pub enum PassStatus {
     Busy,
     /// The context ended at or below the goal.
     Succeeded,
-    /// Methods landed but the context is still above the goal.
+    /// Methods landed but the context is still above the goal (a result
+    /// still over the window is always this: the goal is below it).
     Insufficient,
     /// Nothing landed.
     Failed,
+    /// The fixed part of the context alone (the system prompt and tool
+    /// definitions a usage report counts, and the leading system
+    /// messages) is at or above the threshold: no compaction can bring
+    /// the context under it, so none was tried. Reported once by
+    /// [`MaintenanceEvent::FixedAboveThreshold`]; a larger window, or a
+    /// smaller system prompt or tool set, is the remedy.
+    FixedAboveThreshold,
 }
 
 /// What one pass did.
@@ -125,6 +133,17 @@ pub enum MaintenanceEvent {
         /// Why: the history it summarized changed, it failed, or a manual
         /// pass came first.
         reason: String,
+    },
+    /// The fixed part of the context alone is at or above the line a
+    /// pass must get under: Maintenance stops trying until it falls
+    /// below. Sent once, not on every pass it stops.
+    FixedAboveThreshold {
+        /// Tokens no compaction can reclaim: the overhead a usage report
+        /// counts beyond the log, plus the leading system messages.
+        fixed: u64,
+        /// The line: the threshold, or after an overflow or a length stop
+        /// the window minus the reserve.
+        limit: u64,
     },
     /// Automatic maintenance stopped after repeated failures.
     BreakerOpened {

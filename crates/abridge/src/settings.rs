@@ -60,6 +60,11 @@ pub const DEFAULT_TARGET_PERCENT: u64 = 80;
 /// a mistake (a window given in thousands, a typo) and is refused.
 pub const MIN_WINDOW: u64 = 2_048;
 
+/// A landing must reclaim at least this percentage of the threshold: a
+/// change to the history breaks the provider's prompt cache, and a pass
+/// that frees a few hundred tokens pays that for nothing.
+pub const DEFAULT_MIN_RECLAIM_PERCENT: u64 = 5;
+
 /// Consecutive failed passes after which automatic maintenance stops
 /// until a success or a manual run.
 pub const DEFAULT_BREAKER_FAILURES: u32 = 3;
@@ -142,6 +147,10 @@ pub struct Settings {
     pub keep_recent_tokens: Option<u64>,
     /// A pass succeeds only at or below this percentage of the threshold.
     pub target_percent: u64,
+    /// A method lands only when it reclaims at least this percentage of
+    /// the threshold (0 to 50; 0 lands any saving): less does not pay
+    /// for the prompt-cache break. Default 5.
+    pub min_reclaim_percent: u64,
     /// Compact between tool calls inside a turn, not only after turns.
     pub mid_turn: bool,
     /// Compact after this many idle minutes when above the idle threshold
@@ -214,6 +223,7 @@ impl Default for Settings {
             reserve: None,
             keep_recent_tokens: None,
             target_percent: DEFAULT_TARGET_PERCENT,
+            min_reclaim_percent: DEFAULT_MIN_RECLAIM_PERCENT,
             mid_turn: true,
             idle_minutes: None,
             auto_continue: None,
@@ -287,6 +297,8 @@ pub struct Limits {
     pub keep: u64,
     /// A pass must end at or below this.
     pub target: u64,
+    /// The least one method's landing must reclaim.
+    pub min_reclaim: u64,
 }
 
 impl Settings {
@@ -404,6 +416,15 @@ impl Settings {
                 message: format!("{} must be 1 to 100", self.target_percent),
             });
         }
+        if self.min_reclaim_percent > 50 {
+            return Err(Unlocated {
+                key: "min_reclaim_percent",
+                message: format!(
+                    "{} must be 0 to 50 (percent of the threshold a landing must reclaim)",
+                    self.min_reclaim_percent
+                ),
+            });
+        }
         if let Some(percent) = self.speculative_percent
             && !(1..=50).contains(&percent)
         {
@@ -519,6 +540,7 @@ impl Settings {
             reserve,
             keep,
             target: threshold * self.target_percent / 100,
+            min_reclaim: threshold * self.min_reclaim_percent / 100,
         })
     }
 

@@ -61,6 +61,7 @@ fn limits() -> Limits {
         reserve: 1_000,
         keep: 300,
         target: 800,
+        min_reclaim: 0,
     }
 }
 

@@ -148,6 +148,7 @@ fn commit_once(runtime: &tokio::runtime::Runtime, messages: usize) -> anyhow::Re
         reserve: threshold,
         keep: threshold / 10,
         target: threshold * 8 / 10,
+        min_reclaim: 0,
     };
     let maintenance = abridge::Maintenance::new(
         vec![std::sync::Arc::new(Instant0)],

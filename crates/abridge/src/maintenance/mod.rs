@@ -40,6 +40,7 @@ use abridge_compact::SharedSession;
 use abridge_compact::Target;
 use abridge_compact::Trigger;
 use abridge_compact::attempt;
+use abridge_compact::fixed_tokens;
 use abridge_compact::lock_session;
 use tracing::Instrument;
 
@@ -93,6 +94,9 @@ impl std::fmt::Debug for Maintenance {
 
 struct State {
     running: AtomicBool,
+    /// The fixed part was found above the line and said so; cleared when
+    /// it falls below, so a later rise is reported again.
+    fixed_reported: AtomicBool,
     failures: Mutex<u32>,
     speculation: Slot,
     sizing: Mutex<Sizing>,
@@ -121,6 +125,7 @@ impl Maintenance {
             observer: None,
             state: Arc::new(State {
                 running: AtomicBool::new(false),
+                fixed_reported: AtomicBool::new(false),
                 failures: Mutex::new(0),
                 speculation: Slot::default(),
                 sizing: Mutex::new(Sizing {
@@ -208,7 +213,9 @@ impl Maintenance {
     /// limits: what a pass starts from.
     fn policy_now(&self) -> Policy {
         let mut policy = self.policy.clone();
-        policy.keep_recent_tokens = self.limits().keep;
+        let limits = self.limits();
+        policy.keep_recent_tokens = limits.keep;
+        policy.min_reclaim = limits.min_reclaim;
         policy
     }
 
@@ -254,6 +261,35 @@ impl Maintenance {
             Trigger::Overflow | Trigger::IncompleteOutput => limits.window - limits.reserve,
             _ => limits.target,
         }
+    }
+
+    /// The line a pass for `trigger` must bring the context under for it
+    /// to be worth running: the window minus the reserve when the request
+    /// cannot be sent as it is (overflow, a cut reply), else the
+    /// threshold.
+    fn limit(&self, trigger: Trigger) -> u64 {
+        match trigger {
+            Trigger::Overflow | Trigger::IncompleteOutput => {
+                let limits = self.limits();
+                limits.window - limits.reserve
+            }
+            _ => self.limits().threshold,
+        }
+    }
+
+    /// When the fixed part of the context alone is at or above the line
+    /// for `trigger`, says so once and returns true: no method can help.
+    fn fixed_above_limit(&self, session: &SharedSession, trigger: Trigger) -> bool {
+        let fixed = fixed_tokens(&lock_session(session), self.policy.counter.as_ref());
+        let limit = self.limit(trigger);
+        if fixed < limit {
+            self.state.fixed_reported.store(false, Ordering::Release);
+            return false;
+        }
+        if !self.state.fixed_reported.swap(true, Ordering::AcqRel) {
+            self.emit(&MaintenanceEvent::FixedAboveThreshold { fixed, limit });
+        }
+        true
     }
 
     /// Whether `trigger` calls for a pass at `tokens`.
@@ -324,6 +360,14 @@ impl Maintenance {
                 self.maybe_speculate(session, tokens);
             }
             return Ok(Pass::idle(trigger, PassStatus::NotNeeded, tokens, goal));
+        }
+        if self.fixed_above_limit(session, trigger) {
+            return Ok(Pass::idle(
+                trigger,
+                PassStatus::FixedAboveThreshold,
+                tokens,
+                goal,
+            ));
         }
         // Overflow and a cut reply are recovery, not upkeep: the request
         // cannot be sent as it is, so they run even with the breaker open
