@@ -112,16 +112,20 @@ pub(crate) struct WindowArg {
 }
 
 impl WindowArg {
-    /// `--window` when given, checked as `compact` checks it, else
-    /// `model_window`.
-    pub(crate) fn resolve(&self, model_window: u64) -> anyhow::Result<u64> {
-        let Some(window) = self.window else {
-            return Ok(model_window);
+    /// The limits a read-only command prints for `session`: the settings
+    /// beside it (or the defaults) against `--window`, else the model's
+    /// `model_window`, resolved and checked as [`BudgetArgs::resolve`]
+    /// resolves them for `compact`.
+    pub(crate) fn limits(&self, session: &Path, model_window: u64) -> anyhow::Result<Limits> {
+        let args = BudgetArgs {
+            method: Vec::new(),
+            model: None,
+            window: self.window,
+            keep: None,
+            settings: None,
+            no_redact: false,
         };
-        Settings::default().limits(window).map_err(|error| {
-            window_refused(&error).unwrap_or_else(|| anyhow::anyhow!("{error}"))
-        })?;
-        Ok(window)
+        Ok(args.resolve(session, model_window)?.1)
     }
 }
 

@@ -81,6 +81,9 @@ struct Report {
     status: Option<PassStatus>,
     tokens_before: u64,
     tokens_after: u64,
+    /// Tokens no compaction can reclaim (overhead beyond the log and the
+    /// leading system messages).
+    fixed_tokens: u64,
     under_threshold: bool,
     /// Every method that ran, in order.
     steps: Vec<Step>,
@@ -141,6 +144,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<ExitCode> {
         status: None,
         tokens_before: harness.tokens(),
         tokens_after: harness.tokens(),
+        fixed_tokens: harness.fixed_tokens(),
         under_threshold: harness.tokens() <= limits.threshold,
         steps: Vec::new(),
         landed: Vec::new(),
@@ -189,6 +193,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<ExitCode> {
     match pass.status {
         PassStatus::Succeeded => Ok(ExitCode::SUCCESS),
         PassStatus::Insufficient => Ok(ExitCode::from(EXIT_INSUFFICIENT)),
+        PassStatus::FixedAboveThreshold => anyhow::bail!(
+            "the fixed part of the context ({} tokens: system prompt, tool definitions, system messages) is at or above the threshold of {}; no compaction can bring it under, so none was tried and the session is unchanged; use a larger window",
+            report.fixed_tokens,
+            report.threshold
+        ),
         _ if report.landed.is_empty() => anyhow::bail!(
             "no method landed ({} failed, {} skipped); the session is unchanged apart from the recorded attempts",
             report.failures.len(),

@@ -7,8 +7,11 @@
 //! simulation decides compactions itself). Usage reports are stripped from
 //! the replayed messages: they describe the source's context, not the
 //! simulated one, and would anchor the meter to a context that no longer
-//! exists after a simulated compaction. Both runs therefore measure with
-//! the model's own tokenizer estimate.
+//! exists after a simulated compaction. What the reports showed beyond the
+//! log (the system prompt and tool definitions) is still sent with every
+//! simulated request: both runs carry the source's overhead, as the meter
+//! measures it on the source (`TokenMeter::with_fixed_overhead`), so their
+//! figures stand on the basis `stats` prints.
 //!
 //! Compaction is decided by the same Maintenance a library user's Harness
 //! runs: after every replayed message it is asked for a threshold pass
@@ -24,6 +27,7 @@ use abridge::PassStatus;
 use abridge_compact::MeterCounter;
 use abridge_compact::Trigger;
 use abridge_llm::Role;
+use abridge_meter::TokenMeter;
 use abridge_session::EventBody;
 use abridge_session::Session;
 use abridge_session::SurfaceOp;
@@ -93,6 +97,15 @@ enum Row {
     Failed(usize),
 }
 
+/// Where the fixed part of the context (overhead and system messages)
+/// was first found above the threshold.
+#[derive(Debug, Serialize)]
+struct FixedAbove {
+    at_message: usize,
+    /// Tokens no compaction can reclaim.
+    fixed: u64,
+}
+
 /// Figures for one run (simulated, or the baseline without compaction).
 #[derive(Debug, Default, Serialize)]
 struct Run {
@@ -138,6 +151,9 @@ struct Report {
     /// The passes of both lists in the order they ran.
     #[serde(skip)]
     order: Vec<Row>,
+    /// The first pass Maintenance did not try because the fixed part of
+    /// the context alone was above the threshold (it stops from there).
+    fixed_above_threshold: Option<FixedAbove>,
     simulated: Run,
     baseline: Run,
     /// Invariant violations of the simulated session at the end (empty
@@ -169,14 +185,17 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     }
 
     let message_count = messages.len();
+    let mut lookup_entry = lookup.entry;
+    lookup_entry.context_window = window;
+    let overhead = source_overhead(&source, &lookup_entry);
     let harness = Harness::builder(Session::in_memory("simulate"), model_id.clone())
         .settings(settings)
         .window(window)
         .sources(sources)
+        .fixed_overhead(overhead)
         .build()?;
-    let mut lookup_entry = lookup.entry;
-    lookup_entry.context_window = window;
-    let base_counter = MeterCounter::for_model(&lookup_entry);
+    let base_counter =
+        MeterCounter::new(TokenMeter::for_model(&lookup_entry).with_fixed_overhead(overhead));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -187,6 +206,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let progress = crate::progress::Progress::bar("replaying", message_count as u64, !args.json);
     let mut assistant_turns = 0;
     let mut sim_tokens = 0;
+    let mut fixed = None;
     let mut base_tokens = 0;
 
     for (index, message) in messages.into_iter().enumerate() {
@@ -202,6 +222,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             let millis = started.elapsed().as_millis();
             sim_tokens = harness.tokens();
             if let abridge::Recovery::Compacted(pass) = recovery {
+                note_fixed(&mut fixed, index, &pass, &harness);
                 passes.record(index, Trigger::Overflow, pass, millis);
             }
         }
@@ -230,6 +251,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         })?;
         let millis = started.elapsed().as_millis();
         sim_tokens = harness.tokens();
+        note_fixed(&mut fixed, index, &pass, &harness);
         passes.record(index, trigger, pass, millis);
         progress.step();
     }
@@ -258,6 +280,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         compactions: passes.compactions,
         failed_attempts: passes.failed,
         order: passes.order,
+        fixed_above_threshold: fixed,
         simulated,
         baseline,
         violations,
@@ -268,6 +291,14 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         print_human(&report, !args.no_timings);
     }
     Ok(())
+}
+
+/// What the source's requests carried beyond its log (system prompt,
+/// tool definitions), as the meter measures it there: the figure `stats`
+/// adds to the estimate.
+fn source_overhead(source: &Session, entry: &abridge_llm::ModelEntry) -> u64 {
+    let measure = TokenMeter::for_model(entry).measure(source);
+    measure.tokens.saturating_sub(measure.estimate)
 }
 
 /// The appended messages on the source's active path, in order, without
@@ -305,7 +336,10 @@ impl Passes {
     /// run are not listed.
     fn record(&mut self, at_message: usize, trigger: Trigger, pass: abridge::Pass, millis: u128) {
         match pass.status {
-            PassStatus::NotNeeded | PassStatus::Disabled | PassStatus::BreakerOpen => {}
+            PassStatus::NotNeeded
+            | PassStatus::Disabled
+            | PassStatus::BreakerOpen
+            | PassStatus::FixedAboveThreshold => {}
             _ if pass.landed() => {
                 self.order.push(Row::Landed(self.compactions.len()));
                 self.compactions.push(Compaction {
@@ -336,6 +370,21 @@ impl Passes {
                 });
             }
         }
+    }
+}
+
+/// Notes the first pass that found the fixed part above the threshold.
+fn note_fixed(
+    fixed: &mut Option<FixedAbove>,
+    at_message: usize,
+    pass: &abridge::Pass,
+    harness: &Harness,
+) {
+    if fixed.is_none() && pass.status == PassStatus::FixedAboveThreshold {
+        *fixed = Some(FixedAbove {
+            at_message,
+            fixed: harness.fixed_tokens(),
+        });
     }
 }
 
@@ -374,6 +423,12 @@ fn print_human(report: &Report, timings: bool) {
     );
     for skip in &report.skipped {
         println!("{}", methods::skip_note(skip));
+    }
+    if let Some(fixed) = &report.fixed_above_threshold {
+        println!(
+            "from message {} on, the fixed part of the context ({} tokens: system prompt, tool definitions, system messages) is above the threshold of {}: no compaction can help, so none was tried; use a larger window",
+            fixed.at_message, fixed.fixed, report.threshold
+        );
     }
     if !report.compactions.is_empty() || !report.failed_attempts.is_empty() {
         let time = if timings {

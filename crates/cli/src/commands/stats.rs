@@ -23,6 +23,9 @@ pub(crate) struct Args {
     /// session's last assistant message).
     #[arg(long)]
     model: Option<String>,
+    /// The context window in tokens (default: the model's); the limits
+    /// printed (threshold, goal, retention) follow from it as `compact`'s
+    /// do.
     #[command(flatten)]
     window: WindowArg,
     /// Print JSON instead of a table.
@@ -37,6 +40,7 @@ struct Full<'a> {
     stats: &'a Stats,
     model: String,
     context_window: u64,
+    limits: abridge::Limits,
     tokens: &'a abridge_meter::TokenStats,
 }
 
@@ -44,7 +48,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (session, _) = open_session(&args.session, false)?;
     let stats = collect(&session, args.top);
     let (model, lookup) = crate::model::resolve(&session, args.model.as_deref());
-    let window = args.window.resolve(lookup.entry.context_window)?;
+    let limits = args.window.limits(&args.session, lookup.entry.context_window)?;
     let mut meter = abridge_meter::TokenMeter::for_model(&lookup.entry);
     // Read-only: the counts kept beside the session are read, and what is
     // counted anew stays in memory (only commands that write keep counts).
@@ -54,13 +58,14 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         let full = Full {
             stats: &stats,
             model,
-            context_window: window,
+            context_window: limits.window,
+            limits,
             tokens: &tokens,
         };
         println!("{}", serde_json::to_string_pretty(&full)?);
     } else {
         print!("{}", render(&args.session.display().to_string(), &stats));
-        print!("{}", render_tokens(&model, window, &tokens));
+        print!("{}", render_tokens(&model, &limits, &tokens));
     }
     Ok(())
 }
@@ -131,10 +136,18 @@ fn render(name: &str, stats: &Stats) -> String {
     out
 }
 
-fn render_tokens(model: &str, window: u64, tokens: &abridge_meter::TokenStats) -> String {
+fn render_tokens(
+    model: &str,
+    limits: &abridge::Limits,
+    tokens: &abridge_meter::TokenStats,
+) -> String {
     let measure = &tokens.measure;
+    let window = limits.window;
     let mut out = format!(
-        "tokens for {model} (window {window})\n  surface       {} to act on ({:.1}% of the window): estimate {}, anchored {}{}\n",
+        "tokens for {model} (window {window})\n  limits        threshold {}, goal {}, keep {}\n  surface       {} to act on ({:.1}% of the window): estimate {}, anchored {}{}\n",
+        limits.threshold,
+        limits.target,
+        limits.keep,
         measure.tokens,
         100.0 * measure.tokens as f64 / window.max(1) as f64,
         measure.estimate,
@@ -142,8 +155,8 @@ fn render_tokens(model: &str, window: u64, tokens: &abridge_meter::TokenStats) -
             .anchored
             .map_or_else(|| "none".to_string(), |a| a.to_string()),
         measure
-            .ratio
-            .map(|r| format!(", reported/estimated {r:.2}"))
+            .overhead
+            .map(|o| format!(", overhead beyond the log {o}"))
             .unwrap_or_default()
     );
     let roles: Vec<String> = tokens
