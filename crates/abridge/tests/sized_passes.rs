@@ -76,6 +76,24 @@ fn a_checkpoint_at_32k_lands_under_the_window_or_not_at_all() {
     }
 }
 
+/// Issue 27, point 3: a landing that leaves the context above the
+/// window (prune alone on pi at 32k: 182,319 -> 135,974) breaks the
+/// prompt cache for a request that still cannot be sent. It is refused,
+/// and the surface is unchanged.
+#[test]
+fn a_landing_that_leaves_the_context_over_the_window_is_refused() {
+    let harness = harness(PI, 32_000, Settings::default());
+    let before = harness.tokens();
+    let pass = run(harness.compact(&["prune".to_string()], None)).unwrap();
+    assert!(!pass.landed(), "{pass:?}");
+    assert_eq!(pass.failures.len(), 1, "{pass:?}");
+    assert_eq!(
+        pass.failures[0].kind,
+        abridge_compact::ErrorKind::OverWindow
+    );
+    assert_eq!(harness.tokens(), before);
+}
+
 /// Issue 27, point 6: snapcompact passes that each reclaimed 50 to 750
 /// tokens, each a prompt-cache break. No landing may reclaim less than
 /// the floor (5% of the threshold by default).

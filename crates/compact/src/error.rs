@@ -100,6 +100,20 @@ pub enum CompactError {
         /// The least a landing must reclaim.
         floor: u64,
     },
+    /// The output would leave the context above the policy's ceiling (the
+    /// window): the next request still could not be sent, so the landing
+    /// would break the prompt cache for nothing.
+    #[error(
+        "method {method}: would leave {after} tokens, over the {ceiling}-token window; rejected"
+    )]
+    OverWindow {
+        /// The method.
+        method: String,
+        /// The context the landing would leave.
+        after: u64,
+        /// The most a landing may leave.
+        ceiling: u64,
+    },
     /// Nothing on the surface can be compacted under the policy.
     #[error("nothing to compact: {reason}")]
     NothingToCompact {
@@ -173,6 +187,8 @@ pub enum ErrorKind {
     NotSmaller,
     /// [`CompactError::TooLittle`].
     TooLittle,
+    /// [`CompactError::OverWindow`].
+    OverWindow,
     /// [`CompactError::NothingToCompact`].
     NothingToCompact,
     /// [`CompactError::Unavailable`], or a method that said it could not
@@ -207,6 +223,7 @@ impl ErrorKind {
             ErrorKind::Llm => "llm",
             ErrorKind::NotSmaller => "not_smaller",
             ErrorKind::TooLittle => "too_little",
+            ErrorKind::OverWindow => "over_window",
             ErrorKind::NothingToCompact => "nothing_to_compact",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Commit => "commit",
@@ -277,6 +294,7 @@ impl CompactError {
             CompactError::Llm { .. } => ErrorKind::Llm,
             CompactError::NotSmaller { .. } => ErrorKind::NotSmaller,
             CompactError::TooLittle { .. } => ErrorKind::TooLittle,
+            CompactError::OverWindow { .. } => ErrorKind::OverWindow,
             CompactError::NothingToCompact { .. } => ErrorKind::NothingToCompact,
             CompactError::Unavailable { .. } => ErrorKind::Unavailable,
             CompactError::Commit { .. } => ErrorKind::Commit,

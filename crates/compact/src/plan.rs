@@ -117,6 +117,8 @@ pub struct Plan {
     pub(crate) room: Option<u64>,
     /// The least a landing must reclaim (the policy's `min_reclaim`).
     pub(crate) min_reclaim: u64,
+    /// The most a landing may leave (the policy's `ceiling`).
+    pub(crate) ceiling: Option<u64>,
     /// Why compaction runs.
     pub(crate) trigger: Trigger,
     /// Focus instructions from the user.
@@ -198,8 +200,8 @@ impl Plan {
 
     /// The most the replacing checkpoint may cost, in tokens, for the
     /// pass to reach its goal: the goal minus the fixed part (the overhead
-    /// a usage report counts and the leading system messages) minus the
-    /// kept part. `None` when the policy has no goal. A method that can
+    /// a usage report counts and the leading system messages), the kept
+    /// part and the checkpoint framing the commit adds. `None` when the policy has no goal. A method that can
     /// size its output (frames, a summary's length) sizes it to this; zero
     /// means the goal cannot be reached by this plan whatever it writes.
     pub fn room(&self) -> Option<u64> {
@@ -210,6 +212,13 @@ impl Plan {
     /// less; see [`CompactError::TooLittle`](crate::CompactError::TooLittle)).
     pub fn min_reclaim(&self) -> u64 {
         self.min_reclaim
+    }
+
+    /// The most the context may hold after a landing, in tokens (the
+    /// commit refuses more; see
+    /// [`CompactError::OverWindow`](crate::CompactError::OverWindow)).
+    pub fn ceiling(&self) -> Option<u64> {
+        self.ceiling
     }
 
     /// Why compaction runs.

@@ -27,6 +27,7 @@ use std::sync::Arc;
 use abridge_llm::Role;
 use abridge_llm::SharedMessage;
 use abridge_meter::TokenCounter;
+use abridge_session::Reference;
 use abridge_session::Seq;
 use abridge_session::Session;
 use abridge_session::SurfaceOp;
@@ -34,6 +35,7 @@ use abridge_session::SurfaceOp;
 use crate::details::Details;
 use crate::error::CompactError;
 use crate::frame::checkpoint_body;
+use crate::frame::frame_checkpoint;
 use crate::plan::CheckpointSource;
 use crate::plan::Plan;
 use crate::plan::PlanTokens;
@@ -258,9 +260,20 @@ fn build(session: &Session, policy: &Policy, span: Span, trigger: Trigger) -> Pl
         .counter
         .overhead_tokens(session)
         .saturating_add(tokens.head);
-    let room = policy
-        .goal
-        .map(|goal| goal.saturating_sub(fixed.saturating_add(tokens.kept)));
+    // The framing the commit wraps around any checkpoint costs too.
+    let room = policy.goal.map(|goal| {
+        let framing = policy.counter.message_tokens(&frame_checkpoint(
+            "",
+            "",
+            Reference::range(
+                seqs.first().copied().unwrap_or_default(),
+                seqs.last().copied().unwrap_or_default(),
+            ),
+            Vec::new(),
+            &[],
+        ));
+        goal.saturating_sub(fixed.saturating_add(tokens.kept).saturating_add(framing))
+    });
     // The redacted view: what every method reads. Costs stay those of the
     // logged messages, which are what the surface holds.
     let (messages, head, kept) = match &policy.redactor {
@@ -292,6 +305,7 @@ fn build(session: &Session, policy: &Policy, span: Span, trigger: Trigger) -> Pl
         tokens,
         room,
         min_reclaim: policy.min_reclaim,
+        ceiling: policy.ceiling,
         trigger,
         instructions: policy.instructions.clone(),
         extra_context: Vec::new(),

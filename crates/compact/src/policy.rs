@@ -30,6 +30,11 @@ pub struct Policy {
     /// commit refuses it ([`CompactError::TooLittle`](crate::CompactError::TooLittle)).
     /// Default 0: any saving lands.
     pub min_reclaim: u64,
+    /// The most a landing may leave, in tokens (the window): a landing
+    /// that leaves a request that cannot be sent is refused
+    /// ([`CompactError::OverWindow`](crate::CompactError::OverWindow)).
+    /// Default `None`: no ceiling.
+    pub ceiling: Option<u64>,
     /// Takes secrets out of every message a plan hands a method (see
     /// [`Redactor`]); `None` hands them over as logged. The `abridge`
     /// crate's settings turn it on by default.
@@ -49,6 +54,7 @@ impl Policy {
             keep_recent_tokens: DEFAULT_KEEP_RECENT_TOKENS,
             counter,
             min_reclaim: 0,
+            ceiling: None,
             instructions: None,
             goal: None,
             redactor: None,
@@ -82,6 +88,12 @@ impl Policy {
     /// Sets the least a landing must reclaim.
     pub fn with_min_reclaim(mut self, tokens: u64) -> Self {
         self.min_reclaim = tokens;
+        self
+    }
+
+    /// Sets the most a landing may leave.
+    pub fn with_ceiling(mut self, tokens: u64) -> Self {
+        self.ceiling = Some(tokens);
         self
     }
 

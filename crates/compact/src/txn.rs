@@ -421,8 +421,9 @@ pub(crate) fn check_span(session: &Session, plan: &Plan) -> Result<(), CompactEr
     Ok(())
 }
 
-/// Refuses output that does not shrink what it replaces, or that
-/// reclaims less than the plan's floor.
+/// Refuses output that does not shrink what it replaces, that reclaims
+/// less than the plan's floor, or that leaves the context above the
+/// plan's ceiling.
 fn check_saving(ticket: &Ticket, new_tokens: u64, hidden_tokens: u64) -> Result<(), CompactError> {
     if new_tokens >= hidden_tokens {
         return Err(CompactError::NotSmaller {
@@ -438,6 +439,16 @@ fn check_saving(ticket: &Ticket, new_tokens: u64, hidden_tokens: u64) -> Result<
             method: ticket.method.clone(),
             reclaimed,
             floor,
+        });
+    }
+    let after = ticket.tokens_before.saturating_sub(reclaimed);
+    if let Some(ceiling) = ticket.plan.ceiling
+        && after > ceiling
+    {
+        return Err(CompactError::OverWindow {
+            method: ticket.method.clone(),
+            after,
+            ceiling,
         });
     }
     Ok(())

@@ -216,6 +216,7 @@ impl Maintenance {
         let limits = self.limits();
         policy.keep_recent_tokens = limits.keep;
         policy.min_reclaim = limits.min_reclaim;
+        policy.ceiling = Some(limits.window);
         policy
     }
 

@@ -74,6 +74,8 @@ struct Report {
     /// `target` as a percentage of `threshold`, as the settings give it.
     target_percent: u64,
     keep: u64,
+    /// The least one method's landing must reclaim.
+    floor: u64,
     /// The last method that landed (`null` when none did).
     method: Option<String>,
     /// `null` when the session was already at or under the goal and no
@@ -140,6 +142,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<ExitCode> {
         target: limits.target,
         target_percent,
         keep: limits.keep,
+        floor: limits.min_reclaim,
         method: None,
         status: None,
         tokens_before: harness.tokens(),
