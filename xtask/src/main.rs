@@ -65,9 +65,7 @@ fn main() -> anyhow::Result<()> {
         Some("lint-arch") => arch::run(&args.get(1).map_or(root, PathBuf::from)),
         Some("e2e") => e2e::run(&root, args.get(1).map(String::as_str)),
         Some("wire") => wire::run(&root),
-        // The wait figures are on tokio's paused clock: a debug build
-        // gives the same numbers, without a release build of the tree.
-        Some("bench") if args[1..] == ["wait"] => run_bench(&root, &args[1..]),
+        Some("bench") if sizes_only(&args[1..]) => run_bench(&root, &args[1..]),
         Some("bench") => release_only("bench", &args).and_then(|()| run_bench(&root, &args[1..])),
         Some("eval") => release_only("eval", &args).and_then(|()| run_eval(&root)),
         Some("bench-child") => bench::child(&args[1..]),
@@ -90,6 +88,17 @@ fn workspace_root() -> PathBuf {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Bench areas whose figures are the same in any build, so they run in
+/// the build at hand rather than paying for a release build of the whole
+/// tree: sizes and shares (`order`), and waits on tokio's paused clock
+/// (`wait`).
+const SIZE_ONLY_AREAS: &[&str] = &["order", "wait"];
+
+/// True when every requested bench area measures sizes only.
+fn sizes_only(areas: &[String]) -> bool {
+    !areas.is_empty() && areas.iter().all(|a| SIZE_ONLY_AREAS.contains(&a.as_str()))
 }
 
 /// Benchmarks mean nothing in a debug build: re-run ourselves in release.
@@ -165,6 +174,7 @@ fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
         ("compact", bench::compact::run),
         ("maintenance", bench::maintenance::run),
         ("wait", bench::wait::run),
+        ("order", bench::order::run),
         ("simulate", bench::simulate::run),
         ("prune", bench::prune::run),
         ("recall", bench::recall::run),

@@ -16,7 +16,10 @@ use serde::Deserialize;
 use serde::Serialize;
 
 /// The default method order: cheap and lossless first, model calls in the
-/// middle, the model-free digest last so a pass can always land.
+/// middle, the model-free digest last so a pass can always land. Kept by
+/// measurement (BENCHMARKS.md, "Default method order", and
+/// docs/composition.md): snapcompact before digest keeps the most where it
+/// has room, and declines where it has too little.
 pub const DEFAULT_METHOD_ORDER: &[&str] = &[
     "prune",
     "remote",

@@ -48,6 +48,12 @@ pub struct SnapcompactConfig {
     /// measures about 90 KB of PNG, 120 KB as base64 (BENCHMARKS.md). The
     /// archive then checks the real bytes.
     pub bytes_per_frame_estimate: u64,
+    /// The method declines (unavailable) when the room its pass gives it
+    /// holds frames for less than this percentage of the history: the
+    /// rest would be dropped, and a summary that covers all of it keeps
+    /// more (see BENCHMARKS.md, "Default method order"). Default 20; 0
+    /// never declines.
+    pub min_printed_percent: u8,
 }
 
 impl Default for SnapcompactConfig {
@@ -56,6 +62,7 @@ impl Default for SnapcompactConfig {
             archive: ArchiveConfig::default(),
             reply_reserve: 16_000,
             bytes_per_frame_estimate: 120_000,
+            min_printed_percent: 20,
         }
     }
 }
@@ -234,6 +241,16 @@ impl Snapcompact {
                 });
             }
         };
+        let middle = archive.middle.chars().count();
+        let printed = middle.saturating_sub(archive.dropped_chars);
+        if printed * 100 < middle * usize::from(self.config.min_printed_percent) {
+            return Err(Error::NoFrameBudget {
+                reason: format!(
+                    "the frames that fit would print {printed} of the {middle} characters of history (under {}%); a summary keeps more",
+                    self.config.min_printed_percent
+                ),
+            });
+        }
         let limited_by = if frames < budget.frames {
             crate::budget::Limit::Room
         } else {

@@ -16,6 +16,7 @@ pub(crate) mod llm;
 pub(crate) mod load;
 pub(crate) mod maintenance;
 pub(crate) mod meter;
+pub(crate) mod order;
 pub(crate) mod pi;
 pub(crate) mod prune;
 pub(crate) mod recall;
