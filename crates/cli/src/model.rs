@@ -38,6 +38,13 @@ pub(crate) fn named_or_default(model: Option<&str>) -> Lookup {
     Catalog::builtin().lookup(model.unwrap_or("unknown"))
 }
 
+/// The catalog entry of the model that wrote the session's last reply
+/// (the conservative default when none is named), without a note: for
+/// reading the session's own usage reports on the basis they were made.
+pub(crate) fn recorded(session: &Session) -> Lookup {
+    named_or_default(last_model(session).as_deref())
+}
+
 /// The model that wrote the session's last assistant message.
 pub(crate) fn last_model(session: &Session) -> Option<String> {
     session

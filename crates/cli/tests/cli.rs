@@ -80,6 +80,36 @@ fn context_shows_what_the_model_sees() {
     insta::assert_snapshot!("context_after_digest_head", head);
 }
 
+/// Issue 27, point 5: `compact --method digest --window 64000` on the
+/// Claude Code session printed `106061 -> 44750`, then `stats` printed
+/// 2,624: the overhead of the system prompt and tools, carried by the
+/// compacting process, was dropped by the next. The tokens after, `stats`
+/// and a Harness opened on the log are one number.
+#[test]
+fn compact_stats_and_the_harness_print_one_number_after_a_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = cli().import(dir.path(), abridge_test_support::samples::CLAUDE);
+    let path = session.to_str().unwrap();
+    let common = ["--model", "claude-sonnet-4-5", "--window", "64000", "--json"];
+    let compacted = abridge(&[&["compact", path, "--method", "digest"][..], &common].concat());
+    let report: serde_json::Value = serde_json::from_slice(&compacted.stdout).unwrap();
+    assert_eq!(report["landed"].as_array().unwrap().len(), 1, "{report}");
+    let after = report["tokens_after"].as_u64().unwrap();
+    let stats = abridge(&[&["stats", path][..], &common].concat());
+    assert!(stats.status.success(), "{}", stderr(&stats));
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(stats["tokens"]["measure"]["tokens"].as_u64(), Some(after));
+    let store = abridge_session::JsonlStore::open(&session, Default::default()).unwrap();
+    let (opened, _) = abridge_session::Session::open(Box::new(store)).unwrap();
+    let harness = abridge::Harness::builder(opened, "claude-sonnet-4-5")
+        .window(64_000)
+        .build()
+        .unwrap();
+    assert_eq!(harness.tokens(), after);
+    // What the log holds beyond the overhead is far less than that.
+    assert!(stats["tokens"]["measure"]["estimate"].as_u64().unwrap() * 4 < after);
+}
+
 #[test]
 fn stats_reports_counts_and_tokens() {
     let dir = tempfile::tempdir().unwrap();

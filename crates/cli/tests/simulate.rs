@@ -166,18 +166,15 @@ fn unknown_method_lists_the_known_ones() {
 fn every_sample_under_a_small_window_stays_under_it_without_looping() {
     let samples = [
         // Windows at least as large as each sample's largest single unit
-        // (a unit larger than the window cannot be compacted below it).
+        // (a unit larger than the window cannot be compacted below it),
+        // and for Claude Code, large enough for the 42k of system prompt
+        // and tools its usage reports show beside the threshold.
         (SWE, "swe.jsonl", "6000"),
         (PI, "pi.jsonl", "16000"),
         (
             "claude-code__spotter__4d5611e5.jsonl",
             "claude.jsonl",
-            "32000",
-        ),
-        (
-            "codex__localpush__rollout-2026-02-23T12-54-34-redacted.jsonl",
-            "codex.jsonl",
-            "16000",
+            "100000",
         ),
     ];
     for (name, out, window) in samples {
@@ -255,4 +252,34 @@ fn mask_beside_prune_and_digest_on_every_sample() {
             u(&mask["compaction_count"]),
         );
     }
+}
+
+/// Issue 27, point 6: the replay stripped the usage reports and carried
+/// no overhead, so on the Claude Code session at a 40k window it ran 15
+/// passes blind to the 42k of system prompt and tools that make the
+/// threshold (23,616) unreachable. It carries the source's overhead, says
+/// once that nothing can help, and runs no pass.
+#[test]
+fn a_fixed_part_above_the_threshold_is_said_once_and_nothing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = imported(dir.path(), abridge_test_support::samples::CLAUDE, "cc.jsonl");
+    let args = [
+        "simulate",
+        session,
+        "--window",
+        "40000",
+        "--model",
+        "claude-sonnet-4-5",
+    ];
+    let output = abridge_in(dir.path(), &[&args[..], &["--json"]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(u(&report["compaction_count"]), 0, "{report}");
+    assert!(report["failed_attempts"].as_array().unwrap().is_empty());
+    let fixed = &report["fixed_above_threshold"];
+    assert!(u(&fixed["fixed"]) > u(&report["threshold"]), "{report}");
+    // The baseline carries the same overhead: stats' figure for the log.
+    assert!(u(&report["baseline"]["peak_context"]) > u(&fixed["fixed"]));
+    let human = stdout(&abridge_in(dir.path(), &args));
+    assert_eq!(human.matches("no compaction can help").count(), 1, "{human}");
 }

@@ -296,3 +296,67 @@ fn thinking_is_printed_only_for_families_that_read_it() {
     assert!(!gpt.contains("[thinking]"), "{gpt:.300}");
     assert!(gpt.contains("[call] read("), "calls stay: {gpt:.300}");
 }
+
+/// A method that draws as many frames as its room allows and never
+/// declines for printing too little, to see the room alone.
+fn roomy_method() -> Snapcompact {
+    Snapcompact::new("claude-sonnet-4-5", &Catalog::builtin()).with_config(
+        abridge_snapcompact::SnapcompactConfig {
+            min_printed_percent: 0,
+            ..Default::default()
+        },
+    )
+}
+
+/// Issue 27, point 3: frames were counted by the model's catalog window
+/// (25 frames of a 200k window inside a pass aiming at 12k), not by the
+/// room the pass's goal leaves. The checkpoint, frames, guide and text
+/// edges together, now fits that room: the context ends at or under the
+/// goal.
+#[test]
+fn the_checkpoint_fits_the_room_its_pass_gives_it() {
+    let mut session = long_session(400);
+    let before = ImageAwareCounter.context_tokens(&session);
+    let goal = 12_000;
+    assert!(before > 10 * goal, "{before}");
+    let policy = policy(500).with_goal(goal);
+    let outcome = futures::executor::block_on(compact_session(
+        &mut session,
+        &roomy_method(),
+        &policy,
+        Trigger::Manual,
+    ))
+    .unwrap();
+    assert!(outcome.tokens_after <= goal, "{outcome:?}");
+    let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
+    let archive = archive_from_summary(&summary.summary, &summary.details).unwrap();
+    assert!(archive.dropped_chars > 0, "the oldest text makes room");
+}
+
+/// Where the room holds frames for under a fifth of the history, the
+/// frames would keep less than a summary does (BENCHMARKS.md, "Default
+/// method order"): snapcompact declines, and the order falls through.
+#[test]
+fn it_declines_when_the_frames_that_fit_print_too_little_of_the_history() {
+    let mut session = long_session(400);
+    let policy = policy(500).with_goal(8_000);
+    let error = futures::executor::block_on(compact_session(
+        &mut session,
+        &method(),
+        &policy,
+        Trigger::Manual,
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(&error, CompactError::Unavailable { reason, .. } if reason.contains("characters of history (under 20%)")),
+        "{error}"
+    );
+    // With the share not asked for, the same room takes a checkpoint.
+    let landed = futures::executor::block_on(compact_session(
+        &mut session,
+        &roomy_method(),
+        &policy,
+        Trigger::Manual,
+    ));
+    assert!(landed.is_ok(), "{landed:?}");
+}

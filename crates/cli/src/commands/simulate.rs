@@ -10,8 +10,9 @@
 //! exists after a simulated compaction. What the reports showed beyond the
 //! log (the system prompt and tool definitions) is still sent with every
 //! simulated request: both runs carry the source's overhead, as the meter
-//! measures it on the source (`TokenMeter::with_fixed_overhead`), so their
-//! figures stand on the basis `stats` prints.
+//! measures it on the source for the model that wrote it
+//! (`TokenMeter::with_fixed_overhead`), so their figures stand on the
+//! basis `stats` prints.
 //!
 //! Compaction is decided by the same Maintenance a library user's Harness
 //! runs: after every replayed message it is asked for a threshold pass
@@ -187,7 +188,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let message_count = messages.len();
     let mut lookup_entry = lookup.entry;
     lookup_entry.context_window = window;
-    let overhead = source_overhead(&source, &lookup_entry);
+    let overhead = source_overhead(&source);
     let harness = Harness::builder(Session::in_memory("simulate"), model_id.clone())
         .settings(settings)
         .window(window)
@@ -294,10 +295,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 /// What the source's requests carried beyond its log (system prompt,
-/// tool definitions), as the meter measures it there: the figure `stats`
-/// adds to the estimate.
-fn source_overhead(source: &Session, entry: &abridge_llm::ModelEntry) -> u64 {
-    let measure = TokenMeter::for_model(entry).measure(source);
+/// tool definitions), as the meter measures it for the model that wrote
+/// the source's reports: priced for another model, the difference of the
+/// two tokenizers would count as overhead too.
+fn source_overhead(source: &Session) -> u64 {
+    let measure = TokenMeter::for_model(&model::recorded(source).entry).measure(source);
     measure.tokens.saturating_sub(measure.estimate)
 }
 
