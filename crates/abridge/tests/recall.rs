@@ -26,11 +26,13 @@ fn run<T>(future: impl std::future::Future<Output = T>) -> T {
     futures::executor::block_on(future)
 }
 
+/// A harness over a small fixture session; the reclaim floor (5% of a
+/// real threshold) is off, or no landing on so small a session would pay.
 fn harness_for(session: Session, window: u64) -> Harness {
     Harness::builder(session, "gpt-4o")
         .settings(
             Settings::from_toml(
-                "method_order = [\"prune\", \"digest\"]\nkeep_recent_tokens = 60\n",
+                "method_order = [\"prune\", \"digest\"]\nkeep_recent_tokens = 60\nmin_reclaim_percent = 0\n",
                 "t",
             )
             .unwrap(),
@@ -492,7 +494,7 @@ fn a_shaken_block_reads_back_through_its_part_reference() {
     let harness = Harness::builder(session, "gpt-4o")
         .settings(
             Settings::from_toml(
-                "method_order = [\"shake\"]\nkeep_recent_tokens = 60\n\
+                "method_order = [\"shake\"]\nkeep_recent_tokens = 60\nmin_reclaim_percent = 0\n\
                  [shake]\nkeep_recent_tokens = 50\nmin_result_tokens = 100000\nmin_block_tokens = 150\n",
                 "t",
             )

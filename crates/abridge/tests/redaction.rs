@@ -18,7 +18,8 @@ fn run<T>(future: impl std::future::Future<Output = T>) -> T {
 fn harness(methods: &str, extra: &str) -> Harness {
     let settings = Settings::from_toml(
         &format!(
-            "method_order = [{methods}]\nkeep_recent_tokens = 400\n{}{extra}",
+            // A small fixture session: the reclaim floor is off.
+            "method_order = [{methods}]\nkeep_recent_tokens = 400\nmin_reclaim_percent = 0\n{}{extra}",
             secrets::settings_toml()
         ),
         "abridge.toml",

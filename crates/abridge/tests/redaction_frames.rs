@@ -32,7 +32,8 @@ fn run<T>(future: impl std::future::Future<Output = T>) -> T {
 fn archive(redact: bool) -> Archive {
     let settings = Settings::from_toml(
         &format!(
-            "method_order = [\"snapcompact\"]\nkeep_recent_tokens = 400\nredact = {redact}\n{}",
+            // A small fixture session: the reclaim floor is off.
+            "method_order = [\"snapcompact\"]\nkeep_recent_tokens = 400\nmin_reclaim_percent = 0\nredact = {redact}\n{}",
             secrets::settings_toml()
         ),
         "abridge.toml",

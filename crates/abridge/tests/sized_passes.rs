@@ -164,11 +164,7 @@ fn a_fixed_part_above_the_threshold_stops_maintenance_with_one_event() {
 /// later ones are counted.
 #[test]
 fn digest_after_snapcompact_reads_the_messages_the_frames_stand_for() {
-    let settings = Settings {
-        keep_recent_tokens: Some(30_000),
-        ..Settings::default()
-    };
-    let harness = harness(PI, 64_000, settings);
+    let harness = harness(PI, 100_000, Settings::default());
     let methods = ["snapcompact".to_string()];
     let first = run(harness.compact(&methods, None)).unwrap();
     assert_eq!(first.outcomes.len(), 1, "{first:?}");
@@ -178,7 +174,7 @@ fn digest_after_snapcompact_reads_the_messages_the_frames_stand_for() {
             keep_recent_tokens: Some(2_000),
             ..Settings::default()
         })
-        .window(64_000)
+        .window(100_000)
         .build()
         .unwrap();
     let second = run(later.compact(&["digest".to_string()], None)).unwrap();

@@ -90,7 +90,13 @@ fn compact_stats_and_the_harness_print_one_number_after_a_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let session = cli().import(dir.path(), abridge_test_support::samples::CLAUDE);
     let path = session.to_str().unwrap();
-    let common = ["--model", "claude-sonnet-4-5", "--window", "64000", "--json"];
+    let common = [
+        "--model",
+        "claude-sonnet-4-5",
+        "--window",
+        "64000",
+        "--json",
+    ];
     let compacted = abridge(&[&["compact", path, "--method", "digest"][..], &common].concat());
     let report: serde_json::Value = serde_json::from_slice(&compacted.stdout).unwrap();
     assert_eq!(report["landed"].as_array().unwrap().len(), 1, "{report}");

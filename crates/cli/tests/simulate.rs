@@ -262,7 +262,11 @@ fn mask_beside_prune_and_digest_on_every_sample() {
 #[test]
 fn a_fixed_part_above_the_threshold_is_said_once_and_nothing_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let session = imported(dir.path(), abridge_test_support::samples::CLAUDE, "cc.jsonl");
+    let session = imported(
+        dir.path(),
+        abridge_test_support::samples::CLAUDE,
+        "cc.jsonl",
+    );
     let args = [
         "simulate",
         session,
@@ -281,5 +285,9 @@ fn a_fixed_part_above_the_threshold_is_said_once_and_nothing_runs() {
     // The baseline carries the same overhead: stats' figure for the log.
     assert!(u(&report["baseline"]["peak_context"]) > u(&fixed["fixed"]));
     let human = stdout(&abridge_in(dir.path(), &args));
-    assert_eq!(human.matches("no compaction can help").count(), 1, "{human}");
+    assert_eq!(
+        human.matches("no compaction can help").count(),
+        1,
+        "{human}"
+    );
 }

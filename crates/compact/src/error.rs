@@ -86,9 +86,10 @@ pub enum CompactError {
         /// Tokens of the span it would hide.
         hidden_tokens: u64,
     },
-    /// The output would reclaim less than the policy's floor: too little
-    /// to pay for the prompt-cache break that changing the history causes
-    /// (every later request re-reads the context from the change on).
+    /// The output would reclaim less than the policy's floor, and less
+    /// than the context it leaves: too little to pay for the prompt-cache
+    /// break that changing the history causes (the next request writes
+    /// the context from the change on into the cache again).
     #[error(
         "method {method}: reclaims only {reclaimed} tokens, under the floor of {floor} that pays for the prompt-cache break; rejected"
     )]

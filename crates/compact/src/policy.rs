@@ -27,7 +27,9 @@ pub struct Policy {
     pub goal: Option<u64>,
     /// The least a landing must reclaim, in tokens: less would not pay
     /// for the prompt-cache break a change to the history causes, and the
-    /// commit refuses it ([`CompactError::TooLittle`](crate::CompactError::TooLittle)).
+    /// commit refuses it ([`CompactError::TooLittle`](crate::CompactError::TooLittle)),
+    /// unless it reclaims at least as much as it leaves (the break
+    /// re-writes only what is left, so on a small context that pays).
     /// Default 0: any saving lands.
     pub min_reclaim: u64,
     /// The most a landing may leave, in tokens (the window): a landing
