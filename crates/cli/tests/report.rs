@@ -127,8 +127,10 @@ fn snapcompact_claude_session_shows_its_frames() {
         "snapcompact",
         "--model",
         "claude-sonnet-4-5",
+        // Large enough for the 42k of system prompt and tools the
+        // session's usage reports show beside the threshold.
         "--window",
-        "40000",
+        "100000",
     ]);
     // Landed, though short of the pass's goal (exit 3): the frames are
     // what this test looks at.
