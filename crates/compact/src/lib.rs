@@ -88,6 +88,7 @@ mod planner;
 mod policy;
 mod redact;
 mod run;
+mod saving;
 mod service;
 mod summarizer;
 mod txn;

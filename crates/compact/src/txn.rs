@@ -59,6 +59,7 @@ use crate::method::MethodOutput;
 use crate::method::Rewrite;
 use crate::plan::Plan;
 use crate::redact::Redactor;
+use crate::saving::check_saving;
 use crate::service::Outcome;
 
 /// A compaction id unique within the session and, in practice, across
@@ -421,42 +422,6 @@ pub(crate) fn check_span(session: &Session, plan: &Plan) -> Result<(), CompactEr
     Ok(())
 }
 
-/// Refuses output that does not shrink what it replaces, that reclaims
-/// less than the plan's floor, or that leaves the context above the
-/// plan's ceiling.
-fn check_saving(ticket: &Ticket, new_tokens: u64, hidden_tokens: u64) -> Result<(), CompactError> {
-    if new_tokens >= hidden_tokens {
-        return Err(CompactError::NotSmaller {
-            method: ticket.method.clone(),
-            checkpoint_tokens: new_tokens,
-            hidden_tokens,
-        });
-    }
-    let reclaimed = hidden_tokens - new_tokens;
-    let after = ticket.tokens_before.saturating_sub(reclaimed);
-    // The cache break re-writes what is left: a landing that reclaims at
-    // least that much pays for it within a few turns, however small the
-    // context is against the threshold the floor is taken from.
-    let floor = ticket.plan.min_reclaim;
-    if reclaimed < floor && reclaimed < after {
-        return Err(CompactError::TooLittle {
-            method: ticket.method.clone(),
-            reclaimed,
-            floor,
-        });
-    }
-    if let Some(ceiling) = ticket.plan.ceiling
-        && after > ceiling
-    {
-        return Err(CompactError::OverWindow {
-            method: ticket.method.clone(),
-            after,
-            ceiling,
-        });
-    }
-    Ok(())
-}
-
 fn prepare_checkpoint(
     session: &Session,
     ticket: &Ticket,
@@ -482,7 +447,13 @@ fn prepare_checkpoint(
     );
     let new_tokens = plan.counter.message_tokens(&framed);
     let hidden_tokens = plan.tokens.hidden;
-    check_saving(ticket, new_tokens, hidden_tokens)?;
+    check_saving(
+        &ticket.method,
+        &ticket.plan,
+        ticket.tokens_before,
+        new_tokens,
+        hidden_tokens,
+    )?;
     let next = session.len() as Seq;
     let summary_seq = next;
     let checkpoint_seq = next + 1;
@@ -566,7 +537,13 @@ fn prepare_rewrites(
         hidden_tokens += counter.seq_tokens(session, target);
         new_tokens += counter.message_tokens(&rewrite.message);
     }
-    check_saving(ticket, new_tokens, hidden_tokens)?;
+    check_saving(
+        &ticket.method,
+        &ticket.plan,
+        ticket.tokens_before,
+        new_tokens,
+        hidden_tokens,
+    )?;
     let data = SummaryData {
         compaction_id: ticket.compaction_id.clone(),
         method: ticket.method.clone(),
