@@ -21,6 +21,14 @@
 //! | incomplete output | always | none |
 //! | manual | always; the breaker is reset | none |
 //!
+//! Before any method, a pass whose fixed part (the overhead beyond the log
+//! and the leading system messages) is at or above the line it must get
+//! under (the threshold; after an overflow or a length stop, the window
+//! minus the reserve) runs nothing and returns
+//! [`PassStatus::FixedAboveThreshold`], said once by
+//! [`MaintenanceEvent::FixedAboveThreshold`]. Every attempt gets the
+//! policy's floor (`Limits::min_reclaim`) and the window as its ceiling.
+//!
 //! Below the threshold, inside the speculative band, a threshold or
 //! mid-turn call starts the model-backed method early (see
 //! [`speculation`](crate::speculation)); the pass that later reaches that
