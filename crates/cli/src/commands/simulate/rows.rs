@@ -196,6 +196,7 @@ mod tests {
                 failure(23, ErrorKind::NotSmaller),
                 failure(50, ErrorKind::NotSmaller),
             ],
+            fixed_above_threshold: None,
             order: vec![
                 Row::Landed(0),
                 Row::Failed(0),
