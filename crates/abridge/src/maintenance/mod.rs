@@ -27,7 +27,12 @@
 //! minus the reserve) runs nothing and returns
 //! [`PassStatus::FixedAboveThreshold`], said once by
 //! [`MaintenanceEvent::FixedAboveThreshold`]. Every attempt gets the
-//! policy's floor (`Limits::min_reclaim`) and the window as its ceiling.
+//! window as its ceiling, and the policy's floor (`Limits::min_reclaim`)
+//! where a landing breaks a warm prompt cache: threshold, mid-turn and
+//! manual passes. An overflow or a length stop has no floor (the request
+//! cannot be sent as it is, so any landing that gets it under is worth
+//! it), nor has idle (after minutes without a turn the provider's cache
+//! has gone cold, so there is no break to pay for).
 //!
 //! Below the threshold, inside the speculative band, a threshold or
 //! mid-turn call starts the model-backed method early (see
@@ -399,6 +404,9 @@ impl Maintenance {
             policy.instructions = instructions;
         }
         policy.goal = Some(goal);
+        if !pays_for_a_cache_break(trigger) {
+            policy.min_reclaim = 0;
+        }
         let (methods, mut failures) = self.pick(names);
         for failure in &failures {
             self.emit(&MaintenanceEvent::AttemptFailed(failure.clone()));
@@ -575,5 +583,15 @@ impl Maintenance {
             }
         }
         (methods, failures)
+    }
+}
+
+/// Whether a landing for `trigger` must reclaim the floor: only where it
+/// breaks a prompt cache that is warm and a request that could be sent
+/// as it is (see the module docs).
+fn pays_for_a_cache_break(trigger: Trigger) -> bool {
+    match trigger {
+        Trigger::Threshold | Trigger::MidTurn | Trigger::Manual => true,
+        Trigger::Overflow | Trigger::IncompleteOutput | Trigger::Idle => false,
     }
 }
