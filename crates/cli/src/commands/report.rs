@@ -58,7 +58,10 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (session, _) = open_session(&args.session, false)?;
     let (model, lookup) = crate::model::resolve(&session, args.model.as_deref());
     let mut entry = lookup.entry;
-    entry.context_window = args.window.limits(&args.session, entry.context_window)?.window;
+    entry.context_window = args
+        .window
+        .limits(&args.session, entry.context_window)?
+        .window;
     let source = args.session.display().to_string();
     let redactor = args.redact.redactor(&args.session)?;
     let (page, summary) = report::build(

@@ -48,7 +48,9 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (session, _) = open_session(&args.session, false)?;
     let stats = collect(&session, args.top);
     let (model, lookup) = crate::model::resolve(&session, args.model.as_deref());
-    let limits = args.window.limits(&args.session, lookup.entry.context_window)?;
+    let limits = args
+        .window
+        .limits(&args.session, lookup.entry.context_window)?;
     let mut meter = abridge_meter::TokenMeter::for_model(&lookup.entry);
     // Read-only: the counts kept beside the session are read, and what is
     // counted anew stays in memory (only commands that write keep counts).
