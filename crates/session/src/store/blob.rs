@@ -91,6 +91,13 @@ fn externalize_with(
 /// `get` fetches by SHA-256. Returns how many were resolved (0: the
 /// message is untouched, not even copied).
 ///
+/// A log may come from anywhere (a file someone edited, a client of a
+/// service that wrote what it was sent), so a reference is checked before
+/// it names a file or a row: one whose key is not a blob key
+/// ([`is_blob_key`]) is never handed to `get`; its image is replaced by a
+/// text block saying so ([`BAD_BLOB_REFERENCE`]), with a warning, and the
+/// rest of the log reads as usual. The log itself is not changed.
+///
 /// # Errors
 /// Whatever `get` returns (a missing or damaged blob).
 pub fn resolve_with(
@@ -102,21 +109,67 @@ pub fn resolve_with(
     }
     let mut count = 0;
     let inner = Arc::make_mut(message);
-    rewrite_blocks(&mut inner.content, &mut |source| {
-        if let ImageSource::Blob {
-            media_type, sha256, ..
-        } = source
-        {
-            let data = get(sha256)?;
-            *source = ImageSource::Base64 {
-                media_type: media_type.clone(),
-                data,
-            };
-            count += 1;
-        }
-        Ok(())
-    })?;
+    resolve_blocks(&mut inner.content, get, &mut count)?;
     Ok(count)
+}
+
+fn resolve_blocks(
+    blocks: &mut [Block],
+    get: &mut dyn FnMut(&str) -> Result<String, StoreError>,
+    count: &mut usize,
+) -> Result<(), StoreError> {
+    for block in blocks {
+        match block {
+            Block::Image {
+                source: ImageSource::Blob { sha256, .. },
+                ..
+            } if !is_blob_key(sha256) => {
+                tracing::warn!(
+                    reference = %shown_key(sha256),
+                    "an image's blob reference is not a blob key; the image is left out"
+                );
+                *block = Block::text(BAD_BLOB_REFERENCE);
+            }
+            Block::Image { source, .. } => {
+                if let ImageSource::Blob {
+                    media_type, sha256, ..
+                } = source
+                {
+                    let data = get(sha256)?;
+                    *source = ImageSource::Base64 {
+                        media_type: media_type.clone(),
+                        data,
+                    };
+                    *count += 1;
+                }
+            }
+            Block::ToolResult { content, .. } => resolve_blocks(content, get, count)?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Hex digits in a blob key: a SHA-256 is 32 bytes.
+const BLOB_KEY_LEN: usize = 64;
+
+/// True for a key a blob can be kept under: exactly the lower-case hex of
+/// a SHA-256 (64 of `0-9a-f`), the only form [`externalize_event`] writes.
+/// Anything else (a path, `..`, upper case, another length) names no blob.
+pub fn is_blob_key(key: &str) -> bool {
+    key.len() == BLOB_KEY_LEN && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// What an image becomes when a log is read whose blob reference to it
+/// is not a blob key ([`is_blob_key`]): the image is unreadable, the rest
+/// of the session is not.
+pub const BAD_BLOB_REFERENCE: &str =
+    "[image left out: its reference in the log is not a valid blob key]";
+
+/// A bad key as a log line may show it: at most 80 characters, escaped.
+fn shown_key(key: &str) -> String {
+    let cut: String = key.chars().take(80).collect();
+    format!("{cut:?}")
 }
 
 /// Lower-case hex SHA-256 of `bytes`: the name a blob is kept under.
@@ -169,12 +222,24 @@ fn hex_sha256(bytes: &[u8]) -> String {
     out
 }
 
-fn blob_path(dir: &Path, sha256: &str) -> PathBuf {
-    dir.join(sha256)
+/// The file of blob `sha256` under `dir`; `None` when `sha256` is not a
+/// blob key, so no reference reaches outside `dir` (`/etc/passwd`,
+/// `../other.jsonl`, `/dev/zero` are all refused here).
+fn blob_path(dir: &Path, sha256: &str) -> Option<PathBuf> {
+    is_blob_key(sha256).then(|| dir.join(sha256))
+}
+
+/// The error for a key that is not a blob key, naming the directory only.
+fn not_a_key(dir: &Path, sha256: &str) -> StoreError {
+    StoreError::Blob {
+        path: dir.to_path_buf(),
+        sha256: shown_key(sha256),
+        reason: "not a blob key (64 lower-case hex digits)".to_string(),
+    }
 }
 
 fn write_blob(dir: &Path, sha256: &str, data: &[u8]) -> Result<(), StoreError> {
-    let path = blob_path(dir, sha256);
+    let path = blob_path(dir, sha256).ok_or_else(|| not_a_key(dir, sha256))?;
     let io = |op, source| StoreError::Io {
         path: path.clone(),
         op,
@@ -206,7 +271,7 @@ fn write_blob(dir: &Path, sha256: &str, data: &[u8]) -> Result<(), StoreError> {
 }
 
 fn read_blob(dir: &Path, sha256: &str) -> Result<String, StoreError> {
-    let path = blob_path(dir, sha256);
+    let path = blob_path(dir, sha256).ok_or_else(|| not_a_key(dir, sha256))?;
     let bytes = std::fs::read(&path).map_err(|e| StoreError::Blob {
         path: path.clone(),
         sha256: sha256.to_string(),
@@ -224,4 +289,94 @@ fn read_blob(dir: &Path, sha256: &str) -> Result<String, StoreError> {
         sha256: sha256.to_string(),
         reason: "not base64 text".to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use abridge_llm::Role;
+
+    use super::*;
+
+    fn blob_image(sha256: &str) -> Block {
+        Block::Image {
+            source: ImageSource::Blob {
+                media_type: "image/png".to_string(),
+                sha256: sha256.to_string(),
+                len: 10,
+            },
+            width: None,
+            height: None,
+        }
+    }
+
+    #[test]
+    fn only_lower_case_sha256_hex_is_a_blob_key() {
+        assert!(is_blob_key(&hex_sha256(b"x")));
+        assert!(is_blob_key(&"0".repeat(64)));
+        for bad in [
+            "/etc/passwd".to_string(),
+            "../../team-b/main.jsonl".to_string(),
+            "/dev/zero".to_string(),
+            "/etc".to_string(),
+            String::new(),
+            "A".repeat(64),
+            "0".repeat(63),
+            "0".repeat(65),
+            format!("{}/", "0".repeat(63)),
+        ] {
+            assert!(!is_blob_key(&bad), "{bad}");
+        }
+    }
+
+    // Issue 28: a reference naming a path outside the blob directory was
+    // joined to it and read (`/dev/zero` until memory ran out).
+    #[test]
+    fn a_reference_that_is_not_a_key_is_never_read_and_becomes_a_marker() {
+        let dir = tempfile::tempdir().expect("dir");
+        let good = hex_sha256(b"aGVsbG8=");
+        write_blob(dir.path(), &good, b"aGVsbG8=").expect("write");
+        let mut message = Arc::new(Message {
+            role: Role::Tool,
+            content: vec![
+                blob_image("/dev/zero"),
+                Block::ToolResult {
+                    call_id: "c".to_string(),
+                    content: vec![blob_image("../../team-b/main.jsonl"), blob_image(&good)],
+                    is_error: false,
+                },
+                blob_image("/etc/passwd"),
+            ],
+            meta: abridge_llm::Meta::default(),
+        });
+        let mut asked = Vec::new();
+        let resolved = resolve_with(&mut message, &mut |sha256| {
+            asked.push(sha256.to_string());
+            read_blob(dir.path(), sha256)
+        })
+        .expect("a bad reference does not fail the read");
+        assert_eq!(resolved, 1);
+        assert_eq!(asked, vec![good.clone()]);
+        let marker = Block::text(BAD_BLOB_REFERENCE);
+        assert_eq!(message.content[0], marker);
+        assert_eq!(message.content[2], marker);
+        let Block::ToolResult { content, .. } = &message.content[1] else {
+            panic!("{:?}", message.content[1]);
+        };
+        assert_eq!(content[0], marker);
+        assert!(matches!(
+            &content[1],
+            Block::Image { source: ImageSource::Base64 { data, .. }, .. } if data == "aGVsbG8="
+        ));
+    }
+
+    #[test]
+    fn the_file_store_refuses_a_key_that_is_not_one() {
+        let dir = tempfile::tempdir().expect("dir");
+        for bad in ["/etc/passwd", "../x", "/dev/zero"] {
+            let error = read_blob(dir.path(), bad).unwrap_err();
+            let text = error.to_string();
+            assert!(text.contains("not a blob key"), "{text}");
+            assert!(write_blob(dir.path(), bad, b"x").is_err());
+        }
+    }
 }

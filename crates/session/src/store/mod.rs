@@ -10,9 +10,11 @@ mod memory;
 mod read;
 mod set_aside;
 
+pub use blob::BAD_BLOB_REFERENCE;
 pub use blob::BLOB_THRESHOLD;
 pub use blob::blob_sha256;
 pub use blob::externalize_event;
+pub use blob::is_blob_key;
 pub use blob::resolve_with;
 pub use jsonl::FsyncPolicy;
 pub use jsonl::JsonlOptions;
