@@ -22,6 +22,10 @@ use deadpool_postgres::Client;
 use crate::error::PgError;
 use crate::sessions::PgSessions;
 
+/// How many times [`PgSessions::lock_compaction`] tries to take a row it
+/// found free when it looked, before it gives up and answers busy.
+const TAKE_ATTEMPTS: u32 = 3;
+
 /// Who holds a session's compaction lock, as the database sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockInfo {
@@ -62,40 +66,28 @@ impl PgSessions {
         lease: Duration,
     ) -> Result<CompactionLock, PgError> {
         let holder = new_holder();
-        let millis = lease.as_secs_f64() * 1000.0;
-        let (session, compaction, who) = (
-            session_id.to_string(),
-            compaction_id.to_string(),
-            holder.clone(),
-        );
-        let taken = self.run(move |client, target| async move {
-            let q = |op| move |source| PgError::Query { target, op, source };
-            let row = client
-                .query_opt(
-                    "INSERT INTO compaction_locks AS l (session_id, compaction_id, holder, expires_at)
-                     VALUES ($1, $2, $3, clock_timestamp() + $4 * interval '1 millisecond')
-                     ON CONFLICT (session_id) DO UPDATE
-                       SET compaction_id = EXCLUDED.compaction_id,
-                           holder = EXCLUDED.holder,
-                           expires_at = EXCLUDED.expires_at
-                       WHERE l.expires_at <= clock_timestamp()
-                     RETURNING holder",
-                    &[&session, &compaction, &who, &millis],
-                )
-                .await
-                .map_err(q("take the compaction lock"))?;
-            Ok(row.is_some())
-        })?;
-        if !taken {
-            let current = self.compaction_lock(session_id)?;
-            let (compaction_id, holder) = current
-                .map(|c| (c.compaction_id, c.holder))
-                .unwrap_or_default();
-            return Err(PgError::Busy {
-                session: session_id.to_string(),
-                compaction_id,
-                holder,
-            });
+        // A row that is gone, or has expired, by the time it is read was
+        // freed between the two statements: take it again rather than
+        // answer busy for a lock nobody holds.
+        let mut attempts = 0;
+        while !self.try_take(session_id, compaction_id, &holder, lease)? {
+            attempts += 1;
+            let current = self.compaction_lock(session_id)?.filter(|lock| lock.live);
+            if let Some(current) = current {
+                return Err(PgError::Busy {
+                    session: session_id.to_string(),
+                    compaction_id: current.compaction_id,
+                    holder: current.holder,
+                });
+            }
+            if attempts == TAKE_ATTEMPTS {
+                return Err(PgError::Busy {
+                    session: session_id.to_string(),
+                    compaction_id: "(taken and freed by others while this holder tried)"
+                        .to_string(),
+                    holder: String::new(),
+                });
+            }
         }
         let lost = Arc::new(AtomicBool::new(false));
         let renewer = (!lease.is_zero()).then(|| {
@@ -117,6 +109,41 @@ impl PgSessions {
             lost,
             renewer,
             released: false,
+        })
+    }
+
+    /// One attempt to insert (or take over an expired) lock row; true when
+    /// this holder has it.
+    fn try_take(
+        &self,
+        session_id: &str,
+        compaction_id: &str,
+        holder: &str,
+        lease: Duration,
+    ) -> Result<bool, PgError> {
+        let millis = lease.as_secs_f64() * 1000.0;
+        let (session, compaction, who) = (
+            session_id.to_string(),
+            compaction_id.to_string(),
+            holder.to_string(),
+        );
+        self.run(move |client, target| async move {
+            let q = |op| move |source| PgError::Query { target, op, source };
+            let row = client
+                .query_opt(
+                    "INSERT INTO compaction_locks AS l (session_id, compaction_id, holder, expires_at)
+                     VALUES ($1, $2, $3, clock_timestamp() + $4 * interval '1 millisecond')
+                     ON CONFLICT (session_id) DO UPDATE
+                       SET compaction_id = EXCLUDED.compaction_id,
+                           holder = EXCLUDED.holder,
+                           expires_at = EXCLUDED.expires_at
+                       WHERE l.expires_at <= clock_timestamp()
+                     RETURNING holder",
+                    &[&session, &compaction, &who, &millis],
+                )
+                .await
+                .map_err(q("take the compaction lock"))?;
+            Ok(row.is_some())
         })
     }
 
@@ -188,6 +215,11 @@ impl CompactionLock {
     pub fn release(mut self) -> Result<(), PgError> {
         self.released = true;
         self.stop_renewing();
+        self.delete_row()
+    }
+
+    /// Deletes this holder's row, waiting for the database.
+    fn delete_row(&self) -> Result<(), PgError> {
         let (session, holder) = (self.session_id.clone(), self.holder.clone());
         self.sessions.run(move |client, target| async move {
             delete(&client, &target, &session, &holder).await
@@ -202,24 +234,39 @@ impl CompactionLock {
 }
 
 impl Drop for CompactionLock {
+    /// Frees the row before returning, so whatever runs next (the next
+    /// method of the same pass, usually) finds the lock free: a delete
+    /// only scheduled here raced that method's insert and lost often
+    /// enough to answer a spurious busy (issue 28). Like every store call
+    /// it blocks its thread for one round trip. On the store's own runtime
+    /// thread, where waiting would wait on itself, the delete is left to
+    /// run after; if it cannot run at all, the lease expires.
     fn drop(&mut self) {
         self.stop_renewing();
         if self.released {
             return;
         }
-        let (sessions, session, holder) = (
-            self.sessions.clone(),
-            self.session_id.clone(),
-            self.holder.clone(),
-        );
-        // Never block in drop: the delete runs on the runtime thread. If
-        // it cannot run (the store is shutting down) the lease expires.
-        self.sessions.inner.bridge.spawn(async move {
-            let pool = sessions.inner.pool.clone();
-            if let Ok(client) = pool.get().await {
-                let _ = delete(&client, &sessions.inner.target, &session, &holder).await;
+        match self.delete_row() {
+            Ok(()) => {}
+            Err(PgError::Runtime { .. }) => {
+                let (sessions, session, holder) = (
+                    self.sessions.clone(),
+                    self.session_id.clone(),
+                    self.holder.clone(),
+                );
+                self.sessions.inner.bridge.spawn(async move {
+                    let pool = sessions.inner.pool.clone();
+                    if let Ok(client) = pool.get().await {
+                        let _ = delete(&client, &sessions.inner.target, &session, &holder).await;
+                    }
+                });
             }
-        });
+            Err(error) => tracing::warn!(
+                session = %self.session_id,
+                %error,
+                "cannot free a compaction lock; it is free once its lease expires"
+            ),
+        }
     }
 }
 

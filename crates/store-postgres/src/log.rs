@@ -198,7 +198,7 @@ async fn read_events(
                 blobs.get(sha256).cloned().ok_or_else(|| StoreError::Blob {
                     path: place.location.clone().into(),
                     sha256: sha256.to_string(),
-                    reason: "missing from the blobs table".into(),
+                    reason: "missing from the session's blobs".into(),
                 })
             })?;
         }
@@ -206,7 +206,10 @@ async fn read_events(
     Ok((events, resolved))
 }
 
-/// The blobs `events` refer to, checked against their hashes.
+/// The blobs `events` refer to, checked against their hashes: only the
+/// session's own (the rows its appends wrote), so a log that names
+/// another session's hash finds nothing there. Keys that are not blob
+/// keys never reach the query (`resolve_with` leaves them out).
 async fn fetch_blobs(
     tx: &tokio_postgres::Transaction<'_>,
     place: &Place,
@@ -229,8 +232,8 @@ async fn fetch_blobs(
     }
     let rows = tx
         .query(
-            "SELECT sha256, data FROM blobs WHERE sha256 = ANY($1)",
-            &[&wanted],
+            "SELECT sha256, data FROM session_blobs WHERE session_id = $1 AND sha256 = ANY($2)",
+            &[&place.session, &wanted],
         )
         .await
         .map_err(place.query("load blobs"))?;
@@ -316,6 +319,7 @@ pub(crate) async fn append(mut client: Client, place: Place, rows: Rows) -> Resu
         };
     }
     let next = rows.first + rows.seqs.len() as i64;
+    let line_bytes: i64 = rows.lines.iter().map(|line| line.len() as i64).sum();
     let tx = client
         .transaction()
         .await
@@ -324,9 +328,9 @@ pub(crate) async fn append(mut client: Client, place: Place, rows: Rows) -> Resu
     // writer waits, then sees the moved `next_seq` and updates nothing.
     let claimed = tx
         .execute(
-            "UPDATE sessions SET next_seq = $2, updated_at = now()
+            "UPDATE sessions SET next_seq = $2, bytes = bytes + $4, updated_at = now()
              WHERE id = $1 AND next_seq = $3",
-            &[&place.session, &next, &rows.first],
+            &[&place.session, &next, &rows.first, &line_bytes],
         )
         .await
         .map_err(place.query("claim seqs"))?;
@@ -351,11 +355,17 @@ pub(crate) async fn append(mut client: Client, place: Place, rows: Rows) -> Resu
         });
     }
     if !rows.blob_shas.is_empty() {
+        // Only the blobs this session did not hold yet add to its bytes.
         tx.execute(
-            "INSERT INTO blobs (sha256, data)
-             SELECT * FROM unnest($1::text[], $2::text[])
-             ON CONFLICT (sha256) DO NOTHING",
-            &[&rows.blob_shas, &rows.blob_data],
+            "WITH added AS (
+                 INSERT INTO session_blobs (session_id, sha256, data)
+                 SELECT $1, u.sha256, u.data FROM unnest($2::text[], $3::text[]) AS u(sha256, data)
+                 ON CONFLICT (session_id, sha256) DO NOTHING
+                 RETURNING octet_length(data) AS n
+             )
+             UPDATE sessions SET bytes = bytes + (SELECT coalesce(sum(n), 0) FROM added)
+             WHERE id = $1",
+            &[&place.session, &rows.blob_shas, &rows.blob_data],
         )
         .await
         .map_err(place.query("write blobs"))?;

@@ -13,7 +13,13 @@ use crate::error::PgError;
 
 /// The migrations, in order: (version, SQL). Versions start at 1 and grow
 /// by one; a shipped file is never edited, a change is a new file.
-const MIGRATIONS: &[(i32, &str)] = &[(1, include_str!("../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(i32, &str)] = &[
+    (1, include_str!("../migrations/0001_init.sql")),
+    (
+        2,
+        include_str!("../migrations/0002_session_blobs_and_bytes.sql"),
+    ),
+];
 
 /// The schema version this build reads and writes.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].0;

@@ -172,6 +172,54 @@ impl PgSessions {
         })
     }
 
+    /// The bytes each session under `prefix` holds (its events' JSON lines
+    /// and its blobs, kept by every append), sorted by id: what a service
+    /// checks a tenant's quota against.
+    ///
+    /// # Errors
+    /// Query failures.
+    pub fn sizes_under(&self, prefix: &str) -> Result<Vec<(String, u64)>, PgError> {
+        let prefix = prefix.to_string();
+        self.run(|client, target| async move {
+            let rows = client
+                .query(
+                    "SELECT id, bytes FROM sessions WHERE left(id, length($1)) = $1 ORDER BY id",
+                    &[&prefix],
+                )
+                .await
+                .map_err(|source| PgError::Query {
+                    target,
+                    op: "read session sizes",
+                    source,
+                })?;
+            Ok(rows
+                .iter()
+                .map(|row| (row.get(0), row.get::<_, i64>(1).max(0) as u64))
+                .collect())
+        })
+    }
+
+    /// Deletes session `id` with its events, blobs and lock row; true when
+    /// it existed. For undoing a create that failed half-way, before anyone
+    /// else saw the session: nothing else in abridge deletes a session.
+    ///
+    /// # Errors
+    /// Query failures.
+    pub fn delete(&self, id: &str) -> Result<bool, PgError> {
+        let id = id.to_string();
+        self.run(|client, target| async move {
+            let deleted = client
+                .execute("DELETE FROM sessions WHERE id = $1", &[&id])
+                .await
+                .map_err(|source| PgError::Query {
+                    target,
+                    op: "delete a session",
+                    source,
+                })?;
+            Ok(deleted > 0)
+        })
+    }
+
     /// The migration versions this connect applied (empty when the schema
     /// was already current).
     pub fn applied_migrations(&self) -> &[i32] {

@@ -3,8 +3,11 @@
 
 mod common;
 
+use abridge_session::BLOB_THRESHOLD;
 use abridge_session::Header;
 use abridge_session::SessionStore;
+use abridge_session::blob_sha256;
+use abridge_session::encode_event;
 use abridge_store_postgres::PgError;
 use abridge_store_postgres::PgSessions;
 use abridge_store_postgres::SCHEMA_VERSION;
@@ -57,5 +60,44 @@ fn a_schema_newer_than_this_build_is_refused() {
             found, supported, ..
         }) => assert_eq!((found, supported), (future, SCHEMA_VERSION)),
         other => panic!("a newer schema must be refused, got {other:?}"),
+    }
+}
+
+// Issue 28: version 2 keys blobs by session. A version-1 schema's shared
+// blob moves to every session whose log refers to it, so what opened
+// before the upgrade opens after it.
+#[test]
+#[ignore = "needs PostgreSQL (ABRIDGE_TEST_POSTGRES)"]
+fn version_one_blobs_move_to_the_sessions_that_refer_to_them() {
+    let db = common::TestDb::new("migrate_blobs");
+    let schema = &db.options.schema;
+    let data = "B".repeat(BLOB_THRESHOLD + 10);
+    let hash = blob_sha256(data.as_bytes());
+    let line = encode_event(&common::blob_reference(0, &hash))
+        .unwrap()
+        .replace('\'', "''");
+    let mut rows = String::new();
+    for id in ["a", "b"] {
+        let header = serde_json::to_string(&Header::new(id)).unwrap();
+        rows.push_str(&format!(
+            "INSERT INTO sessions (id, header, next_seq) VALUES ('{id}', '{header}', 1);
+             INSERT INTO events (session_id, seq, parent, type, event) VALUES ('{id}', 0, NULL, 'message', '{line}');"
+        ));
+    }
+    db.sql(&format!(
+        "CREATE SCHEMA \"{schema}\"; SET search_path TO \"{schema}\";
+         {}
+         CREATE TABLE abridge_schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+         INSERT INTO abridge_schema_version (version) VALUES (1);
+         {rows}
+         INSERT INTO blobs (sha256, data) VALUES ('{hash}', '{data}');",
+        include_str!("../migrations/0001_init.sql")
+    ));
+    let sessions = db.connect();
+    assert_eq!(sessions.applied_migrations(), [2]);
+    assert_eq!(db.count("SELECT count(*) FROM session_blobs"), 2);
+    for id in ["a", "b"] {
+        let loaded = sessions.store(id).load().unwrap().unwrap();
+        assert_eq!(loaded.report.blobs_resolved, 1, "{id}");
     }
 }

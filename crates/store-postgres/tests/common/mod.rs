@@ -152,3 +152,29 @@ pub fn user(seq: u64, text: &str) -> Event {
         }),
     }
 }
+
+/// A user message at `seq` that names blob `sha256` instead of carrying
+/// its data: what a hostile log (or, before issue 28, a service's
+/// client) writes.
+pub fn blob_reference(seq: u64, sha256: &str) -> Event {
+    let message = Message {
+        role: abridge_llm::Role::User,
+        content: vec![abridge_llm::Block::Image {
+            source: abridge_llm::ImageSource::Blob {
+                media_type: "image/png".into(),
+                sha256: sha256.to_string(),
+                len: 100_000,
+            },
+            width: None,
+            height: None,
+        }],
+        meta: abridge_llm::Meta::default(),
+    };
+    let mut event = user(seq, "");
+    event.body = EventBody::Message(MessageEvent {
+        message: Arc::new(message),
+        op: SurfaceOp::Append,
+        sources: Vec::new(),
+    });
+    event
+}
