@@ -2,8 +2,8 @@
 //! sequence of appends and compactions.
 
 use std::collections::HashMap;
-use std::collections::HashSet;
 
+use abridge_llm::Message;
 use abridge_llm::Origin;
 use abridge_llm::Role;
 use abridge_session::Event;
@@ -33,6 +33,24 @@ pub enum Violation {
     /// trailing turn still in flight excepted).
     CallWithoutResult {
         /// Surface position of the assistant message.
+        position: usize,
+        /// Its seq.
+        seq: Seq,
+        /// The call id.
+        call_id: String,
+    },
+    /// A tool call on the surface whose id an earlier call on it has.
+    DuplicateCall {
+        /// Surface position of the message with the second call.
+        position: usize,
+        /// Its seq.
+        seq: Seq,
+        /// The id used twice.
+        call_id: String,
+    },
+    /// A second tool result on the surface for a call already answered.
+    AnsweredTwice {
+        /// Surface position of the second result.
         position: usize,
         /// Its seq.
         seq: Seq,
@@ -85,6 +103,22 @@ impl std::fmt::Display for Violation {
             } => write!(
                 f,
                 "surface position {position} (seq {seq}): call {call_id} has no result"
+            ),
+            Violation::DuplicateCall {
+                position,
+                seq,
+                call_id,
+            } => write!(
+                f,
+                "surface position {position} (seq {seq}): call id {call_id} is used by an earlier call"
+            ),
+            Violation::AnsweredTwice {
+                position,
+                seq,
+                call_id,
+            } => write!(
+                f,
+                "surface position {position} (seq {seq}): call {call_id} was already answered"
             ),
             Violation::SourcesMissing { seq, missing } => {
                 write!(
@@ -175,25 +209,29 @@ pub fn check_invariants(session: &Session) -> InvariantReport {
 
 fn check_pairing(session: &Session, out: &mut Vec<Violation>) {
     let seqs = session.surface().seqs();
-    let mut calls: HashMap<String, (usize, Seq)> = HashMap::new();
-    let mut answered: HashSet<String> = HashSet::new();
+    let mut pairing = Pairing::default();
     for (position, seq) in seqs.iter().enumerate() {
         let Some(message) = session.message(*seq) else {
             continue;
         };
-        for (id, _, _) in message.tool_calls() {
-            calls.insert(id.to_string(), (position, *seq));
-        }
-        if let Some((id, _, _)) = message.tool_result_block() {
-            if calls.contains_key(id) {
-                answered.insert(id.to_string());
-            } else {
-                out.push(Violation::ResultWithoutCall {
+        for fault in pairing.push(position, message) {
+            out.push(match fault {
+                PairingFault::ResultWithoutCall { call_id } => Violation::ResultWithoutCall {
                     position,
                     seq: *seq,
-                    call_id: id.to_string(),
-                });
-            }
+                    call_id,
+                },
+                PairingFault::DuplicateCall { call_id } => Violation::DuplicateCall {
+                    position,
+                    seq: *seq,
+                    call_id,
+                },
+                PairingFault::AnsweredTwice { call_id } => Violation::AnsweredTwice {
+                    position,
+                    seq: *seq,
+                    call_id,
+                },
+            });
         }
     }
     // Calls of the trailing assistant message, followed only by tool
@@ -206,10 +244,10 @@ fn check_pairing(session: &Session, out: &mut Vec<Violation>) {
                 .message(seqs[*p])
                 .is_some_and(|m| m.role == Role::Assistant)
         });
-    let mut missing: Vec<(usize, Seq, String)> = calls
-        .into_iter()
-        .filter(|(id, (position, _))| !answered.contains(id) && Some(*position) != trailing)
-        .map(|(id, (position, seq))| (position, seq, id))
+    let mut missing: Vec<(usize, Seq, String)> = pairing
+        .unanswered()
+        .filter(|(position, _)| Some(*position) != trailing)
+        .map(|(position, id)| (position, seqs[position], id.to_string()))
         .collect();
     missing.sort();
     out.extend(
@@ -221,6 +259,128 @@ fn check_pairing(session: &Session, out: &mut Vec<Violation>) {
                 call_id,
             }),
     );
+}
+
+/// The tool-pairing rule, walked one message at a time in surface order:
+/// a tool result answers a call made earlier and not answered yet, and no
+/// two calls share an id. [`check_invariants`] walks a session's surface
+/// with it; [`check_appended_pairing`] walks a batch about to be appended
+/// after the surface, so what a host appends obeys the same rule the
+/// checker reports.
+#[derive(Debug, Clone, Default)]
+pub struct Pairing {
+    /// Every call seen: its surface position and whether it was answered.
+    calls: HashMap<String, (usize, bool)>,
+}
+
+/// How a message breaks the tool-pairing rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PairingFault {
+    /// A tool result whose call is not before it (a result before its
+    /// call, or for a call never made).
+    ResultWithoutCall {
+        /// The call id it answers.
+        call_id: String,
+    },
+    /// A tool call whose id an earlier call has.
+    DuplicateCall {
+        /// The id.
+        call_id: String,
+    },
+    /// A second result for a call already answered.
+    AnsweredTwice {
+        /// The call id.
+        call_id: String,
+    },
+}
+
+impl std::fmt::Display for PairingFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PairingFault::ResultWithoutCall { call_id } => write!(
+                f,
+                "a tool result for call {call_id:?}, which no earlier message makes"
+            ),
+            PairingFault::DuplicateCall { call_id } => write!(
+                f,
+                "a tool call with id {call_id:?}, which an earlier call already has"
+            ),
+            PairingFault::AnsweredTwice { call_id } => {
+                write!(f, "a second tool result for call {call_id:?}")
+            }
+        }
+    }
+}
+
+impl Pairing {
+    /// The pairing state after `session`'s surface (whatever faults it
+    /// holds already: those are history, reported by the checker).
+    pub fn of_surface(session: &Session) -> Self {
+        let mut pairing = Pairing::default();
+        for (position, seq) in session.surface().seqs().iter().enumerate() {
+            if let Some(message) = session.message(*seq) {
+                pairing.push(position, message);
+            }
+        }
+        pairing
+    }
+
+    /// Walks `message`, at surface position `position`; returns how it
+    /// breaks the rule (nothing when it does not).
+    pub fn push(&mut self, position: usize, message: &Message) -> Vec<PairingFault> {
+        let mut faults = Vec::new();
+        for (id, _, _) in message.tool_calls() {
+            if self.calls.contains_key(id) {
+                faults.push(PairingFault::DuplicateCall {
+                    call_id: id.to_string(),
+                });
+            } else {
+                self.calls.insert(id.to_string(), (position, false));
+            }
+        }
+        if let Some((id, _, _)) = message.tool_result_block() {
+            match self.calls.get_mut(id) {
+                Some((_, answered)) if *answered => faults.push(PairingFault::AnsweredTwice {
+                    call_id: id.to_string(),
+                }),
+                Some((_, answered)) => *answered = true,
+                None => faults.push(PairingFault::ResultWithoutCall {
+                    call_id: id.to_string(),
+                }),
+            }
+        }
+        faults
+    }
+
+    /// The calls not answered yet, with their surface positions.
+    pub fn unanswered(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.calls
+            .iter()
+            .filter(|(_, (_, answered))| !answered)
+            .map(|(id, (position, _))| (*position, id.as_str()))
+    }
+}
+
+/// Checks that `messages`, appended in order after `session`'s surface,
+/// obey the tool-pairing rule ([`Pairing`]); the first that does not is
+/// returned with its index in `messages`. Faults already on the surface
+/// are not the batch's and do not refuse it.
+///
+/// # Errors
+/// The index of the first message that breaks the rule, and how.
+pub fn check_appended_pairing(
+    session: &Session,
+    messages: &[Message],
+) -> Result<(), (usize, PairingFault)> {
+    let mut pairing = Pairing::of_surface(session);
+    let start = session.surface().seqs().len();
+    for (index, message) in messages.iter().enumerate() {
+        if let Some(fault) = pairing.push(start + index, message).into_iter().next() {
+            return Err((index, fault));
+        }
+    }
+    Ok(())
 }
 
 fn check_fold(session: &Session, out: &mut Vec<Violation>) {
@@ -252,5 +412,111 @@ fn check_fold(session: &Session, out: &mut Vec<Violation>) {
             folded: surface,
             live: session.surface().seqs().to_vec(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use abridge_llm::Block;
+
+    use super::*;
+
+    fn call(id: &str) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: vec![Block::ToolCall {
+                id: id.to_string(),
+                name: "read".to_string(),
+                arguments: serde_json::json!({}),
+            }],
+            meta: abridge_llm::Meta::default(),
+        }
+    }
+
+    fn result(id: &str) -> Message {
+        Message {
+            role: Role::Tool,
+            content: vec![Block::ToolResult {
+                call_id: id.to_string(),
+                content: vec![Block::text("ok")],
+                is_error: false,
+            }],
+            meta: abridge_llm::Meta::default(),
+        }
+    }
+
+    #[test]
+    fn an_appended_batch_is_walked_after_the_surface() {
+        let mut session = Session::in_memory("s");
+        session.append_message(Message::user("go")).expect("user");
+        session.append_message(call("a")).expect("call");
+        session.append_message(result("a")).expect("result");
+        assert_eq!(
+            check_appended_pairing(&session, &[call("b"), result("b")]),
+            Ok(())
+        );
+        assert_eq!(
+            check_appended_pairing(&session, &[Message::user("x"), result("b"), call("b")]),
+            Err((
+                1,
+                PairingFault::ResultWithoutCall {
+                    call_id: "b".to_string()
+                }
+            ))
+        );
+        assert_eq!(
+            check_appended_pairing(&session, &[call("a")]),
+            Err((
+                0,
+                PairingFault::DuplicateCall {
+                    call_id: "a".to_string()
+                }
+            ))
+        );
+        assert_eq!(
+            check_appended_pairing(&session, &[result("a")]),
+            Err((
+                0,
+                PairingFault::AnsweredTwice {
+                    call_id: "a".to_string()
+                }
+            ))
+        );
+    }
+
+    #[test]
+    fn the_checker_reports_a_duplicate_call_and_a_second_answer() {
+        let mut session = Session::in_memory("s");
+        for message in [
+            Message::user("go"),
+            call("a"),
+            result("a"),
+            call("a"),
+            result("a"),
+            result("a"),
+        ] {
+            session.append_message(message).expect("the log takes it");
+        }
+        let report = check_invariants(&session);
+        assert_eq!(
+            report.violations,
+            vec![
+                Violation::DuplicateCall {
+                    position: 3,
+                    seq: 3,
+                    call_id: "a".to_string()
+                },
+                Violation::AnsweredTwice {
+                    position: 4,
+                    seq: 4,
+                    call_id: "a".to_string()
+                },
+                Violation::AnsweredTwice {
+                    position: 5,
+                    seq: 5,
+                    call_id: "a".to_string()
+                },
+            ]
+        );
     }
 }

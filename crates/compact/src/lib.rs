@@ -95,7 +95,10 @@ mod txn;
 mod types;
 
 pub use check::InvariantReport;
+pub use check::Pairing;
+pub use check::PairingFault;
 pub use check::Violation;
+pub use check::check_appended_pairing;
 pub use check::check_invariants;
 pub use details::DetailSection;
 pub use details::Details;
