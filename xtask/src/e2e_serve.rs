@@ -32,6 +32,21 @@ pub(crate) struct Serve {
     stderr: std::sync::mpsc::Receiver<String>,
 }
 
+/// Writes a tokens file readable by its owner only, as `abridge serve`
+/// requires (it refuses one that others can read).
+pub(crate) fn write_tokens(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    std::io::Write::write_all(&mut file, text.as_bytes())?;
+    Ok(())
+}
+
 impl Drop for Serve {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -42,7 +57,7 @@ impl Drop for Serve {
 impl Serve {
     fn start(binary: &Path, work: &Path) -> anyhow::Result<Self> {
         let tokens = work.join("tokens.txt");
-        std::fs::write(&tokens, format!("{TOKEN} python\n"))?;
+        write_tokens(&tokens, &format!("{TOKEN} python\n"))?;
         Self::start_on(binary, work.join("store").as_os_str(), &tokens, &[])
     }
 

@@ -182,6 +182,7 @@ fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
         ("load", bench::load::run),
         ("snapcompact", bench::snapcompact::run),
         ("serve", bench::serve::run),
+        ("serve-reads", bench::serve_reads::run),
     ];
     let mut sections = Vec::new();
     for &(name, run) in all {

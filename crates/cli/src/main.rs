@@ -26,9 +26,12 @@ use clap::Subcommand;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Log verbosity for diagnostics on stderr (error, warn, info, debug, trace).
-    #[arg(long, global = true, default_value = "error")]
-    log: String,
+    /// Log verbosity for diagnostics on stderr (error, warn, info, debug,
+    /// trace, or a filter such as `abridge_serve=debug`). Without it,
+    /// `RUST_LOG` is read; without that, `info` for `serve` (its access
+    /// log) and `error` for the rest.
+    #[arg(long, global = true)]
+    log: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -90,11 +93,29 @@ fn quiet_on_broken_pipe() {
     }));
 }
 
+/// The log filter: `--log` when given, else `RUST_LOG` when set, else the
+/// command's default (`serve` logs each request at `info`).
+fn log_filter<'a>(flag: Option<&'a str>, env: Option<&'a str>, command: &Command) -> &'a str {
+    if let Some(flag) = flag {
+        return flag;
+    }
+    match env {
+        Some(env) if !env.trim().is_empty() => env,
+        _ if matches!(command, Command::Serve(_)) => "info",
+        _ => "error",
+    }
+}
+
 fn main() -> std::process::ExitCode {
     quiet_on_broken_pipe();
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let env = std::env::var("RUST_LOG").ok();
+    let filter = tracing_subscriber::EnvFilter::try_new(log_filter(
+        cli.log.as_deref(),
+        env.as_deref(),
+        &cli.command,
+    ))
+    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -122,5 +143,28 @@ fn main() -> std::process::ExitCode {
             eprintln!("error: {}", error_line::error_line(&error));
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Issue 28: `RUST_LOG` was ignored.
+    #[test]
+    fn the_flag_then_rust_log_then_the_commands_default() {
+        let serve = Cli::parse_from(["abridge", "serve", "--store", "s", "--tokens-env", "T"]);
+        let stats = Cli::parse_from(["abridge", "stats", "s.jsonl"]);
+        assert_eq!(
+            log_filter(Some("debug"), Some("trace"), &serve.command),
+            "debug"
+        );
+        assert_eq!(
+            log_filter(None, Some("abridge_serve=debug"), &serve.command),
+            "abridge_serve=debug"
+        );
+        assert_eq!(log_filter(None, None, &serve.command), "info");
+        assert_eq!(log_filter(None, Some(" "), &stats.command), "error");
+        assert_eq!(log_filter(None, None, &stats.command), "error");
     }
 }

@@ -9,16 +9,14 @@ use abridge::MethodSources;
 use abridge::Settings;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::extract::Request;
-use axum::extract::State;
-use axum::middleware::Next;
-use axum::response::Response;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::auth::Tokens;
-use crate::error::ApiError;
 use crate::error::ServeError;
+use crate::heavy::HeavyReads;
+use crate::limits::ServiceLimits;
+use crate::middleware;
 use crate::routes;
 use crate::sessions::Registry;
 use crate::state::AppState;
@@ -26,10 +24,6 @@ use crate::state::Shared;
 use crate::stores::SessionStores;
 use crate::tasks::Compactions;
 use crate::tasks::DrainReport;
-
-/// Largest request body accepted by default (32 MiB: a long batch of
-/// messages with images). Larger bodies get 413.
-pub const DEFAULT_BODY_LIMIT: usize = 32 * 1024 * 1024;
 
 /// How long shutdown waits for running compactions by default before it
 /// aborts them.
@@ -50,16 +44,17 @@ pub struct ServiceConfig {
     pub settings: Settings,
     /// Model of a session created without one.
     pub model: String,
-    /// Largest request body in bytes.
-    pub body_limit: usize,
+    /// What one client or tenant may take: body size, timeouts,
+    /// connections, event streams, open sessions, heavy reads, quotas.
+    pub limits: ServiceLimits,
     /// How long running compactions may finish at shutdown.
     pub grace: Duration,
 }
 
 impl ServiceConfig {
     /// A configuration with the defaults: no summarizer, default settings,
-    /// model `unknown` (the catalog's conservative entry), 32 MiB bodies,
-    /// 30 s grace.
+    /// model `unknown` (the catalog's conservative entry), the default
+    /// [`ServiceLimits`], 30 s grace.
     pub fn new(stores: Box<dyn SessionStores>, tokens: Tokens) -> Self {
         ServiceConfig {
             stores,
@@ -67,7 +62,7 @@ impl ServiceConfig {
             sources: MethodSources::offline("unknown"),
             settings: Settings::default(),
             model: "unknown".to_string(),
-            body_limit: DEFAULT_BODY_LIMIT,
+            limits: ServiceLimits::default(),
             grace: DEFAULT_GRACE,
         }
     }
@@ -77,7 +72,6 @@ impl ServiceConfig {
 #[derive(Debug, Clone)]
 pub struct Service {
     shared: AppState,
-    body_limit: usize,
     grace: Duration,
 }
 
@@ -92,7 +86,11 @@ pub struct ShutdownReport {
 
 impl Service {
     /// Builds the service.
-    pub fn new(config: ServiceConfig) -> Self {
+    ///
+    /// # Errors
+    /// [`ServeError::Limit`] when a limit is out of its bounds.
+    pub fn new(config: ServiceConfig) -> Result<Self, ServeError> {
+        config.limits.check()?;
         // Settings are validated when they load, so this fails only for
         // settings built by hand with a bad pattern: then the built-in
         // patterns still apply rather than none.
@@ -100,13 +98,15 @@ impl Service {
             tracing::warn!(%error, "redact_patterns unusable; redacting with the built-in patterns");
             abridge_compact::Redactor::builtin().ok().map(Arc::new)
         });
+        let limits = Arc::new(config.limits);
         let registry = Registry::new(
             config.stores,
             config.sources.clone(),
             config.settings,
             config.model,
+            Arc::clone(&limits),
         );
-        Service {
+        Ok(Service {
             shared: Arc::new(Shared {
                 tokens: config.tokens,
                 registry,
@@ -114,41 +114,59 @@ impl Service {
                 sources: config.sources,
                 redactor,
                 closing: watch::channel(false).0,
+                heavy: HeavyReads::new(limits.heavy_reads),
+                streams: crate::state::Streams::default(),
+                limits,
             }),
-            body_limit: config.body_limit,
             grace: config.grace,
-        }
+        })
     }
 
     /// The router: `/openapi.json` open to all, everything under `/v1/`
-    /// behind a bearer token, bodies capped.
+    /// behind a bearer token with its body read under the limits, every
+    /// refusal in the service's error shape, every request in the access
+    /// log.
     pub fn router(&self) -> Router {
+        let shared = &self.shared;
         let (api, _) = routes::api();
-        let api = api.layer(axum::middleware::from_fn_with_state(
-            self.shared.clone(),
-            authenticate,
-        ));
+        let api = api
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(shared),
+                middleware::read_body,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(shared),
+                middleware::authenticate,
+            ));
         Router::new()
             .route("/openapi.json", axum::routing::get(routes::openapi))
             .merge(api)
-            .layer(DefaultBodyLimit::max(self.body_limit))
-            .with_state(self.shared.clone())
+            .fallback(middleware::no_route)
+            .method_not_allowed_fallback(middleware::wrong_method)
+            .layer(DefaultBodyLimit::max(shared.limits.body_bytes))
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(shared),
+                middleware::error_shape,
+            ))
+            .layer(axum::middleware::from_fn(middleware::access_log))
+            .with_state(Arc::clone(shared))
     }
 
     /// Serves on `listener` until `shutdown` completes, then stops
     /// accepting, ends event streams, lets running compactions finish
-    /// within the grace period (aborting the rest cleanly), waits for
-    /// in-flight requests and syncs every open session.
+    /// within the grace period (aborting the rest cleanly), gives open
+    /// connections the shutdown timeout, and syncs every open session.
+    /// Meanwhile sessions unused for the idle time are closed.
     ///
     /// # Errors
-    /// [`ServeError::Io`] when the server fails.
+    /// None today; the type leaves room for a listener that fails.
     pub async fn run(
         self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<ShutdownReport, ServeError> {
         let router = self.router();
-        let shared = self.shared.clone();
+        let shared = Arc::clone(&self.shared);
         let grace = self.grace;
         let (drained_tx, drained_rx) = tokio::sync::oneshot::channel();
         let stop = async move {
@@ -163,9 +181,9 @@ impl Service {
                 let _ = drained_tx.send(report);
             });
         };
-        axum::serve(listener, router)
-            .with_graceful_shutdown(stop)
-            .await?;
+        let sweeper = tokio::spawn(close_idle_sessions(Arc::clone(&self.shared)));
+        crate::server::serve(listener, router, Arc::clone(&self.shared.limits), stop).await;
+        sweeper.abort();
         let compactions = drained_rx.await.unwrap_or_default();
         let mut sessions_synced = 0;
         for live in self.shared.registry.all() {
@@ -186,6 +204,20 @@ impl Service {
             compactions,
             sessions_synced,
         })
+    }
+}
+
+/// Closes sessions unused for the idle time, every quarter of it (at
+/// least every second), off the async workers.
+async fn close_idle_sessions(shared: AppState) {
+    let every = (shared.limits.session_idle / 4).max(Duration::from_secs(1));
+    loop {
+        tokio::time::sleep(every).await;
+        let registry = Arc::clone(&shared);
+        let closed = tokio::task::spawn_blocking(move || registry.registry.close_idle()).await;
+        if let Ok(closed @ 1..) = closed {
+            tracing::debug!(closed, "idle sessions closed");
+        }
     }
 }
 
@@ -211,19 +243,4 @@ pub async fn shutdown_signal() {
         () = ctrl_c => {}
         () = term => {}
     }
-}
-
-/// Accepts the request when its bearer token is known, and hands its
-/// tenant to the handler. Never logs the header.
-async fn authenticate(
-    State(shared): State<AppState>,
-    mut request: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
-    let tenant = shared
-        .tokens
-        .tenant_of(request.headers())
-        .ok_or(ApiError::Unauthorized)?;
-    request.extensions_mut().insert(tenant);
-    Ok(next.run(request).await)
 }

@@ -103,10 +103,17 @@ impl Tokens {
     pub fn parse(text: &str, origin: &str) -> Result<Self, TokensError> {
         let mut tokens = Tokens::default();
         if text.trim_start().starts_with('{') {
+            // The parser's own message can quote what it read; say only
+            // where and what kind of fault.
             let map: HashMap<String, String> =
                 serde_json::from_str(text).map_err(|e| TokensError::Json {
                     origin: origin.to_string(),
-                    message: e.to_string(),
+                    message: format!(
+                        "{} at line {} column {}",
+                        json_fault(e.classify()),
+                        e.line(),
+                        e.column()
+                    ),
                 })?;
             for (token, tenant) in &map {
                 tokens.insert(token, tenant, origin)?;
@@ -143,12 +150,25 @@ impl Tokens {
     /// [`TokensError::Duplicate`] for one already present,
     /// [`TokensError::BadTenant`] for a bad tenant name.
     pub fn insert(&mut self, token: &str, tenant: &str, place: &str) -> Result<(), TokensError> {
-        if token.len() < MIN_TOKEN_LEN || !token.bytes().all(|b| b.is_ascii_graphic()) {
+        let token_ok = token.len() >= MIN_TOKEN_LEN && token.bytes().all(|b| b.is_ascii_graphic());
+        let tenant_ok = Tenant::new(tenant).is_ok();
+        // Neither value is ever repeated in an error: with the columns
+        // swapped, the one in the tenant's place is the secret.
+        if !tenant_ok && Tenant::new(token).is_ok() && tenant.len() >= MIN_TOKEN_LEN {
+            return Err(TokensError::Swapped {
+                place: place.to_string(),
+            });
+        }
+        if !token_ok {
             return Err(TokensError::Short {
                 place: place.to_string(),
             });
         }
-        let tenant = Tenant::new(tenant)?;
+        let Ok(tenant) = Tenant::new(tenant) else {
+            return Err(TokensError::BadTenantAt {
+                place: place.to_string(),
+            });
+        };
         if self.by_token.insert(token.to_string(), tenant).is_some() {
             return Err(TokensError::Duplicate {
                 place: place.to_string(),
@@ -170,6 +190,22 @@ impl Tokens {
             }
         }
         Ok(())
+    }
+
+    /// Refuses a tokens file whose permission bits (`mode`, as the file
+    /// system reports them) let anyone but its owner read or write it, as
+    /// ssh refuses such a private key: the tokens are every tenant's keys.
+    ///
+    /// # Errors
+    /// [`TokensError::Exposed`] naming the file, its mode and the fix.
+    pub fn check_file_mode(path: &str, mode: u32) -> Result<(), TokensError> {
+        if mode & 0o077 == 0 {
+            return Ok(());
+        }
+        Err(TokensError::Exposed {
+            path: path.to_string(),
+            mode: mode & 0o7777,
+        })
     }
 
     /// How many tokens are accepted.
@@ -198,6 +234,17 @@ impl Tokens {
             }
         }
         found
+    }
+}
+
+/// What kind of fault a JSON parse met, in words (never what it read).
+fn json_fault(category: serde_json::error::Category) -> &'static str {
+    use serde_json::error::Category;
+    match category {
+        Category::Io => "a read error",
+        Category::Syntax => "not JSON",
+        Category::Data => "a value that is not a string",
+        Category::Eof => "the text ends early",
     }
 }
 
@@ -256,11 +303,40 @@ pub enum TokensError {
         /// Where the second one is.
         place: String,
     },
-    /// A tenant name that is not 1-64 of `A-Za-z0-9-_`.
+    /// A tenant name that is not 1-64 of `A-Za-z0-9-_` (given directly,
+    /// not in a tokens file: there the value is not repeated, see
+    /// [`TokensError::BadTenantAt`]).
     #[error("tenant {tenant:?}: use 1 to 64 ASCII letters, digits, `-` or `_`")]
     BadTenant {
         /// The name given.
         tenant: String,
+    },
+    /// A tenant in a tokens file that is not 1-64 of `A-Za-z0-9-_`. The
+    /// value is not repeated: it may be a token in the wrong column.
+    #[error("{place}: the tenant must be 1 to 64 ASCII letters, digits, `-` or `_`")]
+    BadTenantAt {
+        /// Where it is (file and line, or the variable).
+        place: String,
+    },
+    /// A line whose columns look swapped: a tenant name first, a token
+    /// second. Neither value is repeated.
+    #[error(
+        "{place}: the columns look swapped; write the token first, then the tenant (`TOKEN TENANT`)"
+    )]
+    Swapped {
+        /// Where it is (file and line, or the variable).
+        place: String,
+    },
+    /// The tokens file can be read by others than its owner. Refused, as
+    /// ssh refuses such a private key.
+    #[error(
+        "the tokens file {path} is open to others than its owner (mode {mode:o}); make it its owner's alone: chmod 600 {path}"
+    )]
+    Exposed {
+        /// The file.
+        path: String,
+        /// Its permission bits.
+        mode: u32,
     },
     /// Nothing to accept: every request would be refused.
     #[error("{origin}: no tokens; add a `TOKEN TENANT` line")]
@@ -311,13 +387,53 @@ mod tests {
         let error = Tokens::parse("short team-a\n", "tokens.txt").unwrap_err();
         assert!(!error.to_string().contains("short"), "{error}");
         let error = Tokens::parse(&format!("{A} ../etc\n"), "tokens.txt").unwrap_err();
-        assert!(error.to_string().contains("../etc"), "{error}");
+        assert_eq!(
+            error.to_string(),
+            "tokens.txt:1: the tenant must be 1 to 64 ASCII letters, digits, `-` or `_`"
+        );
         let error = Tokens::parse(&format!("{A} x\n{A} y\n"), "t").unwrap_err();
         assert!(matches!(error, TokensError::Duplicate { .. }));
         assert!(matches!(
             Tokens::parse("# nothing\n", "t"),
             Err(TokensError::Empty { .. })
         ));
+    }
+
+    // Issue 28: with the columns swapped, the error quoted the token as a
+    // bad tenant name.
+    #[test]
+    fn swapped_columns_are_named_without_the_token() {
+        let secret = "s3cr3t+token/with=base64chars";
+        for text in [
+            format!("analytics-pipeline-prod {secret}\n"),
+            format!("team-a {secret}\n"),
+            format!(r#"{{"analytics-pipeline-prod": "{secret}"}}"#),
+        ] {
+            let error = Tokens::parse(&text, "tokens.txt").unwrap_err();
+            let shown = format!("{error} {error:?}");
+            assert!(!shown.contains(secret), "{shown}");
+            assert!(matches!(error, TokensError::Swapped { .. }), "{shown}");
+        }
+        let error = Tokens::parse(&format!(r#"{{"{A}": 5, "x": "{B}"}}"#), "t.json").unwrap_err();
+        assert!(!error.to_string().contains(B), "{error}");
+    }
+
+    // Issue 28: a tokens file anyone could read was loaded without a word.
+    #[test]
+    fn a_tokens_file_others_can_read_is_refused() {
+        for open in [0o644, 0o666, 0o640, 0o604, 0o620] {
+            let error =
+                Tokens::check_file_mode("/etc/abridge/tokens", 0o100_000 | open).unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "the tokens file /etc/abridge/tokens is open to others than its owner (mode {open:o}); make it its owner's alone: chmod 600 /etc/abridge/tokens"
+                )
+            );
+        }
+        for private in [0o600, 0o400] {
+            Tokens::check_file_mode("t", private).expect("its owner's alone");
+        }
     }
 
     #[test]

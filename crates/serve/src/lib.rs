@@ -13,10 +13,18 @@
 //!   what others appended before it uses a session, answers 409
 //!   `stale_write` when another worker wrote first, and compacts a session
 //!   only while it holds the session's lock row (docs/serve.md).
-//! - Request bodies over the limit answer 413.
+//! - Safe on a network ([`ServiceLimits`], docs/serve.md "Security"):
+//!   request heads, bodies, idle connections and stalled answers are
+//!   timed; connections and event streams are capped; open sessions are a
+//!   bounded cache; each tenant has quotas (sessions, bytes per session,
+//!   bytes in all); heavy reads run off the async workers a few at a time;
+//!   blob references are the server's own; appends keep the tool pairing;
+//!   every refusal is `{"error": {...}}`, and a 5xx names an error id, not
+//!   what failed.
 //! - Maintenance passes run as tracked tasks; shutdown ([`Service::run`])
 //!   lets them finish within a grace period and aborts the rest so the log
-//!   records them as cancelled.
+//!   records them as cancelled; connections still open after the shutdown
+//!   timeout are dropped.
 //!
 //! The routes and their bodies are in the OpenAPI document
 //! ([`OPENAPI`], served at `/openapi.json`) and docs/serve.md.
@@ -28,7 +36,7 @@
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let tokens = Tokens::single("a-token-of-16-chars-or-more", "team-a")?;
-//! let service = Service::new(ServiceConfig::new(open_stores("sessions")?, tokens));
+//! let service = Service::new(ServiceConfig::new(open_stores("sessions")?, tokens))?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8787").await?;
 //! service.run(listener, shutdown_signal()).await?;
 //! # Ok(())
@@ -38,17 +46,21 @@
 mod app;
 mod auth;
 mod error;
+mod extract;
+mod heavy;
+mod limits;
+mod middleware;
 mod off_worker;
 mod open;
 pub mod report;
 mod routes;
+mod server;
 mod sessions;
 mod state;
 mod stores;
 mod stores_pg;
 mod tasks;
 
-pub use app::DEFAULT_BODY_LIMIT;
 pub use app::DEFAULT_GRACE;
 pub use app::Service;
 pub use app::ServiceConfig;
@@ -59,10 +71,16 @@ pub use auth::Tenant;
 pub use auth::Tokens;
 pub use auth::TokensError;
 pub use error::ApiError;
+pub use error::Quota;
 pub use error::ServeError;
 pub use error::StoreChoiceError;
+pub use limits::DEFAULT_BODY_LIMIT;
+pub use limits::LimitError;
+pub use limits::ServiceLimits;
 pub use open::open_stores;
 pub use routes::OPENAPI;
+pub use sessions::MAX_WINDOW;
+pub use sessions::MIN_WINDOW;
 pub use sessions::SessionSpec;
 pub use sessions::TYPE_SERVE_SESSION;
 pub use stores::JsonlDir;

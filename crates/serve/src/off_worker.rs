@@ -74,7 +74,7 @@ impl SessionStore for OffWorker {
         compaction_id: &str,
     ) -> Result<Option<Box<dyn CompactionHold>>, StoreError> {
         let hold = off_worker(|| self.0.hold_compaction(compaction_id))?;
-        Ok(hold.map(|hold| Box::new(OffWorkerHold(hold)) as Box<dyn CompactionHold>))
+        Ok(hold.map(|hold| Box::new(OffWorkerHold(Some(hold))) as Box<dyn CompactionHold>))
     }
 
     fn compaction_held(&mut self, compaction_id: &str) -> Result<bool, StoreError> {
@@ -83,13 +83,26 @@ impl SessionStore for OffWorker {
 }
 
 /// A compaction hold whose check (a round trip, made just before commit)
-/// never stalls an async worker.
+/// and release (a round trip when dropped: the lock row is deleted before
+/// the next method of the pass tries to take it) never stall an async
+/// worker. Always `Some` until dropped.
 #[derive(Debug)]
-struct OffWorkerHold(Box<dyn CompactionHold>);
+struct OffWorkerHold(Option<Box<dyn CompactionHold>>);
 
 impl CompactionHold for OffWorkerHold {
     fn check(&self) -> Result<(), StoreError> {
-        off_worker(|| self.0.check())
+        match &self.0 {
+            Some(hold) => off_worker(|| hold.check()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for OffWorkerHold {
+    fn drop(&mut self) {
+        if let Some(hold) = self.0.take() {
+            off_worker(move || drop(hold));
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! implementation of the trait.
 
 use std::fmt::Debug;
+use std::path::Path;
 use std::path::PathBuf;
 
 use abridge_session::JsonlOptions;
@@ -40,6 +41,28 @@ pub trait SessionStores: Send + Sync + Debug {
     /// # Errors
     /// The backend's failure.
     fn list(&self, tenant: &Tenant) -> Result<Vec<String>, StoreError>;
+
+    /// What session `id` of `tenant` holds, in bytes (its log and its
+    /// blobs): what the per-session quota is checked against.
+    ///
+    /// # Errors
+    /// The backend's failure.
+    fn size(&self, tenant: &Tenant, id: &str) -> Result<u64, StoreError>;
+
+    /// What all of `tenant`'s sessions hold together, in bytes: what the
+    /// tenant's quota is checked against.
+    ///
+    /// # Errors
+    /// The backend's failure.
+    fn usage(&self, tenant: &Tenant) -> Result<u64, StoreError>;
+
+    /// Removes everything of session `id`: only for a create that failed
+    /// half-way, on a session nobody else has seen (the service holds its
+    /// gate, and it did not exist). Nothing else deletes a session.
+    ///
+    /// # Errors
+    /// The backend's failure.
+    fn discard(&self, tenant: &Tenant, id: &str) -> Result<(), StoreError>;
 }
 
 /// True for a session id the service accepts: 1 to 128 ASCII letters,
@@ -80,6 +103,66 @@ impl JsonlDir {
         self.root
             .join(tenant.as_str())
             .join(format!("{id}.{EXTENSION}"))
+    }
+
+    /// A file beside the session's log: `ID.jsonl` + `suffix` (the
+    /// JSONL store's `.lock` file and `.blobs` directory).
+    fn beside(&self, tenant: &Tenant, id: &str, suffix: &str) -> PathBuf {
+        let mut name = self.path(tenant, id).into_os_string();
+        name.push(suffix);
+        PathBuf::from(name)
+    }
+}
+
+/// Bytes of the file at `path` (0 when it is missing).
+fn file_bytes(path: &Path) -> Result<u64, StoreError> {
+    match std::fs::metadata(path) {
+        Ok(meta) => Ok(meta.len()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(source) => Err(StoreError::Io {
+            path: path.to_path_buf(),
+            op: "read a size",
+            source,
+        }),
+    }
+}
+
+/// Bytes of the files directly in `dir` (0 when it is missing).
+fn dir_bytes(dir: &Path) -> Result<u64, StoreError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(source) => {
+            return Err(StoreError::Io {
+                path: dir.to_path_buf(),
+                op: "read the blob directory",
+                source,
+            });
+        }
+    };
+    let mut total = 0;
+    for entry in entries.filter_map(Result::ok) {
+        total += entry.metadata().map_or(0, |meta| meta.len());
+    }
+    Ok(total)
+}
+
+/// Removes `path` (a file, or a directory with `all`); a missing one is
+/// fine.
+fn remove(path: &Path, all: bool) -> Result<(), StoreError> {
+    let removed = if all {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    };
+    match removed {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(StoreError::Io {
+            path: path.to_path_buf(),
+            op: "remove a half-created session",
+            source,
+        }),
     }
 }
 
@@ -125,6 +208,24 @@ impl SessionStores for JsonlDir {
         ids.sort();
         Ok(ids)
     }
+
+    fn size(&self, tenant: &Tenant, id: &str) -> Result<u64, StoreError> {
+        Ok(file_bytes(&self.path(tenant, id))? + dir_bytes(&self.beside(tenant, id, ".blobs"))?)
+    }
+
+    fn usage(&self, tenant: &Tenant) -> Result<u64, StoreError> {
+        let mut total = 0;
+        for id in self.list(tenant)? {
+            total += self.size(tenant, &id)?;
+        }
+        Ok(total)
+    }
+
+    fn discard(&self, tenant: &Tenant, id: &str) -> Result<(), StoreError> {
+        remove(&self.beside(tenant, id, ".blobs"), true)?;
+        remove(&self.path(tenant, id), false)?;
+        remove(&self.beside(tenant, id, ".lock"), false)
+    }
 }
 
 #[cfg(test)]
@@ -155,5 +256,30 @@ mod tests {
         assert!(stores.list(&b).expect("list").is_empty());
         assert!(stores.exists(&a, "one"));
         assert!(!stores.exists(&b, "one"));
+    }
+
+    #[test]
+    fn a_discarded_session_leaves_no_file_behind() {
+        let dir = tempfile::tempdir().expect("dir");
+        let stores = JsonlDir::new(dir.path()).expect("stores");
+        let a = Tenant::new("a").expect("a");
+        let mut store = stores.store(&a, "half").expect("store");
+        store
+            .create(&abridge_session::Header::new("half"))
+            .expect("create");
+        assert!(stores.size(&a, "half").expect("size") > 0);
+        assert_eq!(
+            stores.usage(&a).expect("usage"),
+            stores.size(&a, "half").expect("size")
+        );
+        drop(store);
+        stores.discard(&a, "half").expect("discard");
+        let left: Vec<_> = std::fs::read_dir(dir.path().join("a"))
+            .expect("tenant dir")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name())
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        assert!(!stores.exists(&a, "half"));
     }
 }

@@ -92,11 +92,7 @@ impl SessionStores for PgDir {
         let keys = self
             .sessions
             .list_under(&prefix)
-            .map_err(|e| StoreError::Io {
-                path: self.sessions.target().into(),
-                op: "list sessions",
-                source: std::io::Error::other(e),
-            })?;
+            .map_err(|e| self.failed("list sessions", e))?;
         let mut ids: Vec<String> = keys
             .iter()
             .filter_map(|k| k.strip_prefix(&prefix))
@@ -105,6 +101,44 @@ impl SessionStores for PgDir {
             .collect();
         ids.sort();
         Ok(ids)
+    }
+
+    fn size(&self, tenant: &Tenant, id: &str) -> Result<u64, StoreError> {
+        let key = key(tenant, id);
+        let sizes = self
+            .sessions
+            .sizes_under(&key)
+            .map_err(|e| self.failed("read a size", e))?;
+        Ok(sizes
+            .into_iter()
+            .find_map(|(found, bytes)| (found == key).then_some(bytes))
+            .unwrap_or(0))
+    }
+
+    fn usage(&self, tenant: &Tenant) -> Result<u64, StoreError> {
+        let sizes = self
+            .sessions
+            .sizes_under(&format!("{tenant}/"))
+            .map_err(|e| self.failed("read the tenant's sizes", e))?;
+        Ok(sizes.into_iter().map(|(_, bytes)| bytes).sum())
+    }
+
+    fn discard(&self, tenant: &Tenant, id: &str) -> Result<(), StoreError> {
+        self.sessions
+            .delete(&key(tenant, id))
+            .map(drop)
+            .map_err(|e| self.failed("remove a half-created session", e))
+    }
+}
+
+impl PgDir {
+    /// A PostgreSQL failure as the store error the trait returns.
+    fn failed(&self, op: &'static str, error: abridge_store_postgres::PgError) -> StoreError {
+        StoreError::Io {
+            path: self.sessions.target().into(),
+            op,
+            source: std::io::Error::other(error),
+        }
     }
 }
 

@@ -50,4 +50,30 @@ async fn no_token_reaches_a_log_line() {
     for secret in [TOKEN_A, TOKEN_B, "wrong-token-wrong-token"] {
         assert!(!text.contains(secret), "a token was logged");
     }
+    // Issue 28: 401s and other 4xx were never logged, so guessing tokens
+    // was invisible. One access line per request: the refused one at
+    // warn, with its route and status; the others with their tenant.
+    let access: Vec<&str> = text
+        .lines()
+        .filter(|line| line.contains("abridge_serve::access"))
+        .collect();
+    assert!(
+        access.iter().any(|line| line.contains("WARN")
+            && line.contains("route=/v1/sessions")
+            && line.contains("status=401")),
+        "no access line for the 401:\n{}",
+        access.join("\n")
+    );
+    assert!(
+        access.iter().any(|line| line.contains("tenant=team-b")
+            && line.contains("route=/v1/sessions/{id}/stats")
+            && line.contains("status=404")),
+        "no access line for the 404:\n{}",
+        access.join("\n")
+    );
+    assert!(
+        access.len() >= 33,
+        "one line per request ({} lines)",
+        access.len()
+    );
 }

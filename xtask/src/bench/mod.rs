@@ -22,6 +22,7 @@ pub(crate) mod prune;
 pub(crate) mod recall;
 pub(crate) mod reopen;
 pub(crate) mod serve;
+pub(crate) mod serve_reads;
 pub(crate) mod session;
 pub(crate) mod simulate;
 pub(crate) mod snapcompact;

@@ -96,7 +96,7 @@ pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)?;
     let tokens = work.join("tokens.txt");
-    std::fs::write(&tokens, format!("{TOKEN} {TENANT}\n"))?;
+    crate::e2e_serve::write_tokens(&tokens, &format!("{TOKEN} {TENANT}\n"))?;
 
     let schema = format!("bench_serve_{}", std::process::id());
     drop_schema(&url, &schema)?;

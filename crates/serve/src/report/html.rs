@@ -48,14 +48,16 @@ details > summary { cursor: pointer; color: #555; }
 svg text { font-family: system-ui, sans-serif; font-size: 11px; fill: #444; }
 ";
 
-/// A whole page around `body`, titled `title` (both escaped by the caller
-/// where needed: `title` is escaped here, `body` must already be HTML).
-pub(crate) fn page(title: &str, body: &str) -> String {
+/// The page up to its body, titled `title` (escaped here).
+pub(crate) fn head(title: &str) -> String {
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
         escape(title)
     )
 }
+
+/// What closes the page after its body.
+pub(crate) const TAIL: &str = "</body>\n</html>\n";
 
 #[cfg(test)]
 mod tests {
@@ -72,9 +74,9 @@ mod tests {
     }
 
     #[test]
-    fn page_escapes_its_title() {
-        let html = page("<b>", "<p>x</p>");
+    fn the_head_escapes_its_title() {
+        let html = head("<b>");
         assert!(html.contains("<title>&lt;b&gt;</title>"));
-        assert!(html.contains("<p>x</p>"));
+        assert!(html.ends_with("<body>\n"));
     }
 }

@@ -49,7 +49,8 @@ pub enum ReportError {
         target: Seq,
     },
     /// The page would be larger than the cap (`abridge report
-    /// --max-bytes`, [`DEFAULT_MAX_REPORT_BYTES`]); nothing is written.
+    /// --max-bytes`, [`DEFAULT_MAX_REPORT_BYTES`]); [`build`] returns no
+    /// page, [`write`] stops where it passed the cap.
     #[error(
         "the report would be at least {bytes} bytes, over the limit of {limit} bytes; raise --max-bytes"
     )]
@@ -60,6 +61,10 @@ pub enum ReportError {
         /// The limit.
         limit: u64,
     },
+    /// Writing the page out failed (the client of a streamed report went
+    /// away, a full disk).
+    #[error("writing the report failed: {0}")]
+    Write(std::io::Error),
     /// Replaying an event into the copy the chart is measured on failed.
     #[error("replaying event #{seq} of {location}: {error}")]
     Replay {
@@ -106,8 +111,7 @@ pub struct Summary {
 /// service's `tenant/id`), priced for `model`, with the figures at its
 /// head; every message and log line goes through `redactor` when there
 /// is one (secrets must not land in a file or a response in clear). The
-/// page is refused once it passes `max_bytes` (checked after the
-/// transcript, the bulk of it, and again on the whole page).
+/// page is refused once it passes `max_bytes`.
 ///
 /// # Errors
 /// [`ReportError`] when the active path cannot be replayed;
@@ -120,6 +124,31 @@ pub fn build(
     redactor: Option<&Redactor>,
     max_bytes: u64,
 ) -> Result<(String, Summary), ReportError> {
+    let mut page = Vec::new();
+    let summary = write(
+        session, source, model, entry, redactor, max_bytes, &mut page,
+    )?;
+    let page = String::from_utf8(page)
+        .map_err(|e| ReportError::Write(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+    Ok((page, summary))
+}
+
+/// [`build`], written to `out` as it is drawn (the service streams it to
+/// the client), a transcript's worth of events at a time. Past
+/// `max_bytes` it stops with [`ReportError::TooLarge`], part of the page
+/// already written.
+///
+/// # Errors
+/// As [`build`]; [`ReportError::Write`] when `out` fails.
+pub fn write(
+    session: &Session,
+    source: &str,
+    model: &str,
+    entry: &abridge_llm::ModelEntry,
+    redactor: Option<&Redactor>,
+    max_bytes: u64,
+    out: &mut dyn std::io::Write,
+) -> Result<Summary, ReportError> {
     let window = entry.context_window;
     let threshold = abridge::Settings::default()
         .limits(window)
@@ -144,29 +173,50 @@ pub fn build(
         rewrites: stats.rewrites,
     };
 
-    let mut body = format!(
+    let mut page = Capped {
+        out,
+        written: 0,
+        limit: max_bytes,
+    };
+    page.put(&html::head(&format!(
+        "abridge report: {}",
+        summary.session_id
+    )))?;
+    let mut top = format!(
         "<h1>Session {}</h1>\n<table class=\"header\">\n",
         escape(&summary.session_id)
     );
     for (name, value) in header_rows(&summary) {
-        let _ = writeln!(body, "<tr><td>{name}</td><td>{}</td></tr>", escape(&value));
+        let _ = writeln!(top, "<tr><td>{name}</td><td>{}</td></tr>", escape(&value));
     }
-    body.push_str("</table>\n<h2>Tokens on the surface after each event</h2>\n");
-    body.push_str(&chart::svg(&points, window, threshold));
-    body.push_str(&transcript::render(session, &facts, redactor));
-    within(&body, max_bytes)?;
-    let page = html::page(&format!("abridge report: {}", summary.session_id), &body);
-    within(&page, max_bytes)?;
-    Ok((page, summary))
+    top.push_str("</table>\n<h2>Tokens on the surface after each event</h2>\n");
+    top.push_str(&chart::svg(&points, window, threshold));
+    page.put(&top)?;
+    transcript::render(session, &facts, redactor, &mut |chunk| page.put(chunk))?;
+    page.put(html::TAIL)?;
+    Ok(summary)
 }
 
-/// [`ReportError::TooLarge`] when `text` is over `limit` bytes.
-fn within(text: &str, limit: u64) -> Result<(), ReportError> {
-    let bytes = text.len() as u64;
-    if bytes > limit {
-        return Err(ReportError::TooLarge { bytes, limit });
+/// The page's writer: counts what it writes and stops past the limit.
+struct Capped<'a> {
+    out: &'a mut dyn std::io::Write,
+    written: u64,
+    limit: u64,
+}
+
+impl Capped<'_> {
+    fn put(&mut self, text: &str) -> Result<(), ReportError> {
+        self.written += text.len() as u64;
+        if self.written > self.limit {
+            return Err(ReportError::TooLarge {
+                bytes: self.written,
+                limit: self.limit,
+            });
+        }
+        self.out
+            .write_all(text.as_bytes())
+            .map_err(ReportError::Write)
     }
-    Ok(())
 }
 
 /// The head table's rows, in words.

@@ -37,9 +37,21 @@ pub(crate) struct Facts {
     pub(crate) expanded: HashMap<Seq, Message>,
 }
 
+/// Bytes of transcript gathered before they are handed on.
+const CHUNK: usize = 64 * 1024;
+
 /// The transcript `<section>`, every message and log line through
-/// `redactor` when there is one.
-pub(crate) fn render(session: &Session, facts: &Facts, redactor: Option<&Redactor>) -> String {
+/// `redactor` when there is one, handed to `sink` in pieces of about
+/// [`CHUNK`] bytes (a page of a large session is never held whole).
+///
+/// # Errors
+/// Whatever `sink` returns; the transcript stops there.
+pub(crate) fn render(
+    session: &Session,
+    facts: &Facts,
+    redactor: Option<&Redactor>,
+    sink: &mut dyn FnMut(&str) -> Result<(), super::ReportError>,
+) -> Result<(), super::ReportError> {
     let mut out = String::from("<section class=\"transcript\">\n<h2>Transcript</h2>\n");
     for seq in session.active_path() {
         let Some(event) = session.event(seq) else {
@@ -60,9 +72,13 @@ pub(crate) fn render(session: &Session, facts: &Facts, redactor: Option<&Redacto
             EventBody::Log(log) => log_line(&mut out, seq, log, redactor),
             EventBody::Leaf => {}
         }
+        if out.len() >= CHUNK {
+            sink(&out)?;
+            out.clear();
+        }
     }
     out.push_str("</section>\n");
-    out
+    sink(&out)
 }
 
 fn message(out: &mut String, seq: Seq, message: &Message, facts: &Facts) {

@@ -6,7 +6,8 @@
 //! by its `event` field (`pass_started`, `attempt_started`,
 //! `attempt_landed`, `attempt_failed`, `pass_ended`, ...) with the event's
 //! JSON as data; `lagged` when a slow reader missed some (`{"missed": N}`);
-//! `shutdown` as the last event when the service stops.
+//! `shutdown` as the last event when the service stops. A tenant may hold
+//! `event_streams_per_tenant` streams open at once (429 past it).
 
 use std::convert::Infallible;
 
@@ -27,6 +28,7 @@ use super::sessions::session;
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::state::StreamSlot;
 
 /// Where a stream is.
 struct Cursor {
@@ -34,6 +36,8 @@ struct Cursor {
     closing: watch::Receiver<bool>,
     started: bool,
     done: bool,
+    /// Counts against the tenant's streams until the stream is dropped.
+    _slot: StreamSlot,
 }
 
 /// The stream of a session's maintenance events.
@@ -42,12 +46,16 @@ pub(super) async fn stream(
     Extension(tenant): Extension<Tenant>,
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let slot = state
+        .streams
+        .open(&tenant, state.limits.event_streams_per_tenant)?;
     let live = session(&state, &tenant, &id).await?;
     let cursor = Cursor {
         events: live.events.subscribe(),
         closing: state.closing.subscribe(),
         started: false,
         done: false,
+        _slot: slot,
     };
     let stream = futures::stream::unfold(cursor, |mut cursor| async move {
         if cursor.done {

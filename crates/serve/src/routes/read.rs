@@ -1,5 +1,6 @@
 //! What a session holds, read without changing it: the next request, the
-//! context, its figures, recall and the HTML report.
+//! context, its figures, recall and the HTML report. All but the figures
+//! are heavy reads (see [`crate::heavy`]).
 
 use abridge::RequestTarget;
 use abridge::build_request;
@@ -16,26 +17,31 @@ use abridge_llm::ProviderConfig;
 use abridge_llm::ProviderKind;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
+use abridge_llm::SharedMessage;
 use abridge_session::Seq;
 use axum::Extension;
 use axum::Json;
 use axum::extract::Path;
 use axum::extract::Query;
 use axum::extract::State;
-use axum::http::header::CONTENT_TYPE;
-use axum::response::IntoResponse;
+use axum::response::Response;
 use serde::Deserialize;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::sessions::Figures;
+use super::sessions::blocking;
 use super::sessions::session;
 use crate::auth::Tenant;
 use crate::error::ApiError;
+use crate::heavy::Turn;
+use crate::heavy::snapshot;
+use crate::heavy::streamed;
 use crate::state::AppState;
 
 /// The query of `GET .../request`.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(super) struct RequestQuery {
     /// `openai-chat`, `openai-responses` or `anthropic`; absent: the
     /// messages in abridge's own form only.
@@ -59,38 +65,60 @@ pub(super) struct NextRequest {
 }
 
 /// `GET /v1/sessions/{id}/request?provider=...`: exactly what the next
-/// model call should send.
+/// model call should send. A heavy read: built on a copy of the session,
+/// off the async workers, and streamed.
 pub(super) async fn request(
     State(state): State<AppState>,
     Extension(tenant): Extension<Tenant>,
     Path(id): Path<String>,
     Query(query): Query<RequestQuery>,
-) -> Result<Json<NextRequest>, ApiError> {
+) -> Result<Response, ApiError> {
+    let name = query.provider;
+    let kind: Option<ProviderKind> = name
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(ApiError::BadRequest)?;
     let live = session(&state, &tenant, &id).await?;
+    let turn = state.heavy.turn(&tenant).await?;
     let model = live.harness.model();
-    let Some(name) = query.provider else {
-        return Ok(Json(NextRequest {
+    let entry = live.harness.entry().clone();
+    let plain_target = live.harness.request_target();
+    let answer = blocking(move || {
+        let copy = snapshot(&live)?;
+        let Some(kind) = kind else {
+            let messages = build_request(&copy, &plain_target)?;
+            return Ok(NextRequest {
+                model,
+                provider: None,
+                messages,
+                body: None,
+            });
+        };
+        let encoder = Encoder::new(kind).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let client = encoder.client();
+        let target = RequestTarget::for_client(client, &model, &entry);
+        let messages = build_request(&copy, &target)?;
+        let wire = Request::new(model.clone(), messages.clone(), Purpose::Turn);
+        let body = encoder
+            .body(&wire)
+            .map_err(|e| ApiError::Rejected(e.to_string()))?;
+        Ok(NextRequest {
             model,
-            provider: None,
-            messages: live.harness.request()?,
-            body: None,
-        }));
-    };
-    let kind: ProviderKind = name.parse().map_err(ApiError::BadRequest)?;
-    let encoder = Encoder::new(kind).map_err(|e| ApiError::Internal(e.to_string()))?;
-    let client = encoder.client();
-    let target = RequestTarget::for_client(client, &model, live.harness.entry());
-    let messages = build_request(&lock_session(live.harness.session()), &target)?;
-    let wire = Request::new(model.clone(), messages.clone(), Purpose::Turn);
-    let body = encoder
-        .body(&wire)
-        .map_err(|e| ApiError::Rejected(e.to_string()))?;
-    Ok(Json(NextRequest {
-        model,
-        provider: Some(name),
-        messages,
-        body: Some(body),
-    }))
+            provider: name,
+            messages,
+            body: Some(body),
+        })
+    })
+    .await?;
+    Ok(json_streamed(turn, answer))
+}
+
+/// `value` as a streamed JSON answer, written on the blocking pool.
+fn json_streamed<T: Serialize + Send + 'static>(turn: Turn, value: T) -> Response {
+    streamed("application/json", turn, move |out| {
+        serde_json::to_writer(out, &value).map_err(|e| e.to_string())
+    })
 }
 
 /// A provider client used only for its request encoder (it never sends).
@@ -138,7 +166,7 @@ impl Encoder {
 #[derive(Debug, Serialize)]
 pub(super) struct Visible {
     seq: Seq,
-    message: Message,
+    message: SharedMessage,
 }
 
 /// The answer of `GET .../context`.
@@ -150,31 +178,38 @@ pub(super) struct Context {
     messages: Vec<Visible>,
 }
 
-/// `GET /v1/sessions/{id}/context`: the surface with seqs and figures.
+/// `GET /v1/sessions/{id}/context`: the surface with seqs and figures. A
+/// heavy read: the surface's messages are taken under the lock (shared,
+/// not copied), then written out off the async workers, streamed.
 pub(super) async fn context(
     State(state): State<AppState>,
     Extension(tenant): Extension<Tenant>,
     Path(id): Path<String>,
-) -> Result<Json<Context>, ApiError> {
+) -> Result<Response, ApiError> {
     let live = session(&state, &tenant, &id).await?;
-    let messages = {
-        let session = lock_session(live.harness.session());
-        session
-            .surface()
-            .seqs()
-            .iter()
-            .filter_map(|seq| {
-                Some(Visible {
-                    seq: *seq,
-                    message: (**session.message(*seq)?).clone(),
+    let turn = state.heavy.turn(&tenant).await?;
+    let context = blocking(move || {
+        let messages = {
+            let session = lock_session(live.harness.session());
+            session
+                .surface()
+                .seqs()
+                .iter()
+                .filter_map(|seq| {
+                    Some(Visible {
+                        seq: *seq,
+                        message: session.message(*seq)?.clone(),
+                    })
                 })
-            })
-            .collect()
-    };
-    Ok(Json(Context {
-        figures: Figures::of(&live),
-        messages,
-    }))
+                .collect()
+        };
+        Ok(Context {
+            figures: Figures::of(&live),
+            messages,
+        })
+    })
+    .await?;
+    Ok(json_streamed(turn, context))
 }
 
 /// The answer of `GET .../stats`.
@@ -238,48 +273,78 @@ pub(super) struct Recalled {
 }
 
 /// `POST /v1/sessions/{id}/recall`: the `recall` tool's arguments (`ref`,
-/// `query`, `toc`, `page`) in, its answer out.
+/// `query`, `toc`, `page`) in, its answer out. Arguments that do not fit
+/// the tool's schema are a 400, not an answer for a model to read. A
+/// heavy read: run off the async workers (the search holds the session's
+/// lock, whose index it keeps up to date).
 pub(super) async fn recall(
     State(state): State<AppState>,
     Extension(tenant): Extension<Tenant>,
     Path(id): Path<String>,
     Json(arguments): Json<Value>,
 ) -> Result<Json<Recalled>, ApiError> {
+    check_recall(&arguments)?;
     let live = session(&state, &tenant, &id).await?;
-    let text = live
-        .harness
-        .call_tool(abridge::recall::TOOL_NAME, &arguments)
-        .ok_or_else(|| {
-            ApiError::Unavailable(
-                "recall is off in this session's settings (`recall = false`)".to_string(),
-            )
-        })?;
+    let _turn = state.heavy.turn(&tenant).await?;
+    let text = blocking(move || {
+        live.harness
+            .call_tool(abridge::recall::TOOL_NAME, &arguments)
+            .ok_or_else(|| {
+                ApiError::Unavailable(
+                    "recall is off in this session's settings (`recall = false`)".to_string(),
+                )
+            })
+    })
+    .await?;
     Ok(Json(Recalled { text }))
 }
 
+/// Refuses recall arguments that do not fit the tool's schema: the model
+/// would be told what was wrong, a client gets a 400.
+fn check_recall(arguments: &Value) -> Result<(), ApiError> {
+    use abridge::recall::RecallArgs;
+    use abridge::recall::RecallMiss;
+    let args = RecallArgs::parse(arguments)
+        .map_err(|miss| ApiError::BadRequest(format!("recall arguments: {miss}")))?;
+    args.call()
+        .map_err(|miss| ApiError::BadRequest(format!("recall arguments: {miss}")))?;
+    if args.page == Some(0) {
+        let miss = RecallMiss::BadArguments("`page` counts from 1".to_string());
+        return Err(ApiError::BadRequest(format!("recall arguments: {miss}")));
+    }
+    Ok(())
+}
+
 /// `GET /v1/sessions/{id}/report`: the HTML page `abridge report` writes.
+/// A heavy read: drawn from a copy of the session off the async workers,
+/// and streamed as it is drawn.
 pub(super) async fn report(
     State(state): State<AppState>,
     Extension(tenant): Extension<Tenant>,
     Path(id): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
+) -> Result<Response, ApiError> {
     let live = session(&state, &tenant, &id).await?;
-    let session = lock_session(live.harness.session());
+    let turn = state.heavy.turn(&tenant).await?;
     let model = live.harness.model();
+    let entry = live.harness.entry().clone();
     let label = format!("{tenant}/{id}");
     let redactor = live
         .harness
         .settings()
         .redactor()
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let (page, _) = crate::report::build(
-        &session,
-        &label,
-        &model,
-        live.harness.entry(),
-        redactor.as_deref(),
-        crate::report::DEFAULT_MAX_REPORT_BYTES,
-    )
-    .map_err(|e| ApiError::Internal(e.to_string()))?;
-    Ok(([(CONTENT_TYPE, "text/html; charset=utf-8")], page))
+    let copy = blocking(move || snapshot(&live)).await?;
+    Ok(streamed("text/html; charset=utf-8", turn, move |out| {
+        crate::report::write(
+            &copy,
+            &label,
+            &model,
+            &entry,
+            redactor.as_deref(),
+            crate::report::DEFAULT_MAX_REPORT_BYTES,
+            out,
+        )
+        .map(drop)
+        .map_err(|e| e.to_string())
+    }))
 }

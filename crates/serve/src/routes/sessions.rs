@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use abridge_compact::lock_session;
+use abridge_llm::Block;
+use abridge_llm::ImageSource;
 use abridge_llm::Message;
 use abridge_llm::Role;
 use abridge_llm::Usage;
-use abridge_session::Draft;
 use abridge_session::Seq;
 use axum::Extension;
 use axum::Json;
@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use crate::auth::Tenant;
 use crate::error::ApiError;
+use crate::extract::Strict;
 use crate::sessions::Live;
 use crate::sessions::SessionSpec;
 use crate::state::AppState;
@@ -107,14 +108,14 @@ pub(super) async fn list(
 }
 
 /// The body of `POST .../messages`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Append {
     /// Messages in abridge's wire form, appended in order.
     messages: Vec<Message>,
     /// The provider's usage for the turn that wrote the last message,
     /// which must then be the assistant's (it anchors the meter).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     usage: Option<Usage>,
 }
 
@@ -128,14 +129,15 @@ pub(super) struct Appended {
 }
 
 /// `POST /v1/sessions/{id}/messages`: all of the batch or none of it, and
-/// durable when answered.
+/// durable when answered. Refused whole (422, naming the message) when a
+/// message breaks the vocabulary's rules, names a blob, or breaks the
+/// tool pairing after what the session holds; 403 past a byte quota.
 pub(super) async fn append(
     State(state): State<AppState>,
     Extension(tenant): Extension<Tenant>,
     Path(id): Path<String>,
-    Json(body): Json<Append>,
+    Strict(body): Strict<Append>,
 ) -> Result<Json<Appended>, ApiError> {
-    let live = session(&state, &tenant, &id).await?;
     let mut messages = body.messages;
     if messages.is_empty() {
         return Err(ApiError::BadRequest(
@@ -144,6 +146,7 @@ pub(super) async fn append(
     }
     for (index, message) in messages.iter().enumerate() {
         check_shape(index, message)?;
+        check_images(index, &message.content, "content")?;
         // The session refuses it too; here the answer names the JSON path.
         abridge_llm::check_image_pixels(message, abridge_llm::DEFAULT_MAX_IMAGE_PIXELS)
             .map_err(|fault| ApiError::Rejected(format!("messages[{index}].{fault}")))?;
@@ -158,15 +161,44 @@ pub(super) async fn append(
         };
         last.meta.usage = Some(usage);
     }
-    let drafts: Vec<Draft> = messages.into_iter().map(Draft::message).collect();
-    let writer = live.clone();
-    let seqs =
-        blocking(move || Ok(lock_session(writer.harness.session()).append_batch(drafts)?)).await?;
+    // What the quotas count: the messages as the log will hold them.
+    let bytes = messages
+        .iter()
+        .map(|m| serde_json::to_vec(m).map_or(0, |json| json.len() as u64))
+        .sum();
+    let live = session(&state, &tenant, &id).await?;
+    let writer = Arc::clone(&live);
+    let registry = Arc::clone(&state);
+    let seqs = blocking(move || registry.registry.append(&writer, messages, bytes)).await?;
     live.harness.note_activity(std::time::Instant::now());
     Ok(Json(Appended {
         seqs,
         figures: Figures::of(&live),
     }))
+}
+
+/// A client sends an image's bytes (base64) or a URL; a blob reference
+/// names a file or row of the server's own, which only the server writes
+/// (issue 28: a client's reference was read as a path, or another
+/// tenant's image).
+fn check_images(index: usize, blocks: &[Block], path: &str) -> Result<(), ApiError> {
+    for (at, block) in blocks.iter().enumerate() {
+        match block {
+            Block::Image {
+                source: ImageSource::Blob { .. },
+                ..
+            } => {
+                return Err(ApiError::Rejected(format!(
+                    "messages[{index}].{path}[{at}]: an image is sent as its bytes (`base64`) or a `url`; `blob` references are the server's own; nothing of the batch was written"
+                )));
+            }
+            Block::ToolResult { content, .. } => {
+                check_images(index, content, &format!("{path}[{at}].content"))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The vocabulary's rule the log does not check itself: a tool message

@@ -22,6 +22,7 @@ use crate::state::AppState;
 
 /// The request body.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(super) struct SummaryCall {
     #[serde(default)]
     system_prompt: String,
@@ -73,7 +74,7 @@ pub(super) async fn summarize(
         .tasks
         .run(async move { abridge_llm::LlmClient::complete(&client, &request).await })
         .await?
-        .map_err(|e| ApiError::Upstream(e.to_string()))?;
+        .map_err(ApiError::Upstream)?;
     Ok(Json(SummaryAnswer {
         summary: answer.message.plain_text(),
         model: answer.model,

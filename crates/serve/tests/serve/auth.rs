@@ -86,13 +86,15 @@ async fn another_tenants_session_is_404_everywhere() {
 async fn a_body_over_the_limit_gets_413() {
     let dir = tempfile::tempdir().expect("dir");
     let mut setup = Setup::new(dir.path());
-    setup.body_limit = 16 * 1024;
+    setup.limits.body_bytes = 16 * 1024;
     let server = setup.start().await;
     let api = server.client(TOKEN_A);
     api.create(&small("s", &["digest"])).await;
     let big = json!({"messages": [{"role": "user", "content": [{"type": "text", "text": "x".repeat(17 * 1024)}]}]});
-    let (status, _) = api.post("/v1/sessions/s/messages", &big).await;
+    let (status, body) = api.post("/v1/sessions/s/messages", &big).await;
     assert_eq!(status, 413);
+    assert_eq!(body["error"]["code"], "too_large", "{body}");
+    assert_eq!(body["error"]["limit"], 16 * 1024, "{body}");
     let (_, context) = api.get("/v1/sessions/s/context").await;
     assert_eq!(context["messages"], json!([]), "nothing of it was written");
     let small_enough = json!({"messages": [{"role": "user", "content": [{"type": "text", "text": "x".repeat(1024)}]}]});

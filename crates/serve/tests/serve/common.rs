@@ -49,7 +49,8 @@ pub(crate) struct Setup {
     /// Sessions in PostgreSQL instead of `dir`.
     pub(crate) pg: Option<abridge_store_postgres::PgSessions>,
     pub(crate) summarizer: Option<Arc<dyn LlmClient>>,
-    pub(crate) body_limit: usize,
+    /// What clients may take (default: the defaults).
+    pub(crate) limits: abridge_serve::ServiceLimits,
     pub(crate) grace: Duration,
     /// The service's settings (default: the defaults).
     pub(crate) settings: abridge::Settings,
@@ -70,7 +71,7 @@ impl Setup {
             dir: dir.to_path_buf(),
             pg: None,
             summarizer: None,
-            body_limit: abridge_serve::DEFAULT_BODY_LIMIT,
+            limits: abridge_serve::ServiceLimits::default(),
             grace: Duration::from_secs(30),
             settings: abridge::Settings::default(),
             wrap: None,
@@ -92,7 +93,7 @@ impl Setup {
         ServiceConfig {
             sources,
             model: "gpt-4o".to_string(),
-            body_limit: self.body_limit,
+            limits: self.limits.clone(),
             grace: self.grace,
             settings: self.settings.clone(),
             ..ServiceConfig::new(stores, tokens)
@@ -106,7 +107,7 @@ impl Setup {
             .expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let (stop, stopped) = oneshot::channel::<()>();
-        let service = Service::new(self.config());
+        let service = Service::new(self.config()).expect("a valid configuration");
         let task = tokio::spawn(async move {
             service
                 .run(listener, async move {

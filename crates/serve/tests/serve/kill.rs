@@ -31,6 +31,10 @@ const CHILD_PORT_FILE: &str = "ABRIDGE_SERVE_TEST_CHILD_PORT_FILE";
 const CHILD_HANG: &str = "ABRIDGE_SERVE_TEST_CHILD_HANG";
 /// `URL#SCHEMA`: the child serves from PostgreSQL instead of its directory.
 const CHILD_PG: &str = "ABRIDGE_SERVE_TEST_CHILD_PG";
+/// `name=value,...`: limits of the child's own (see [`set_limits`]).
+const CHILD_LIMITS: &str = "ABRIDGE_SERVE_TEST_CHILD_LIMITS";
+/// Set: the child stops on SIGTERM (else only a kill stops it).
+const CHILD_SIGTERM: &str = "ABRIDGE_SERVE_TEST_CHILD_SIGTERM";
 
 /// The compaction lease of a child worker on PostgreSQL: short, so the
 /// worker that outlives it does not wait long for the lock row.
@@ -68,19 +72,59 @@ fn child_server() {
             setup.pg =
                 Some(abridge_store_postgres::PgSessions::connect(url, &options).expect("connect"));
         }
+        if let Some(limits) = std::env::var_os(CHILD_LIMITS) {
+            set_limits(&mut setup.limits, &limits.to_string_lossy());
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let port = listener.local_addr().expect("addr").port();
-        let service = abridge_serve::Service::new(setup.config());
+        let service = abridge_serve::Service::new(setup.config()).expect("a valid configuration");
         let temp = Path::new(&port_file).with_extension("tmp");
         std::fs::write(&temp, port.to_string()).expect("port");
         std::fs::rename(&temp, &port_file).expect("port");
-        service
-            .run(listener, std::future::pending())
-            .await
-            .expect("serve");
+        if std::env::var_os(CHILD_SIGTERM).is_some() {
+            service
+                .run(listener, abridge_serve::shutdown_signal())
+                .await
+                .expect("serve");
+        } else {
+            service
+                .run(listener, std::future::pending())
+                .await
+                .expect("serve");
+        }
     });
+}
+
+/// Sets the limits named in `spec` (`name=value,...`; times in seconds).
+fn set_limits(limits: &mut abridge_serve::ServiceLimits, spec: &str) {
+    for pair in spec.split(',').filter(|p| !p.is_empty()) {
+        let (name, value) = pair.split_once('=').expect("name=value");
+        let number: u64 = value.parse().expect("a number");
+        let secs = Duration::from_secs(number);
+        match name {
+            "open_sessions" => limits.open_sessions = number as usize,
+            "session_idle" => limits.session_idle = secs,
+            "header_timeout" => limits.header_timeout = secs,
+            "shutdown_timeout" => limits.shutdown_timeout = secs,
+            "max_connections" => limits.max_connections = number as usize,
+            other => panic!("no limit {other} in the child's list"),
+        }
+    }
+}
+
+/// How a child server is started.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ChildOptions {
+    /// Serve from PostgreSQL (`URL#SCHEMA`) instead of `dir/store`.
+    pub(crate) pg: Option<String>,
+    /// Its summarizer never answers.
+    pub(crate) hang: bool,
+    /// Limits of its own: `name=value,...` ([`set_limits`]).
+    pub(crate) limits: String,
+    /// It stops on SIGTERM.
+    pub(crate) sigterm: bool,
 }
 
 /// A server process, killed on drop.
@@ -97,6 +141,18 @@ impl Server {
     /// A worker serving from `pg` (`URL#SCHEMA`) when given, else from
     /// `dir/store`; `hang`: its summarizer never answers.
     pub(crate) async fn start_on(dir: &Path, pg: Option<&str>, hang: bool) -> Self {
+        let child = ChildOptions {
+            pg: pg.map(str::to_string),
+            hang,
+            ..ChildOptions::default()
+        };
+        Self::start_child(dir, &child).await
+    }
+
+    /// A server process as `child` says, serving `dir/store` unless it
+    /// names a database.
+    pub(crate) async fn start_child(dir: &Path, child: &ChildOptions) -> Self {
+        let (pg, hang) = (child.pg.as_deref(), child.hang);
         let port_file = dir.join(format!("port-{}", std::process::id()));
         let _ = std::fs::remove_file(&port_file);
         let mut command = Command::new(std::env::current_exe().expect("exe"));
@@ -110,7 +166,12 @@ impl Server {
             .env(CHILD_DIR, dir.join("store"))
             .env(CHILD_PORT_FILE, &port_file)
             .env_remove(CHILD_HANG)
-            .env_remove(CHILD_PG);
+            .env_remove(CHILD_PG)
+            .env(CHILD_LIMITS, &child.limits)
+            .env_remove(CHILD_SIGTERM);
+        if child.sigterm {
+            command.env(CHILD_SIGTERM, "1");
+        }
         if let Some(pg) = pg {
             command.env(CHILD_PG, pg);
         }
@@ -137,6 +198,36 @@ impl Server {
     pub(crate) fn kill(mut self) {
         self.child.kill().expect("kill");
         self.child.wait().expect("wait");
+    }
+
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM.
+    pub(crate) fn terminate(&self) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -TERM failed");
+    }
+
+    /// The exit status once the process has ended, polling every 50 ms for
+    /// at most `limit` (a guard against a hang, not a measurement).
+    pub(crate) async fn exited_within(
+        &mut self,
+        limit: Duration,
+    ) -> Option<std::process::ExitStatus> {
+        let polls = limit.as_millis() / 50;
+        for _ in 0..polls {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return Some(status);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        None
     }
 }
 

@@ -89,6 +89,18 @@ impl SessionStores for Stalling {
     fn list(&self, tenant: &Tenant) -> Result<Vec<String>, StoreError> {
         self.inner.list(tenant)
     }
+
+    fn size(&self, tenant: &Tenant, id: &str) -> Result<u64, StoreError> {
+        self.inner.size(tenant, id)
+    }
+
+    fn usage(&self, tenant: &Tenant) -> Result<u64, StoreError> {
+        self.inner.usage(tenant)
+    }
+
+    fn discard(&self, tenant: &Tenant, id: &str) -> Result<(), StoreError> {
+        self.inner.discard(tenant, id)
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
