@@ -119,11 +119,16 @@ mod tests {
         let (ours, _theirs) = tokio::io::duplex(1024);
         let mut stream = WriteDeadline::new(ours, Duration::from_millis(200));
         let chunk = vec![0u8; 4096];
-        let error = loop {
-            if let Err(error) = stream.write_all(&chunk).await {
-                break error;
+        // The guard only stops a hang (what the code before did: wait).
+        let error = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                if let Err(error) = stream.write_all(&chunk).await {
+                    return error;
+                }
             }
-        };
+        })
+        .await
+        .expect("the stalled write gave up");
         assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
     }
 
