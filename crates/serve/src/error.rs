@@ -163,6 +163,14 @@ pub enum ApiError {
     /// logged, never sent.
     #[error("{0}")]
     Internal(String),
+    /// 500: the session's log ends in a write a crash cut short, so the
+    /// service writes nothing after it until an operator sets those bytes
+    /// aside (`abridge repair`). The store's text, which names the file,
+    /// is logged, never sent.
+    #[error(
+        "this session's log ends in a write a crash cut short; nothing was written: an operator sets those bytes aside with `abridge repair`, then the session opens"
+    )]
+    TornLog(String),
 }
 
 /// A tenant's quota (see [`ServiceLimits`](crate::ServiceLimits)).
@@ -233,7 +241,7 @@ impl ApiError {
             ApiError::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Upstream(_) => StatusCode::BAD_GATEWAY,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Internal(_) | ApiError::TornLog(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -255,6 +263,7 @@ impl ApiError {
             ApiError::Unavailable(_) => "unavailable",
             ApiError::Upstream(_) => "upstream",
             ApiError::Internal(_) => "internal",
+            ApiError::TornLog(_) => "torn_log",
         }
     }
 
@@ -282,6 +291,11 @@ impl ApiError {
                 error["message"] = json!(format!(
                     "the service failed; its log has the details under error id {id}"
                 ));
+                error["error_id"] = json!(id);
+            }
+            ApiError::TornLog(detail) => {
+                let id = error_id();
+                tracing::error!(error_id = %id, error = %detail, "a session's log is torn");
                 error["error_id"] = json!(id);
             }
             ApiError::Upstream(detail) => {
@@ -339,6 +353,11 @@ impl From<abridge_session::SessionError> for ApiError {
         }) = error
         {
             return ApiError::StaleWrite { expected, found };
+        }
+        if let abridge_session::SessionError::Store(abridge_session::StoreError::Torn { .. }) =
+            error
+        {
+            return ApiError::TornLog(error.to_string());
         }
         if is_store_failure(&error) {
             ApiError::Internal(error.to_string())
