@@ -48,7 +48,7 @@ where
         })?;
         let kept = serde_json::to_value(&typed)
             .map_err(|e| ApiError::Internal(format!("a body read back: {e}")).into_response())?;
-        if let Some(path) = dropped(&sent, &kept, String::new()) {
+        if let Some(path) = dropped(&sent, &kept, "") {
             return Err(ApiError::BadRequest(format!(
                 "{path}: unknown field; nothing was written"
             ))
@@ -60,7 +60,7 @@ where
 
 /// The path of the first field of `sent` that carries a value and is
 /// missing from `kept`, if any. Arrays are compared item by item.
-fn dropped(sent: &Value, kept: &Value, path: String) -> Option<String> {
+fn dropped(sent: &Value, kept: &Value, path: &str) -> Option<String> {
     match (sent, kept) {
         (Value::Object(sent), Value::Object(kept)) => sent.iter().find_map(|(key, value)| {
             let here = if path.is_empty() {
@@ -69,7 +69,7 @@ fn dropped(sent: &Value, kept: &Value, path: String) -> Option<String> {
                 format!("{path}.{key}")
             };
             match kept.get(key) {
-                Some(back) => dropped(value, back, here),
+                Some(back) => dropped(value, back, &here),
                 None if is_empty(value) => None,
                 None => Some(here),
             }
@@ -78,7 +78,7 @@ fn dropped(sent: &Value, kept: &Value, path: String) -> Option<String> {
             .iter()
             .zip(kept)
             .enumerate()
-            .find_map(|(index, (value, back))| dropped(value, back, format!("{path}[{index}]"))),
+            .find_map(|(index, (value, back))| dropped(value, back, &format!("{path}[{index}]"))),
         _ => None,
     }
 }
@@ -103,11 +103,11 @@ mod tests {
 
     use super::*;
 
-    fn check(sent: Value) -> Option<String> {
+    fn check(sent: &Value) -> Option<String> {
         let messages: Vec<abridge_llm::Message> =
             serde_json::from_value(sent.clone()).expect("messages");
-        let kept = serde_json::to_value(&messages).expect("back");
-        dropped(&sent, &kept, "messages".to_string())
+        let kept = serde_json::to_value(messages).expect("back");
+        dropped(sent, &kept, "messages")
     }
 
     // Issue 28: unknown fields inside a message were dropped silently.
@@ -120,11 +120,11 @@ mod tests {
             ]}
         ]);
         assert_eq!(
-            check(sent).as_deref(),
+            check(&sent).as_deref(),
             Some("messages[1].content[0].cache_control")
         );
         let sent = json!([{"role": "user", "content": [], "metadata": {"a": 1}}]);
-        assert_eq!(check(sent).as_deref(), Some("messages[0].metadata"));
+        assert_eq!(check(&sent).as_deref(), Some("messages[0].metadata"));
     }
 
     #[test]
@@ -134,6 +134,6 @@ mod tests {
               "content": [{"type": "text", "text": "x"}]}],
              "meta": {"origin": null, "useless": false, "usage": {"input": 1, "output": 2, "cache_read": 0}}}
         ]);
-        assert_eq!(check(sent), None);
+        assert_eq!(check(&sent), None);
     }
 }

@@ -355,7 +355,7 @@ mod tests {
         })
         .expect("a bad reference does not fail the read");
         assert_eq!(resolved, 1);
-        assert_eq!(asked, vec![good.clone()]);
+        assert_eq!(asked, vec![good]);
         let marker = Block::text(BAD_BLOB_REFERENCE);
         assert_eq!(message.content[0], marker);
         assert_eq!(message.content[2], marker);

@@ -40,6 +40,17 @@ async fn raw(
     )
 }
 
+/// A request (method, path, content type, body) and the status and code
+/// it must get.
+type Case<'a> = (
+    reqwest::Method,
+    &'a str,
+    Option<&'a str>,
+    String,
+    u16,
+    &'a str,
+);
+
 // Issue 28: framework rejections were plain text (`400 Failed to parse
 // the request body as JSON...`, `415`, `413`, `422 ... unknown field`),
 // bad recall arguments answered 200, `window` 1 and 2^64-1 were accepted.
@@ -55,7 +66,7 @@ async fn every_refusal_has_the_error_body() {
     let json = Some("application/json");
     let messages = "/v1/sessions/s/messages";
     let big = format!("{{\"messages\": [\"{}\"]}}", "x".repeat(5000));
-    let cases: Vec<(Method, &str, Option<&str>, String, u16, &str)> = vec![
+    let cases: Vec<Case<'_>> = vec![
         (
             Method::POST,
             messages,
