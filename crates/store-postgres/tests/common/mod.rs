@@ -118,15 +118,22 @@ impl Drop for TestDb {
 
 /// A user message at `seq` holding an image of `len` base64 characters.
 pub fn image(seq: u64, len: usize, fill: char) -> Event {
+    let source = abridge_llm::ImageSource::Base64 {
+        media_type: "image/png".into(),
+        data: std::iter::repeat_n(fill, len).collect(),
+    };
+    image_event(seq, source, Some(4))
+}
+
+/// A user message at `seq` whose one block is an image from `source`,
+/// `side` pixels square when given.
+fn image_event(seq: u64, source: abridge_llm::ImageSource, side: Option<u32>) -> Event {
     let message = Message {
         role: abridge_llm::Role::User,
         content: vec![abridge_llm::Block::Image {
-            source: abridge_llm::ImageSource::Base64 {
-                media_type: "image/png".into(),
-                data: std::iter::repeat_n(fill, len).collect(),
-            },
-            width: Some(4),
-            height: Some(4),
+            source,
+            width: side,
+            height: side,
         }],
         meta: abridge_llm::Meta::default(),
     };
@@ -157,24 +164,10 @@ pub fn user(seq: u64, text: &str) -> Event {
 /// its data: what a hostile log (or, before issue 28, a service's
 /// client) writes.
 pub fn blob_reference(seq: u64, sha256: &str) -> Event {
-    let message = Message {
-        role: abridge_llm::Role::User,
-        content: vec![abridge_llm::Block::Image {
-            source: abridge_llm::ImageSource::Blob {
-                media_type: "image/png".into(),
-                sha256: sha256.to_string(),
-                len: 100_000,
-            },
-            width: None,
-            height: None,
-        }],
-        meta: abridge_llm::Meta::default(),
+    let source = abridge_llm::ImageSource::Blob {
+        media_type: "image/png".into(),
+        sha256: sha256.to_string(),
+        len: 100_000,
     };
-    let mut event = user(seq, "");
-    event.body = EventBody::Message(MessageEvent {
-        message: Arc::new(message),
-        op: SurfaceOp::Append,
-        sources: Vec::new(),
-    });
-    event
+    image_event(seq, source, None)
 }
