@@ -1,6 +1,9 @@
-//! Heavy reads (`report`, `context`, `request`, `recall`): built off the
-//! async workers, a bounded number at once, on a copy of the session
-//! taken under its lock, and streamed out as they are written.
+//! Heavy reads (`report`, and `recall`'s search): built off the async
+//! workers, a bounded number at once, and the report on a copy of the
+//! session taken under its lock, streamed out as it is written. (The
+//! next `request` and the `context` are built off the workers and
+//! streamed too, but take no turn: their cost is the surface's, bounded
+//! by the window, and agents call `request` on every turn.)
 //!
 //! Built on a worker thread while holding the session's lock, four
 //! reports of one 100 MB session took every worker: another tenant's
@@ -198,12 +201,13 @@ impl std::io::Write for Chunks {
 }
 
 /// An answer of `content_type` that `write` produces on the blocking
-/// pool, streamed to the client while it is written; `turn` is held until
-/// it is done. The status (200) is sent first: a failure part way is
+/// pool, streamed to the client while it is written; `hold` (a heavy
+/// read's [`Turn`], or nothing) is kept until it is done. The status (200) is sent first: a failure part way is
 /// logged and cuts the answer short, so the client sees an incomplete
 /// body, never a complete wrong one.
-pub(crate) fn streamed<F>(content_type: &'static str, turn: Turn, write: F) -> Response
+pub(crate) fn streamed<H, F>(content_type: &'static str, hold: H, write: F) -> Response
 where
+    H: Send + 'static,
     F: FnOnce(&mut Chunks) -> Result<(), String> + Send + 'static,
 {
     let (sender, receiver) = mpsc::channel(4);
@@ -212,7 +216,7 @@ where
     tokio::task::spawn_blocking(move || {
         tracing::dispatcher::with_default(&dispatch, || {
             span.in_scope(|| {
-                let _turn = turn;
+                let _hold = hold;
                 let mut out = Chunks {
                     buffer: Vec::with_capacity(CHUNK),
                     sender,

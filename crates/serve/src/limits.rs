@@ -52,8 +52,8 @@ pub struct ServiceLimits {
     /// Bytes all of one tenant's sessions may hold together (403 past
     /// it). Default 10 GiB.
     pub tenant_bytes: u64,
-    /// Heavy reads (`report`, `context`, `request`, `recall`) built at
-    /// once, off the async workers; one tenant runs one at a time, so
+    /// Heavy reads (`report`, `recall`: they read the whole log) built
+    /// at once, off the async workers; one tenant runs one at a time, so
     /// another tenant always finds a turn. Default 2.
     pub heavy_reads: usize,
 }

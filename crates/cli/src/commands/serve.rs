@@ -97,8 +97,8 @@ struct Limits {
     /// Bytes all of one tenant's sessions may hold (403 past it).
     #[arg(long, default_value_t = ServiceLimits::default().tenant_bytes)]
     tenant_bytes: u64,
-    /// Heavy reads (report, context, request, recall) built at once; one
-    /// per tenant.
+    /// Heavy reads (report, recall: they read the whole log) built at
+    /// once; one per tenant.
     #[arg(long, default_value_t = ServiceLimits::default().heavy_reads)]
     heavy_reads: usize,
 }

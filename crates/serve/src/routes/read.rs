@@ -1,6 +1,8 @@
 //! What a session holds, read without changing it: the next request, the
 //! context, its figures, recall and the HTML report. All but the figures
-//! are heavy reads (see [`crate::heavy`]).
+//! are built off the async workers and (but recall's page) streamed; the
+//! report and recall, which read the whole log, are heavy reads that wait
+//! for a turn (see [`crate::heavy`]).
 
 use abridge::RequestTarget;
 use abridge::build_request;
@@ -34,7 +36,6 @@ use super::sessions::blocking;
 use super::sessions::session;
 use crate::auth::Tenant;
 use crate::error::ApiError;
-use crate::heavy::Turn;
 use crate::heavy::snapshot;
 use crate::heavy::streamed;
 use crate::state::AppState;
@@ -65,8 +66,10 @@ pub(super) struct NextRequest {
 }
 
 /// `GET /v1/sessions/{id}/request?provider=...`: exactly what the next
-/// model call should send. A heavy read: built on a copy of the session,
-/// off the async workers, and streamed.
+/// model call should send. Built off the async workers from the surface
+/// (under the session's lock: its cost is the window's, not the log's,
+/// and agents call it every turn, so it takes no heavy-read turn), and
+/// streamed.
 pub(super) async fn request(
     State(state): State<AppState>,
     Extension(tenant): Extension<Tenant>,
@@ -80,14 +83,16 @@ pub(super) async fn request(
         .transpose()
         .map_err(ApiError::BadRequest)?;
     let live = session(&state, &tenant, &id).await?;
-    let turn = state.heavy.turn(&tenant).await?;
     let model = live.harness.model();
     let entry = live.harness.entry().clone();
     let plain_target = live.harness.request_target();
     let answer = blocking(move || {
-        let copy = snapshot(&live)?;
+        // Built from the surface under the session's lock (what the next
+        // call sends is bounded by the window, not by the log); then the
+        // lock is let go and the answer written out.
+        let session = lock_session(live.harness.session());
         let Some(kind) = kind else {
-            let messages = build_request(&copy, &plain_target)?;
+            let messages = build_request(&session, &plain_target)?;
             return Ok(NextRequest {
                 model,
                 provider: None,
@@ -98,7 +103,8 @@ pub(super) async fn request(
         let encoder = Encoder::new(kind).map_err(|e| ApiError::Internal(e.to_string()))?;
         let client = encoder.client();
         let target = RequestTarget::for_client(client, &model, &entry);
-        let messages = build_request(&copy, &target)?;
+        let messages = build_request(&session, &target)?;
+        drop(session);
         let wire = Request::new(model.clone(), messages.clone(), Purpose::Turn);
         let body = encoder
             .body(&wire)
@@ -111,12 +117,12 @@ pub(super) async fn request(
         })
     })
     .await?;
-    Ok(json_streamed(turn, answer))
+    Ok(json_streamed(answer))
 }
 
 /// `value` as a streamed JSON answer, written on the blocking pool.
-fn json_streamed<T: Serialize + Send + 'static>(turn: Turn, value: T) -> Response {
-    streamed("application/json", turn, move |out| {
+fn json_streamed<T: Serialize + Send + 'static>(value: T) -> Response {
+    streamed("application/json", (), move |out| {
         serde_json::to_writer(out, &value).map_err(|e| e.to_string())
     })
 }
@@ -178,16 +184,16 @@ pub(super) struct Context {
     messages: Vec<Visible>,
 }
 
-/// `GET /v1/sessions/{id}/context`: the surface with seqs and figures. A
-/// heavy read: the surface's messages are taken under the lock (shared,
-/// not copied), then written out off the async workers, streamed.
+/// `GET /v1/sessions/{id}/context`: the surface with seqs and figures.
+/// The surface's messages are taken under the lock (shared, not copied),
+/// then written out off the async workers, streamed; like `request`, its
+/// cost is the window's, so it takes no heavy-read turn.
 pub(super) async fn context(
     State(state): State<AppState>,
     Extension(tenant): Extension<Tenant>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let live = session(&state, &tenant, &id).await?;
-    let turn = state.heavy.turn(&tenant).await?;
     let context = blocking(move || {
         let messages = {
             let session = lock_session(live.harness.session());
@@ -209,7 +215,7 @@ pub(super) async fn context(
         })
     })
     .await?;
-    Ok(json_streamed(turn, context))
+    Ok(json_streamed(context))
 }
 
 /// The answer of `GET .../stats`.
