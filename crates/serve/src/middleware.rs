@@ -48,18 +48,20 @@ pub(crate) async fn access_log(request: Request, next: Next) -> Response {
         .get::<Tenant>()
         .map(Tenant::to_string)
         .unwrap_or_default();
-    let code = response.extensions().get::<ErrorCode>().map_or("", |c| c.0);
-    let ms = started.elapsed().as_secs_f64() * 1000.0;
-    let ms = format!("{ms:.1}");
-    match status {
-        401 => {
-            tracing::warn!(target: "abridge_serve::access", %peer, %method, %route, status, code, ms, "refused")
+    let code = response.extensions().get::<ErrorCode>().map(|c| c.0);
+    let ms = format!("{:.1}", started.elapsed().as_secs_f64() * 1000.0);
+    match (status, code) {
+        (401, Some(code)) => {
+            tracing::warn!(target: "abridge_serve::access", %peer, %method, %route, status, code, %ms, "refused");
         }
-        500.. => {
-            tracing::error!(target: "abridge_serve::access", %peer, %tenant, %method, %route, status, code, ms, "failed")
+        (500.., Some(code)) => {
+            tracing::error!(target: "abridge_serve::access", %peer, %tenant, %method, %route, status, code, %ms, "failed");
         }
-        _ => {
-            tracing::info!(target: "abridge_serve::access", %peer, %tenant, %method, %route, status, code, ms, "answered")
+        (_, Some(code)) => {
+            tracing::info!(target: "abridge_serve::access", %peer, %tenant, %method, %route, status, code, %ms, "refused");
+        }
+        (_, None) => {
+            tracing::info!(target: "abridge_serve::access", %peer, %tenant, %method, %route, status, %ms, "answered");
         }
     }
     response
