@@ -80,7 +80,6 @@ pub use limits::ServiceLimits;
 pub use open::open_stores;
 pub use routes::OPENAPI;
 pub use sessions::MAX_WINDOW;
-pub use sessions::MIN_WINDOW;
 pub use sessions::SessionSpec;
 pub use sessions::TYPE_SERVE_SESSION;
 pub use stores::JsonlDir;
