@@ -15,6 +15,9 @@
 //!   BENCHMARKS.md.
 //! - `cargo xtask eval`: frame legibility (OCR) and density, written to
 //!   BENCHMARKS.md beside the bench figures.
+//! - `cargo xtask eval fidelity [SESSION...] [--check]`: what the model
+//!   still knows after each method compacts a session, model-free (see
+//!   `fidelity`).
 //! - `cargo xtask fuzz [--minutes N] [--target T] [--seed S]`:
 //!   structure-aware fuzzing of the loader, importers, validator and
 //!   snapcompact on the stable toolchain (see `fuzz`); `ci` runs a short
@@ -43,6 +46,7 @@ mod e2e_faults;
 mod e2e_serve;
 mod eval;
 mod fault_proxy;
+mod fidelity;
 mod fuzz;
 #[cfg(test)]
 mod fuzz_doc;
@@ -67,6 +71,10 @@ fn main() -> anyhow::Result<()> {
         Some("wire") => wire::run(&root),
         Some("bench") if sizes_only(&args[1..]) => run_bench(&root, &args[1..]),
         Some("bench") => release_only("bench", &args).and_then(|()| run_bench(&root, &args[1..])),
+        // Sizes and shares only: any build gives the same figures.
+        Some("eval") if args.get(1).is_some_and(|a| a == "fidelity") => {
+            fidelity::run(&root, &args[2..])
+        }
         Some("eval") => release_only("eval", &args).and_then(|()| run_eval(&root)),
         Some("bench-child") => bench::child(&args[1..]),
         Some("mutants") => mutants::run(&root, &args[1..]),
@@ -76,7 +84,7 @@ fn main() -> anyhow::Result<()> {
         Some("fuzz-child") => fuzz::child(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|lint-arch|e2e [FILTER]|wire|bench [AREA...]|eval|mutants|soak [--kills N]|fuzz>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e [FILTER]  compaction against a real llama.cpp server on 127.0.0.1, faults through a proxy\n  wire   every request body checked against the providers' own request types\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md\n  fuzz [--minutes N] [--target T] [--seed S]  fuzz loader, importers, check, snapcompact"
+                "usage: cargo xtask <ci|lint-arch|e2e [FILTER]|wire|bench [AREA...]|eval [fidelity]|mutants|soak [--kills N]|fuzz>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e [FILTER]  compaction against a real llama.cpp server on 127.0.0.1, faults through a proxy\n  wire   every request body checked against the providers' own request types\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  eval fidelity [SESSION...] [--window N] [--block NAME] [--probes] [--check]  what the model still knows after compaction\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md\n  fuzz [--minutes N] [--target T] [--seed S]  fuzz loader, importers, check, snapcompact"
             );
             bail!("unknown or missing command")
         }
