@@ -40,7 +40,7 @@ fn cell(tally: Tally) -> String {
 }
 
 fn columns() -> Vec<&'static str> {
-    let mut columns = vec!["method", "tokens after", "checkpoint text"];
+    let mut columns = vec!["method", "pass", "tokens after", "checkpoint text"];
     columns.extend(Category::ALL.iter().map(|c| c.label()));
     columns.push("all");
     columns
@@ -66,6 +66,9 @@ pub(crate) fn session_section(result: &SessionResult) -> Section {
     for graded in &result.graded {
         let mut cells = vec![
             graded.method.clone(),
+            graded
+                .status
+                .map_or_else(|| "imported".to_string(), |s| format!("{s:?}")),
             format!(
                 "{}{}",
                 graded.tokens,

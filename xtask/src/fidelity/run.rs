@@ -33,6 +33,8 @@ pub(crate) struct Graded {
     pub(crate) method: String,
     /// The methods that landed; empty when the pass changed nothing.
     pub(crate) landed: Vec<String>,
+    /// How the pass ended (`None` for the agent's own summary).
+    pub(crate) status: Option<PassStatus>,
     /// Tokens the next request costs (the harness's figure).
     pub(crate) tokens: u64,
     /// o200k tokens of the checkpoints' text on the surface (frames are
@@ -58,14 +60,20 @@ pub(crate) fn run_all(
         } else {
             pass.outcomes.iter().map(|o| o.method.clone()).collect()
         };
-        out.push(graded(name, landed, &harness, key)?);
+        out.push(graded(name, landed, Some(pass.status), &harness, key)?);
     }
     if let Some(real) = point.real {
         let harness = Harness::builder(real.session, MODEL)
             .settings(point.settings.clone())
             .window(point.window)
             .build()?;
-        out.push(graded(REAL, vec!["(imported)".into()], &harness, key)?);
+        out.push(graded(
+            REAL,
+            vec!["(imported)".into()],
+            None,
+            &harness,
+            key,
+        )?);
     }
     Ok(out)
 }
@@ -73,6 +81,7 @@ pub(crate) fn run_all(
 fn graded(
     method: &str,
     landed: Vec<String>,
+    status: Option<PassStatus>,
     harness: &Harness,
     key: &Key,
 ) -> anyhow::Result<Graded> {
@@ -85,6 +94,7 @@ fn graded(
     Ok(Graded {
         method: method.to_string(),
         landed,
+        status,
         tokens: harness.tokens(),
         checkpoint_tokens,
         reaches,
