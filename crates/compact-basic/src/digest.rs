@@ -33,6 +33,7 @@ use crate::transcript::clip;
 use crate::transcript::context_label;
 use crate::transcript::tool_names;
 use crate::transcript::visible_text;
+use crate::work::WorkLog;
 
 /// Requests listed in full at the start and end of a long session; the
 /// ones between are counted.
@@ -89,6 +90,10 @@ pub(crate) struct DigestState {
     pub(crate) open_questions: Vec<String>,
     /// The summary of an earlier checkpoint not written by digest.
     pub(crate) earlier: Option<String>,
+    /// The user's rules, the files changed and read, the build and test
+    /// commands and the open plan (absent in states written before it).
+    #[serde(default)]
+    pub(crate) work: WorkLog,
 }
 
 /// One shell command and how it went.
@@ -104,7 +109,7 @@ pub(crate) struct CommandRecord {
 /// similar injected blocks. `None` when nothing of the user's own is left,
 /// or when the whole message is context the user did not write
 /// ([`context_label`]): the goal is the first thing the user asked.
-fn user_request_text(message: &SharedMessage) -> Option<String> {
+pub(crate) fn user_request_text(message: &SharedMessage) -> Option<String> {
     if message.role != Role::User || is_checkpoint(message) || context_label(message).is_some() {
         return None;
     }
@@ -201,6 +206,7 @@ fn questions(text: &str) -> Vec<String> {
 impl DigestState {
     /// Adds `messages` (oldest first) to the digest.
     pub(crate) fn absorb(&mut self, messages: &[SharedMessage]) {
+        self.work.absorb(messages);
         let names = tool_names(messages);
         let mut pending: BTreeMap<String, String> = BTreeMap::new();
         for message in messages {
@@ -316,6 +322,7 @@ impl DigestState {
             (None, None) => "(no user request in the compacted part)",
         });
         out.push_str("\n\n");
+        self.work.render_constraints(&mut out);
         if let Some(earlier) = &self.earlier {
             out.push_str("## Earlier summary\n");
             out.push_str(earlier.trim());
@@ -367,6 +374,7 @@ impl DigestState {
             quote(step, &mut out);
         }
         out.push('\n');
+        self.work.render_work(&mut out);
         if !self.commands.is_empty() {
             out.push_str("## Recent commands\n");
             for command in &self.commands {

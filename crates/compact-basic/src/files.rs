@@ -15,7 +15,7 @@ use serde_json::Value;
 pub(crate) const MAX_FILES_LISTED: usize = 20;
 
 /// How a tool touches files, by tool name (case-insensitive).
-fn classify(name: &str) -> Option<FileAccess> {
+pub(crate) fn classify(name: &str) -> Option<FileAccess> {
     let name = name.to_ascii_lowercase();
     let name = name.rsplit("__").next().unwrap_or(&name).to_string();
     match name.as_str() {
@@ -38,7 +38,7 @@ const PATH_KEYS: &[&str] = &[
     "file",
 ];
 
-fn path_argument(arguments: &Value) -> Option<&str> {
+pub(crate) fn path_argument(arguments: &Value) -> Option<&str> {
     PATH_KEYS
         .iter()
         .find_map(|key| arguments.get(*key).and_then(Value::as_str))
@@ -95,7 +95,7 @@ pub(crate) fn patch_files(patch: &str) -> Vec<String> {
 /// The text of an `apply_patch` call, in the shapes agents use: a bare
 /// string, `{"input": ...}`, `{"patch": ...}`, or a shell command that
 /// pipes a heredoc into `apply_patch`.
-fn patch_text(name: &str, arguments: &Value) -> Option<String> {
+pub(crate) fn patch_text(name: &str, arguments: &Value) -> Option<String> {
     let lower = name.to_ascii_lowercase();
     if lower == "apply_patch" {
         return match arguments {
@@ -262,7 +262,7 @@ pub(crate) fn render_files(ops: &FileOps) -> String {
 
 /// The longest directory prefix (ending in `/`) shared by every path,
 /// when it has at least two components; else empty.
-fn common_dir<'a>(mut paths: impl Iterator<Item = &'a str>) -> &'a str {
+pub(crate) fn common_dir<'a>(mut paths: impl Iterator<Item = &'a str>) -> &'a str {
     let Some(first) = paths.next() else {
         return "";
     };

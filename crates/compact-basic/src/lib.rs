@@ -44,6 +44,7 @@ mod remote;
 mod soft;
 mod transcript;
 mod transcript_request;
+mod work;
 
 pub use attempts::Attempt;
 pub use attempts::AttemptOutcome;

@@ -1,0 +1,602 @@
+//! The work a digest keeps beyond requests and progress: the user's
+//! standing rules, what each changed file gained and its last change, the
+//! version of each file read, the commands that build and test, and the
+//! plan items still open. Everything is read from tool calls and results;
+//! every list is bounded, so the digest stays small however long the
+//! history (issue 32).
+
+use std::collections::BTreeMap;
+
+use abridge_compact::FileAccess;
+use abridge_llm::Block;
+use abridge_llm::Message;
+use abridge_llm::Origin;
+use abridge_llm::Role;
+use abridge_llm::SharedMessage;
+use serde::Deserialize;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::files::classify;
+use crate::files::clean_path;
+use crate::files::command_text;
+use crate::files::common_dir;
+use crate::files::patch_files;
+use crate::files::patch_text;
+use crate::files::path_argument;
+use crate::transcript::clip;
+
+/// Rules kept (the newest).
+pub(crate) const CONSTRAINTS_KEPT: usize = 16;
+/// Characters kept of one rule.
+pub(crate) const CONSTRAINT_CHARS: usize = 200;
+/// Rule lines taken from one instruction file.
+pub(crate) const INSTRUCTION_LINES: usize = 6;
+/// Changed files listed (the most recently changed).
+pub(crate) const CHANGED_KEPT: usize = 20;
+/// Symbols listed per changed file (the newest).
+pub(crate) const SYMBOLS_PER_FILE: usize = 8;
+/// Files read listed (the most recently read).
+pub(crate) const READ_KEPT: usize = 20;
+/// Build and test commands listed (the newest distinct).
+pub(crate) const CHECKS_KEPT: usize = 8;
+/// Plan items listed.
+pub(crate) const PLAN_KEPT: usize = 10;
+
+/// What the digest keeps of the work itself.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct WorkLog {
+    /// The user's rules and instruction-file lines, oldest first.
+    #[serde(default)]
+    pub(crate) constraints: Vec<String>,
+    /// Changed files, least recently changed first.
+    #[serde(default)]
+    pub(crate) changed: Vec<FileChange>,
+    /// Files read, least recently read first.
+    #[serde(default)]
+    pub(crate) read: Vec<FileSeen>,
+    /// Build and test commands, oldest first.
+    #[serde(default)]
+    pub(crate) checks: Vec<Check>,
+    /// Items of the newest plan not marked done.
+    #[serde(default)]
+    pub(crate) plan: Vec<String>,
+}
+
+/// One changed file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct FileChange {
+    pub(crate) path: String,
+    /// Names defined in what was written to it, newest last.
+    pub(crate) symbols: Vec<String>,
+    /// Its last change, in one line.
+    pub(crate) last: String,
+}
+
+/// One file read, as it was seen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct FileSeen {
+    pub(crate) path: String,
+    /// Characters of the read's result.
+    pub(crate) chars: usize,
+    /// FNV-1a of the result, 8 hex digits: a re-read with the same hash
+    /// saw the same text.
+    pub(crate) hash: String,
+    /// The lines asked for, when the read named a range.
+    pub(crate) lines: Option<String>,
+}
+
+/// One build or test command and how its last run went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Check {
+    pub(crate) command: String,
+    pub(crate) failed: bool,
+}
+
+/// A call waiting for its result.
+enum Pending {
+    Read { path: String, lines: Option<String> },
+    Check(String),
+}
+
+impl WorkLog {
+    /// Adds what `messages` (oldest first) show. A plan never separates
+    /// a call from its result, so both are in the same span.
+    pub(crate) fn absorb(&mut self, messages: &[SharedMessage]) {
+        let mut pending = BTreeMap::new();
+        // The file an editor without a path argument acts on (SWE-agent's
+        // `edit` acts on the file last opened).
+        let mut current = None;
+        for message in messages {
+            self.absorb_one(message, &mut pending, &mut current);
+        }
+        self.trim();
+    }
+
+    fn absorb_one(
+        &mut self,
+        message: &SharedMessage,
+        pending: &mut BTreeMap<String, Pending>,
+        current: &mut Option<String>,
+    ) {
+        match message.role {
+            Role::User | Role::Developer | Role::System => self.rules_from(message),
+            Role::Assistant => {
+                for (id, name, arguments) in message.tool_calls() {
+                    self.call(id, name, arguments, pending, current);
+                }
+            }
+            Role::Tool => {
+                let Some((id, content, is_error)) = message.tool_result_block() else {
+                    return;
+                };
+                let output: String = content
+                    .iter()
+                    .filter_map(Block::as_text)
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                match pending.remove(id) {
+                    Some(Pending::Read { path, lines }) if !is_error => {
+                        self.read.retain(|f| f.path != path);
+                        self.read.push(FileSeen {
+                            path,
+                            chars: output.chars().count(),
+                            hash: fnv(&output),
+                            lines,
+                        });
+                    }
+                    Some(Pending::Check(command)) => {
+                        let failed = crate::digest::output_failed(is_error, &output);
+                        self.checks.retain(|c| c.command != command);
+                        self.checks.push(Check { command, failed });
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Rules from a user message the user typed, or from an instruction
+    /// file a harness injected.
+    fn rules_from(&mut self, message: &SharedMessage) {
+        if abridge_compact::is_checkpoint(message) {
+            return;
+        }
+        let text = message.plain_text();
+        let injected = matches!(message.meta.origin, Some(Origin::Injected { .. }));
+        if message.role != Role::User || injected {
+            if is_instructions(message, &text) {
+                let rules: Vec<String> = text
+                    .lines()
+                    .map(str::trim)
+                    .filter_map(|line| {
+                        line.strip_prefix("- ")
+                            .or_else(|| line.strip_prefix("* "))
+                            .or_else(|| is_rule(line).then_some(line))
+                    })
+                    .filter(|line| line.chars().count() >= 12)
+                    .take(INSTRUCTION_LINES)
+                    .map(str::to_string)
+                    .collect();
+                rules.into_iter().for_each(|r| self.add_rule(r));
+            }
+            return;
+        }
+        if let Some(words) = crate::digest::user_request_text(message) {
+            for sentence in sentences(&words) {
+                if is_rule(&sentence) {
+                    self.add_rule(sentence);
+                }
+            }
+        }
+    }
+
+    fn add_rule(&mut self, rule: String) {
+        let rule = clip(&rule, CONSTRAINT_CHARS);
+        if !self.constraints.contains(&rule) {
+            self.constraints.push(rule);
+        }
+    }
+
+    fn call(
+        &mut self,
+        id: &str,
+        name: &str,
+        arguments: &Value,
+        pending: &mut BTreeMap<String, Pending>,
+        current: &mut Option<String>,
+    ) {
+        if let Some(plan) = plan_items(name, arguments) {
+            self.plan = plan;
+        }
+        if let Some(patch) = patch_text(name, arguments) {
+            let added = patch.lines().filter(|l| l.starts_with('+')).count();
+            let removed = patch.lines().filter(|l| l.starts_with('-')).count();
+            let new: Vec<&str> = patch.lines().filter_map(|l| l.strip_prefix('+')).collect();
+            for path in patch_files(&patch) {
+                let last = format!("patch +{added} -{removed} lines");
+                self.changed_file(path, &new.join("\n"), last);
+            }
+            return;
+        }
+        if let Some(command) = command_text(name, arguments) {
+            let line = clip(command.lines().next().unwrap_or(""), 160);
+            if is_build_or_test(&line) {
+                pending.insert(id.to_string(), Pending::Check(line));
+            }
+            return;
+        }
+        let editor_view = name.eq_ignore_ascii_case("str_replace_editor")
+            && arguments.get("command").and_then(Value::as_str) == Some("view");
+        let access = if name.eq_ignore_ascii_case("str_replace_editor") {
+            Some(if editor_view {
+                FileAccess::Read
+            } else {
+                FileAccess::Write
+            })
+        } else {
+            classify(name)
+        };
+        let path = path_argument(arguments).and_then(clean_path);
+        if matches!(name, "open" | "create")
+            && let Some(path) = &path
+        {
+            *current = Some(path.clone());
+        }
+        match access {
+            Some(FileAccess::Read) => {
+                if let Some(path) = path {
+                    let lines = line_range(arguments);
+                    pending.insert(id.to_string(), Pending::Read { path, lines });
+                }
+            }
+            Some(_) => {
+                let Some(path) = path.or_else(|| current.clone()) else {
+                    return;
+                };
+                let (new, last) = change_of(arguments);
+                self.changed_file(path, &new, last);
+            }
+            None => {}
+        }
+    }
+
+    fn changed_file(&mut self, path: String, new: &str, last: String) {
+        let mut symbols = match self.changed.iter().position(|f| f.path == path) {
+            Some(at) => self.changed.remove(at).symbols,
+            None => Vec::new(),
+        };
+        for symbol in definitions(new) {
+            symbols.retain(|s| *s != symbol);
+            symbols.push(symbol);
+        }
+        let drop = symbols.len().saturating_sub(SYMBOLS_PER_FILE);
+        symbols.drain(..drop);
+        self.changed.push(FileChange {
+            path,
+            symbols,
+            last,
+        });
+    }
+
+    fn trim(&mut self) {
+        fn keep_newest<T>(items: &mut Vec<T>, keep: usize) {
+            let drop = items.len().saturating_sub(keep);
+            items.drain(..drop);
+        }
+        keep_newest(&mut self.constraints, CONSTRAINTS_KEPT);
+        keep_newest(&mut self.changed, CHANGED_KEPT);
+        keep_newest(&mut self.read, READ_KEPT);
+        keep_newest(&mut self.checks, CHECKS_KEPT);
+        self.plan.truncate(PLAN_KEPT);
+    }
+
+    /// The sections, as Markdown; empty sections are left out.
+    pub(crate) fn render_constraints(&self, out: &mut String) {
+        if self.constraints.is_empty() {
+            return;
+        }
+        out.push_str("## Constraints (the user's rules, verbatim)\n");
+        for rule in &self.constraints {
+            out.push_str(&format!("- {rule}\n"));
+        }
+        out.push('\n');
+    }
+
+    /// Files changed and read, build and test commands, open plan items.
+    pub(crate) fn render_work(&self, out: &mut String) {
+        let root = common_dir(
+            self.changed
+                .iter()
+                .map(|f| f.path.as_str())
+                .chain(self.read.iter().map(|f| f.path.as_str())),
+        );
+        let short = |path: &str| path.strip_prefix(root).unwrap_or(path).to_string();
+        if !root.is_empty() && !(self.changed.is_empty() && self.read.is_empty()) {
+            out.push_str(&format!("(file paths below are relative to {root})\n\n"));
+        }
+        if !self.changed.is_empty() {
+            out.push_str("## Files changed (last change last)\n");
+            for file in &self.changed {
+                let symbols = if file.symbols.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", file.symbols.join(", "))
+                };
+                out.push_str(&format!(
+                    "- {}{symbols}: {}\n",
+                    short(&file.path),
+                    file.last
+                ));
+            }
+            out.push('\n');
+        }
+        let read: Vec<&FileSeen> = self
+            .read
+            .iter()
+            .filter(|f| !self.changed.iter().any(|c| c.path == f.path))
+            .collect();
+        if !read.is_empty() {
+            out.push_str("## Files read (version seen; unchanged since unless listed above)\n");
+            for file in read {
+                let lines = file
+                    .lines
+                    .as_ref()
+                    .map_or_else(String::new, |l| format!(", lines {l}"));
+                out.push_str(&format!(
+                    "- {}: {} chars, fnv {}{lines}\n",
+                    short(&file.path),
+                    file.chars,
+                    file.hash
+                ));
+            }
+            out.push('\n');
+        }
+        if !self.checks.is_empty() {
+            out.push_str("## Build and test commands\n");
+            for check in &self.checks {
+                let mark = if check.failed {
+                    " (last run failed)"
+                } else {
+                    ""
+                };
+                out.push_str(&format!("- `{}`{mark}\n", check.command));
+            }
+            out.push('\n');
+        }
+        if !self.plan.is_empty() {
+            out.push_str("## Plan items not done\n");
+            for item in &self.plan {
+                out.push_str(&format!("- {}\n", clip(item, 200)));
+            }
+            out.push('\n');
+        }
+    }
+}
+
+/// A message that carries an instruction file (Codex's AGENTS.md and
+/// `user_instructions`, Claude Code's CLAUDE.md).
+fn is_instructions(message: &Message, text: &str) -> bool {
+    matches!(
+        &message.meta.origin,
+        Some(Origin::Injected { source }) if source == "agents-md" || source == "user_instructions"
+    ) || text.contains("AGENTS.md")
+        || text.contains("CLAUDE.md")
+}
+
+/// Words that open a standing rule rather than a one-off request.
+const RULE_OPENERS: &[&str] = &[
+    "never",
+    "always",
+    "don't",
+    "dont",
+    "avoid",
+    "only",
+    "ensure",
+    "prefer",
+    "stop",
+    "do not",
+    "make sure",
+    "please don't",
+    "please never",
+    "please always",
+    "no ",
+];
+/// Words that make any sentence a rule.
+const RULE_WORDS: &[&str] = &[
+    " must ",
+    " never ",
+    " always ",
+    " don't ",
+    " do not ",
+    " should not ",
+    " shouldn't ",
+    " without ",
+];
+
+/// A sentence that states a rule ("never push to main", "tests must
+/// pass"), as opposed to a one-off request.
+pub(crate) fn is_rule(sentence: &str) -> bool {
+    let lower = format!(" {} ", sentence.to_lowercase());
+    let trimmed = lower.trim_start();
+    sentence.chars().count() >= 12
+        && (RULE_OPENERS.iter().any(|w| trimmed.starts_with(w))
+            || RULE_WORDS.iter().any(|w| lower.contains(w)))
+}
+
+/// The sentences of `text`: cut after `.`, `!`, `?` before a space, and
+/// at line breaks.
+fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut start = 0;
+        let bytes = line.as_bytes();
+        for (i, c) in line.char_indices() {
+            if matches!(c, '.' | '!' | '?') && bytes.get(i + 1).is_none_or(|b| *b == b' ') {
+                out.push(line[start..=i].trim().to_string());
+                start = i + 1;
+            }
+        }
+        out.push(line[start..].trim().to_string());
+    }
+    out.retain(|s| !s.is_empty());
+    out
+}
+
+/// The new text an edit writes and its change in one line.
+fn change_of(arguments: &Value) -> (String, String) {
+    let get = |key: &str| arguments.get(key).and_then(Value::as_str);
+    let first = |text: &str| {
+        clip(
+            text.lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or(""),
+            50,
+        )
+    };
+    if let (Some(old), Some(new)) = (
+        get("old_string").or(get("old_str")).or(get("oldText")),
+        get("new_string").or(get("new_str")).or(get("newText")),
+    ) {
+        let last = format!("replaced `{}` with `{}`", first(old), first(new));
+        return (new.to_string(), last);
+    }
+    if let Some(edits) = arguments.get("edits").and_then(Value::as_array) {
+        let new: Vec<&str> = edits
+            .iter()
+            .filter_map(|e| e.get("new_string").and_then(Value::as_str))
+            .collect();
+        return (new.join("\n"), format!("{} edits", edits.len()));
+    }
+    for key in ["content", "file_text", "text", "new_str"] {
+        if let Some(text) = get(key) {
+            return (
+                text.to_string(),
+                format!("wrote {} lines", text.lines().count()),
+            );
+        }
+    }
+    (String::new(), "changed".to_string())
+}
+
+/// The line range a read asked for: `offset`/`limit`, or a view range.
+fn line_range(arguments: &Value) -> Option<String> {
+    if let Some(range) = arguments.get("view_range").and_then(Value::as_array) {
+        let ends: Vec<String> = range.iter().map(|v| v.to_string()).collect();
+        return Some(ends.join("-"));
+    }
+    let offset = arguments.get("offset").and_then(Value::as_u64)?;
+    Some(match arguments.get("limit").and_then(Value::as_u64) {
+        Some(limit) => format!("{offset}-{}", offset + limit.saturating_sub(1)),
+        None => format!("{offset}-"),
+    })
+}
+
+/// Keywords after which a language names what it defines.
+const DEFINERS: &[&str] = &[
+    "fn",
+    "struct",
+    "enum",
+    "trait",
+    "type",
+    "class",
+    "def",
+    "defp",
+    "defmodule",
+    "function",
+    "interface",
+    "const",
+    "static",
+    "mod",
+];
+
+/// Names `text` defines: the word after a definer keyword.
+pub(crate) fn definitions(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words
+        .windows(2)
+        .filter(|pair| DEFINERS.contains(&pair[0]))
+        .filter_map(|pair| {
+            let name: String = pair[1]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '?' | '!'))
+                .collect();
+            let name = name.trim_end_matches(['.', '?', '!']).to_string();
+            (name.chars().count() >= 3 && name.chars().next().is_some_and(char::is_alphabetic))
+                .then_some(name)
+        })
+        .collect()
+}
+
+/// Plan items not done, when the call writes a plan (Claude Code's
+/// `TodoWrite`, Codex's `update_plan`).
+fn plan_items(name: &str, arguments: &Value) -> Option<Vec<String>> {
+    let (list, text_key) = match name {
+        "TodoWrite" => (arguments.get("todos")?, "content"),
+        "update_plan" => (arguments.get("plan")?, "step"),
+        _ => return None,
+    };
+    Some(
+        list.as_array()?
+            .iter()
+            .filter(|item| item.get("status").and_then(Value::as_str) != Some("completed"))
+            .filter_map(|item| item.get(text_key).and_then(Value::as_str))
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// Command words that build or test a project.
+const BUILD_OR_TEST: &[&str] = &[
+    "cargo build",
+    "cargo test",
+    "cargo check",
+    "cargo clippy",
+    "cargo nextest",
+    "mix test",
+    "mix compile",
+    "npm test",
+    "npm run build",
+    "npm run test",
+    "pnpm test",
+    "pnpm build",
+    "yarn test",
+    "yarn build",
+    "pytest",
+    "go test",
+    "go build",
+    "make",
+    "tox",
+    "jest",
+    "vitest",
+    "tsc",
+    "gradle",
+    "mvn",
+    "bun test",
+    "dotnet test",
+    "dotnet build",
+];
+
+/// A command line that builds or tests.
+pub(crate) fn is_build_or_test(line: &str) -> bool {
+    let lower = format!(" {}", line.to_ascii_lowercase());
+    BUILD_OR_TEST.iter().any(|w| {
+        lower
+            .match_indices(w)
+            .any(|(at, _)| lower[..at].ends_with([' ', '&', ';', '|', '(', '/']))
+    })
+}
+
+/// FNV-1a, 32 bits, as 8 hex digits.
+fn fnv(text: &str) -> String {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in text.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    format!("{hash:08x}")
+}
+
+#[cfg(test)]
+mod tests;
