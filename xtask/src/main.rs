@@ -2,7 +2,8 @@
 //!
 //! - `cargo xtask ci`: format check, the architecture lint, clippy with
 //!   warnings denied, every test (the gated ones too when their service
-//!   is there, and a list of every test that did not run), the docs
+//!   is there, and a list of every test that did not run), the fidelity
+//!   floors (`eval fidelity --check`), the docs
 //!   build, and mutation testing of the lines a change touched when
 //!   cheap: what CI runs.
 //! - `cargo xtask lint-arch`: crate layers, import circles inside crates
@@ -148,6 +149,9 @@ fn ci(root: &Path) -> anyhow::Result<()> {
         "warnings",
     ])?;
     ci_tests::run()?;
+    // Model-free fidelity of the bundled sessions against its floors.
+    println!("$ cargo xtask eval fidelity --check");
+    fidelity::run(root, &["--check".into()])?;
     // Kill trials, short: the figure in BENCHMARKS.md comes from 1000.
     println!("$ cargo xtask soak --kills 100 (not written)");
     soak::soak(100, None)?;

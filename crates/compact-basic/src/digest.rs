@@ -703,6 +703,45 @@ mod tests {
         );
     }
 
+    /// Issue 32: the user's rules and the work itself are in the digest's
+    /// text, not only in its state.
+    #[test]
+    fn the_digest_names_the_rules_the_changed_files_and_the_checks() {
+        let mut state = DigestState::default();
+        state.absorb(&[
+            user("Speed up the loader. Never push to main."),
+            std::sync::Arc::new(abridge_llm::Message::tool_call(
+                "1",
+                "write",
+                serde_json::json!({"path": "src/load.rs", "content": "fn stream_loader() {}"}),
+            )),
+            std::sync::Arc::new(abridge_llm::Message::tool_result("1", "ok", false)),
+            std::sync::Arc::new(abridge_llm::Message::tool_call(
+                "2",
+                "bash",
+                serde_json::json!({"command": "cargo test -p loader"}),
+            )),
+            std::sync::Arc::new(abridge_llm::Message::tool_result(
+                "2",
+                "Exit code: 0",
+                false,
+            )),
+        ]);
+        let text = state.render(&abridge_compact::FileOps::default());
+        assert!(
+            text.contains("## Constraints (the user's rules, verbatim)\n- Never push to main.\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("- src/load.rs [stream_loader]: wrote 1 lines\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("## Build and test commands\n- `cargo test -p loader`\n"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn failures_past_the_list_are_counted_not_forgotten() {
         let mut state = DigestState::default();
