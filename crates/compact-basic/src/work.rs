@@ -456,8 +456,14 @@ fn change_of(arguments: &Value) -> (String, String) {
         )
     };
     if let (Some(old), Some(new)) = (
-        get("old_string").or(get("old_str")).or(get("oldText")),
-        get("new_string").or(get("new_str")).or(get("newText")),
+        get("old_string")
+            .or(get("old_str"))
+            .or(get("oldText"))
+            .or(get("search")),
+        get("new_string")
+            .or(get("new_str"))
+            .or(get("newText"))
+            .or(get("replace")),
     ) {
         let last = format!("replaced `{}` with `{}`", first(old), first(new));
         return (new.to_string(), last);
@@ -485,6 +491,9 @@ fn line_range(arguments: &Value) -> Option<String> {
     if let Some(range) = arguments.get("view_range").and_then(Value::as_array) {
         let ends: Vec<String> = range.iter().map(|v| v.to_string()).collect();
         return Some(ends.join("-"));
+    }
+    if let Some(line) = arguments.get("line_number").and_then(Value::as_u64) {
+        return Some(format!("around {line}"));
     }
     let offset = arguments.get("offset").and_then(Value::as_u64)?;
     Some(match arguments.get("limit").and_then(Value::as_u64) {
