@@ -117,6 +117,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let mut methods: Vec<&str> = run::METHODS.iter().map(|(name, _)| *name).collect();
     methods.push(run::REAL);
     sections.push(report::pooled_section(&results, &methods));
+    sections.push(report::targets_section(&results));
     for section in &sections {
         print!("{}", section.to_markdown());
     }
