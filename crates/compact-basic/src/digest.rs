@@ -27,11 +27,12 @@ use serde::Serialize;
 
 use crate::files::collect_file_ops;
 use crate::files::command_text;
+use crate::files::output_failed;
 use crate::files::render_files;
 use crate::goal::summary_goal;
 use crate::transcript::clip;
-use crate::transcript::context_label;
 use crate::transcript::tool_names;
+use crate::transcript::user_request_text;
 use crate::transcript::visible_text;
 use crate::work::WorkLog;
 
@@ -105,42 +106,6 @@ pub(crate) struct CommandRecord {
     pub(crate) failed: bool,
 }
 
-/// Strips harness noise from a user message: system reminders and
-/// similar injected blocks. `None` when nothing of the user's own is left,
-/// or when the whole message is context the user did not write
-/// ([`context_label`]): the goal is the first thing the user asked.
-pub(crate) fn user_request_text(message: &SharedMessage) -> Option<String> {
-    if message.role != Role::User || is_checkpoint(message) || context_label(message).is_some() {
-        return None;
-    }
-    let mut text = visible_text(message);
-    for tag in [
-        "system-reminder",
-        "local-command-stdout",
-        "local-command-stderr",
-        "command-message",
-    ] {
-        let open = format!("<{tag}>");
-        let close = format!("</{tag}>");
-        while let Some(start) = text.find(&open) {
-            let end = text[start..]
-                .find(&close)
-                .map_or(text.len(), |e| start + e + close.len());
-            text.replace_range(start..end, "");
-        }
-    }
-    let text = text.trim();
-    if text.is_empty() || text.starts_with("Caveat: The messages below were generated") {
-        return None;
-    }
-    // A bare slash command (`/model`, `/theme`) drives the harness, not
-    // the task.
-    if text.starts_with('/') && !text.contains(char::is_whitespace) {
-        return None;
-    }
-    Some(text.split_whitespace().collect::<Vec<_>>().join(" "))
-}
-
 /// A user message that carries an earlier conversation's summary behind
 /// an agent's continuation line (see [`abridge_llm::continuation`]).
 fn is_continuation(message: &SharedMessage) -> bool {
@@ -150,30 +115,6 @@ fn is_continuation(message: &SharedMessage) -> bool {
             .iter()
             .find_map(Block::as_text)
             .is_some_and(|text| abridge_llm::continuation(text).is_some())
-}
-
-/// True when a command's output says it failed.
-pub(crate) fn output_failed(is_error: bool, output: &str) -> bool {
-    if is_error {
-        return true;
-    }
-    let lower = output.to_ascii_lowercase();
-    for marker in ["exit code", "exited with code", "exit status"] {
-        let mut from = 0;
-        while let Some(found) = lower[from..].find(marker) {
-            let rest = &lower[from + found + marker.len()..];
-            let digits: String = rest
-                .trim_start_matches([':', ' ', '='])
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect();
-            if digits.parse::<u64>().is_ok_and(|code| code != 0) {
-                return true;
-            }
-            from += found + marker.len();
-        }
-    }
-    false
 }
 
 /// The line of an output that best says why it failed.

@@ -305,6 +305,30 @@ pub(crate) fn with_files_tree(body: &str, files: &FileOps) -> String {
     }
 }
 
+/// True when a command's output says it failed.
+pub(crate) fn output_failed(is_error: bool, output: &str) -> bool {
+    if is_error {
+        return true;
+    }
+    let lower = output.to_ascii_lowercase();
+    for marker in ["exit code", "exited with code", "exit status"] {
+        let mut from = 0;
+        while let Some(found) = lower[from..].find(marker) {
+            let rest = &lower[from + found + marker.len()..];
+            let digits: String = rest
+                .trim_start_matches([':', ' ', '='])
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if digits.parse::<u64>().is_ok_and(|code| code != 0) {
+                return true;
+            }
+            from += found + marker.len();
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

@@ -181,6 +181,42 @@ fn render_blocks(blocks: &[Block], out: &mut String) {
     }
 }
 
+/// Strips harness noise from a user message: system reminders and
+/// similar injected blocks. `None` when nothing of the user's own is left,
+/// or when the whole message is context the user did not write
+/// ([`context_label`]): the goal is the first thing the user asked.
+pub(crate) fn user_request_text(message: &SharedMessage) -> Option<String> {
+    if message.role != Role::User || is_checkpoint(message) || context_label(message).is_some() {
+        return None;
+    }
+    let mut text = visible_text(message);
+    for tag in [
+        "system-reminder",
+        "local-command-stdout",
+        "local-command-stderr",
+        "command-message",
+    ] {
+        let open = format!("<{tag}>");
+        let close = format!("</{tag}>");
+        while let Some(start) = text.find(&open) {
+            let end = text[start..]
+                .find(&close)
+                .map_or(text.len(), |e| start + e + close.len());
+            text.replace_range(start..end, "");
+        }
+    }
+    let text = text.trim();
+    if text.is_empty() || text.starts_with("Caveat: The messages below were generated") {
+        return None;
+    }
+    // A bare slash command (`/model`, `/theme`) drives the harness, not
+    // the task.
+    if text.starts_with('/') && !text.contains(char::is_whitespace) {
+        return None;
+    }
+    Some(text.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

@@ -21,10 +21,19 @@ use crate::files::classify;
 use crate::files::clean_path;
 use crate::files::command_text;
 use crate::files::common_dir;
+use crate::files::output_failed;
 use crate::files::patch_files;
 use crate::files::patch_text;
 use crate::files::path_argument;
 use crate::transcript::clip;
+use crate::transcript::user_request_text;
+
+mod signals;
+
+pub(crate) use signals::definitions;
+pub(crate) use signals::is_build_or_test;
+pub(crate) use signals::is_rule;
+use signals::sentences;
 
 /// Rules kept (the newest).
 pub(crate) const CONSTRAINTS_KEPT: usize = 16;
@@ -146,7 +155,7 @@ impl WorkLog {
                         });
                     }
                     Some(Pending::Check(command)) => {
-                        let failed = crate::digest::output_failed(is_error, &output);
+                        let failed = output_failed(is_error, &output);
                         self.checks.retain(|c| c.command != command);
                         self.checks.push(Check { command, failed });
                     }
@@ -178,21 +187,21 @@ impl WorkLog {
                     .take(INSTRUCTION_LINES)
                     .map(str::to_string)
                     .collect();
-                rules.into_iter().for_each(|r| self.add_rule(r));
+                rules.iter().for_each(|r| self.add_rule(r));
             }
             return;
         }
-        if let Some(words) = crate::digest::user_request_text(message) {
+        if let Some(words) = user_request_text(message) {
             for sentence in sentences(&words) {
                 if is_rule(&sentence) {
-                    self.add_rule(sentence);
+                    self.add_rule(&sentence);
                 }
             }
         }
     }
 
-    fn add_rule(&mut self, rule: String) {
-        let rule = clip(&rule, CONSTRAINT_CHARS);
+    fn add_rule(&mut self, rule: &str) {
+        let rule = clip(rule, CONSTRAINT_CHARS);
         if !self.constraints.contains(&rule) {
             self.constraints.push(rule);
         }
@@ -312,7 +321,8 @@ impl WorkLog {
                 .chain(self.read.iter().map(|f| f.path.as_str())),
         );
         let short = |path: &str| path.strip_prefix(root).unwrap_or(path).to_string();
-        if !root.is_empty() && !(self.changed.is_empty() && self.read.is_empty()) {
+        // A shared directory exists only when some file is listed.
+        if !root.is_empty() {
             out.push_str(&format!("(file paths below are relative to {root})\n\n"));
         }
         if !self.changed.is_empty() {
@@ -384,65 +394,6 @@ fn is_instructions(message: &Message, text: &str) -> bool {
         || text.contains("CLAUDE.md")
 }
 
-/// Words that open a standing rule rather than a one-off request.
-const RULE_OPENERS: &[&str] = &[
-    "never",
-    "always",
-    "don't",
-    "dont",
-    "avoid",
-    "only",
-    "ensure",
-    "prefer",
-    "stop",
-    "do not",
-    "make sure",
-    "please don't",
-    "please never",
-    "please always",
-    "no ",
-];
-/// Words that make any sentence a rule.
-const RULE_WORDS: &[&str] = &[
-    " must ",
-    " never ",
-    " always ",
-    " don't ",
-    " do not ",
-    " should not ",
-    " shouldn't ",
-    " without ",
-];
-
-/// A sentence that states a rule ("never push to main", "tests must
-/// pass"), as opposed to a one-off request.
-pub(crate) fn is_rule(sentence: &str) -> bool {
-    let lower = format!(" {} ", sentence.to_lowercase());
-    let trimmed = lower.trim_start();
-    sentence.chars().count() >= 12
-        && (RULE_OPENERS.iter().any(|w| trimmed.starts_with(w))
-            || RULE_WORDS.iter().any(|w| lower.contains(w)))
-}
-
-/// The sentences of `text`: cut after `.`, `!`, `?` before a space, and
-/// at line breaks.
-fn sentences(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let mut start = 0;
-        let bytes = line.as_bytes();
-        for (i, c) in line.char_indices() {
-            if matches!(c, '.' | '!' | '?') && bytes.get(i + 1).is_none_or(|b| *b == b' ') {
-                out.push(line[start..=i].trim().to_string());
-                start = i + 1;
-            }
-        }
-        out.push(line[start..].trim().to_string());
-    }
-    out.retain(|s| !s.is_empty());
-    out
-}
-
 /// The new text an edit writes and its change in one line.
 fn change_of(arguments: &Value) -> (String, String) {
     let get = |key: &str| arguments.get(key).and_then(Value::as_str);
@@ -502,42 +453,6 @@ fn line_range(arguments: &Value) -> Option<String> {
     })
 }
 
-/// Keywords after which a language names what it defines.
-const DEFINERS: &[&str] = &[
-    "fn",
-    "struct",
-    "enum",
-    "trait",
-    "type",
-    "class",
-    "def",
-    "defp",
-    "defmodule",
-    "function",
-    "interface",
-    "const",
-    "static",
-    "mod",
-];
-
-/// Names `text` defines: the word after a definer keyword.
-pub(crate) fn definitions(text: &str) -> Vec<String> {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    words
-        .windows(2)
-        .filter(|pair| DEFINERS.contains(&pair[0]))
-        .filter_map(|pair| {
-            let name: String = pair[1]
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '?' | '!'))
-                .collect();
-            let name = name.trim_end_matches(['.', '?', '!']).to_string();
-            (name.chars().count() >= 3 && name.chars().next().is_some_and(char::is_alphabetic))
-                .then_some(name)
-        })
-        .collect()
-}
-
 /// Plan items not done, when the call writes a plan (Claude Code's
 /// `TodoWrite`, Codex's `update_plan`).
 fn plan_items(name: &str, arguments: &Value) -> Option<Vec<String>> {
@@ -554,47 +469,6 @@ fn plan_items(name: &str, arguments: &Value) -> Option<Vec<String>> {
             .map(str::to_string)
             .collect(),
     )
-}
-
-/// Command words that build or test a project.
-const BUILD_OR_TEST: &[&str] = &[
-    "cargo build",
-    "cargo test",
-    "cargo check",
-    "cargo clippy",
-    "cargo nextest",
-    "mix test",
-    "mix compile",
-    "npm test",
-    "npm run build",
-    "npm run test",
-    "pnpm test",
-    "pnpm build",
-    "yarn test",
-    "yarn build",
-    "pytest",
-    "go test",
-    "go build",
-    "make",
-    "tox",
-    "jest",
-    "vitest",
-    "tsc",
-    "gradle",
-    "mvn",
-    "bun test",
-    "dotnet test",
-    "dotnet build",
-];
-
-/// A command line that builds or tests.
-pub(crate) fn is_build_or_test(line: &str) -> bool {
-    let lower = format!(" {}", line.to_ascii_lowercase());
-    BUILD_OR_TEST.iter().any(|w| {
-        lower
-            .match_indices(w)
-            .any(|(at, _)| lower[..at].ends_with([' ', '&', ';', '|', '(', '/']))
-    })
 }
 
 /// FNV-1a, 32 bits, as 8 hex digits.
