@@ -46,7 +46,7 @@ fn session() -> Vec<Message> {
         call(
             "2",
             "edit",
-            json!({"file_path": "src/parse.rs", "old_string": "x", "new_string": "pub fn parse_nested_list(input: &str) {}\nstruct ListFrame;"}),
+            json!({"file_path": "/w/app/src/parse.rs", "old_string": "x", "new_string": "pub fn parse_nested_list(input: &str) {}\nstruct ListFrame;"}),
         ),
         result("2", "ok", false),
         call(
@@ -104,8 +104,12 @@ fn constraints_come_from_rule_sentences_and_instruction_files() {
 #[test]
 fn files_read_and_changed_are_kept_apart() {
     let key = derive(&session());
-    assert_eq!(texts(&key, Category::FilesChanged), ["src/parse.rs"]);
+    assert_eq!(texts(&key, Category::FilesChanged), ["/w/app/src/parse.rs"]);
     assert_eq!(texts(&key, Category::FilesRead), ["src/lex.rs"]);
+    // A summary names the file relative to the project: the needle is
+    // the path's last two components.
+    let changed = key.of(Category::FilesChanged).next().unwrap();
+    assert_eq!(changed.needle, "srcparsers");
 }
 
 #[test]
