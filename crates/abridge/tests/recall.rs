@@ -581,3 +581,68 @@ fn an_earlier_checkpoint_and_recall_result_read_back_as_their_references() {
         "{text}"
     );
 }
+
+/// Issue 32, point 5: `{"path": ...}` returns what the last read of a
+/// file returned, after compaction hid it, and says whether a later call
+/// changed the file.
+#[test]
+fn a_paths_last_read_comes_back_with_whether_it_changed() {
+    let mut session = Session::in_memory("last-read");
+    session
+        .append_message(Message::user("Look at the lexer."))
+        .unwrap();
+    session
+        .append_message(Message::tool_call(
+            "r1",
+            "read",
+            json!({"path": "/w/src/lex.rs"}),
+        ))
+        .unwrap();
+    session
+        .append_message(Message::tool_result("r1", "fn lex_version_one() {}", false))
+        .unwrap();
+    session
+        .append_message(Message::tool_call(
+            "r2",
+            "read",
+            json!({"path": "src/lex.rs"}),
+        ))
+        .unwrap();
+    session
+        .append_message(Message::tool_result("r2", "fn lex_version_two() {}", false))
+        .unwrap();
+    session
+        .append_message(Message::assistant("Read it twice."))
+        .unwrap();
+    let harness = harness_for(session, 100_000);
+    let answer = harness
+        .call_tool("recall", &json!({"path": "src/lex.rs"}))
+        .unwrap();
+    assert!(answer.contains("fn lex_version_two() {}"), "{answer}");
+    assert!(!answer.contains("version_one"), "{answer}");
+    assert!(answer.contains("not changed since"), "{answer}");
+    harness
+        .append(Message::tool_call(
+            "w1",
+            "edit",
+            json!({"file_path": "/w/src/lex.rs", "old_string": "a", "new_string": "b"}),
+        ))
+        .unwrap();
+    harness
+        .append(Message::tool_result("w1", "ok", false))
+        .unwrap();
+    let answer = harness
+        .call_tool("recall", &json!({"path": "/w/src/lex.rs"}))
+        .unwrap();
+    assert!(answer.contains("fn lex_version_two() {}"), "{answer}");
+    assert!(answer.contains("changed since, by recall://"), "{answer}");
+    let missing = harness
+        .call_tool("recall", &json!({"path": "src/parse.rs"}))
+        .unwrap();
+    assert_eq!(
+        missing,
+        format!(
+            "{MISS_PREFIX}no read of src/parse.rs is in this session; read the file with your own tools"
+        )
+    );
+}

@@ -212,6 +212,40 @@ pub(crate) fn collect_file_ops(messages: &[SharedMessage]) -> FileOps {
     ops
 }
 
+/// The path a tool call reads, when it is a file read (`read`, `view`,
+/// `open`, `str_replace_editor` viewing, ...): the one classification the
+/// digest's file list uses, for readers such as `recall` that look a
+/// file's last read up by its path.
+pub fn read_path(name: &str, arguments: &Value) -> Option<String> {
+    let reads = if name.eq_ignore_ascii_case("str_replace_editor") {
+        arguments.get("command").and_then(Value::as_str) == Some("view")
+    } else {
+        classify(name) == Some(FileAccess::Read)
+    };
+    if reads {
+        path_argument(arguments).and_then(clean_path)
+    } else {
+        None
+    }
+}
+
+/// The paths a tool call writes: a file tool's path argument, or every
+/// file a patch adds, updates or deletes.
+pub fn written_paths(name: &str, arguments: &Value) -> Vec<String> {
+    if let Some(patch) = patch_text(name, arguments) {
+        return patch_files(&patch);
+    }
+    let writes = if name.eq_ignore_ascii_case("str_replace_editor") {
+        arguments.get("command").and_then(Value::as_str) != Some("view")
+    } else {
+        classify(name) == Some(FileAccess::Write)
+    };
+    match path_argument(arguments).and_then(clean_path) {
+        Some(path) if writes => vec![path],
+        _ => Vec::new(),
+    }
+}
+
 /// Renders `ops` as a `<files>` tree: files grouped under their directory,
 /// each with its mark (read, write, read-write). Written files come first
 /// when the list is cut at [`MAX_FILES_LISTED`]; an elision line counts

@@ -60,6 +60,8 @@ pub use candidates::SoftSetup;
 pub use candidates::soft_method;
 pub use digest::DIGEST;
 pub use digest::DigestMethod;
+pub use files::read_path;
+pub use files::written_paths;
 pub use handoff::HANDOFF;
 pub use handoff::HandoffConfig;
 pub use handoff::handoff_method;

@@ -8,7 +8,7 @@ use abridge_session::Seq;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RecallMiss {
     /// The arguments do not fit the schema.
-    #[error("recall needs exactly one of \"ref\", \"query\" or \"toc\": {0}")]
+    #[error("recall needs exactly one of \"ref\", \"query\", \"toc\" or \"path\": {0}")]
     BadArguments(String),
     /// The reference does not parse.
     #[error("{0}")]
@@ -72,6 +72,12 @@ pub enum RecallMiss {
         page: usize,
         /// How many there are.
         pages: usize,
+    },
+    /// No read of that path is in the log.
+    #[error("no read of {path} is in this session; read the file with your own tools")]
+    NoRead {
+        /// The path asked for.
+        path: String,
     },
     /// A query with no searchable word.
     #[error("{}", super::EMPTY_QUERY)]

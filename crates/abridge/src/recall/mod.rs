@@ -17,6 +17,7 @@
 //! See docs/recall.md for the references, the limits and the choices.
 
 mod index;
+mod last_read;
 mod miss;
 mod page;
 mod read;

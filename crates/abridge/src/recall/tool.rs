@@ -35,7 +35,8 @@ out of your context. Checkpoints and placeholders name what they hid as recall:/
 recall://FIRST-LAST or recall://SEQ#START-END (shaken output as artifact://ID#START-END). \
 Give exactly one of: \"ref\" to read one of those references; \"query\" to search the hidden \
 history by words or identifiers (ranked, with snippets and references); \"toc\" (true) to list \
-what each checkpoint hides, one line per turn. Long answers are paged: pass \"page\" for the next.";
+what each checkpoint hides, one line per turn; \"path\" to read what the last read of a file \
+returned, instead of reading it again. Long answers are paged: pass \"page\" for the next.";
 
 /// The tool as offered to a model.
 pub fn tool_spec() -> ToolSpec {
@@ -56,6 +57,10 @@ pub fn tool_spec() -> ToolSpec {
                 "toc": {
                     "type": "boolean",
                     "description": "true: list what each checkpoint hides, one line per turn."
+                },
+                "path": {
+                    "type": "string",
+                    "description": "A file path: what its last read in this session returned, and whether it was changed since."
                 },
                 "page": {
                     "type": "integer",
@@ -81,6 +86,9 @@ pub struct RecallArgs {
     /// List what the checkpoints hide.
     #[serde(default)]
     pub toc: Option<bool>,
+    /// A file whose last read to show.
+    #[serde(default)]
+    pub path: Option<String>,
     /// Page, from 1.
     #[serde(default)]
     pub page: Option<usize>,
@@ -95,6 +103,8 @@ pub enum RecallCall {
     Query(String),
     /// The table of contents.
     Toc,
+    /// The last read of a file.
+    Path(String),
 }
 
 impl RecallArgs {
@@ -116,14 +126,15 @@ impl RecallArgs {
     /// The one thing asked for.
     ///
     /// # Errors
-    /// [`RecallMiss::BadArguments`] for none or several of ref/query/toc.
+    /// [`RecallMiss::BadArguments`] for none or several of ref/query/toc/path.
     pub fn call(&self) -> Result<RecallCall, RecallMiss> {
         let toc = self.toc == Some(true);
-        match (&self.reference, &self.query, toc) {
-            (Some(r), None, false) => Ok(RecallCall::Read(r.clone())),
-            (None, Some(q), false) => Ok(RecallCall::Query(q.clone())),
-            (None, None, true) => Ok(RecallCall::Toc),
-            (None, None, false) => Err(RecallMiss::BadArguments("none was given".into())),
+        match (&self.reference, &self.query, toc, &self.path) {
+            (Some(r), None, false, None) => Ok(RecallCall::Read(r.clone())),
+            (None, Some(q), false, None) => Ok(RecallCall::Query(q.clone())),
+            (None, None, true, None) => Ok(RecallCall::Toc),
+            (None, None, false, Some(p)) => Ok(RecallCall::Path(p.clone())),
+            (None, None, false, None) => Err(RecallMiss::BadArguments("none was given".into())),
             _ => Err(RecallMiss::BadArguments("more than one was given".into())),
         }
     }
@@ -276,6 +287,20 @@ impl Recall {
                 let found = self.search(session, &query, page)?;
                 let skip = page.saturating_sub(1) * RESULTS_PER_PAGE;
                 Ok(super::search::render(query.trim(), &found, skip))
+            }
+            RecallCall::Path(path) => {
+                let seen = super::last_read::last_read(session, path.trim())?;
+                let reference = format!("recall://{}", seen.result);
+                let (_, body) = self.read(session, &reference, page)?;
+                let changed = match seen.changed_after {
+                    Some(seq) => format!("; changed since, by recall://{seq}"),
+                    None => "; not changed since in this session".to_string(),
+                };
+                Ok(paged(
+                    &format!("last read of {} ({reference}{changed})", path.trim()),
+                    &body,
+                    &format!("{{\"path\": \"{}\", \"page\": {}}}", path.trim(), page + 1),
+                ))
             }
             RecallCall::Toc => {
                 let body = self.toc(session, page)?;
