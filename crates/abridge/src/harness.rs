@@ -20,6 +20,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use abridge_compact::CompactionHooks;
+use abridge_compact::CompactionMethod;
 use abridge_compact::MeterCounter;
 use abridge_compact::Policy;
 use abridge_compact::SharedSession;
@@ -157,11 +158,21 @@ impl HarnessBuilder {
     }
 
     /// Exactly these methods, in this order, instead of building the
-    /// settings' order: a `Vec` of methods, or what
-    /// [`build_methods`](crate::build_methods) returns, whose methods that
-    /// could not be built are then reported as skipped by every pass.
-    pub fn methods(mut self, methods: impl Into<MethodSet>) -> Self {
+    /// settings' order. To keep the methods [`build_methods`](crate::build_methods)
+    /// could not build, pass its answer to [`method_set`](Self::method_set)
+    /// instead; to add a method of your own, register it
+    /// ([`registry`](Self::registry)).
+    pub fn methods(mut self, methods: Vec<Arc<dyn CompactionMethod>>) -> Self {
         self.methods = Some(methods.into());
+        self
+    }
+
+    /// These methods, in this order, and the ones that could not be built
+    /// (what [`build_methods`](crate::build_methods) or
+    /// [`MethodRegistry::build`] returns, edited or not): every pass
+    /// reports the latter as skipped, as it does for the settings' order.
+    pub fn method_set(mut self, set: impl Into<MethodSet>) -> Self {
+        self.methods = Some(set.into());
         self
     }
 

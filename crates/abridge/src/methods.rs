@@ -185,7 +185,8 @@ mod tests {
             mask_keep: 3,
             ..Settings::default()
         };
-        let (methods, skipped) = build_methods(&settings, &MethodSources::offline("gpt-4o"));
+        let crate::MethodSet { methods, skipped } =
+            crate::registry::builtin().build(&settings, &MethodSources::offline("gpt-4o"));
         assert!(skipped.is_empty(), "{skipped:?}");
         let names: Vec<&str> = methods.iter().map(|m| m.name()).collect();
         assert_eq!(names, ["mask", "digest"]);

@@ -315,8 +315,8 @@ impl MethodRegistry {
 /// Builds `settings.method_order` with the built-in registry: the
 /// methods that can be built, in order, and a failure of kind
 /// `not_configured` for each that cannot. Pass both to
-/// [`HarnessBuilder::methods`](crate::HarnessBuilder::methods) so the
-/// skipped ones are reported; a host with its own methods registers them
+/// [`HarnessBuilder::method_set`](crate::HarnessBuilder::method_set) so
+/// the skipped ones are reported; a host with its own methods registers them
 /// in a [`MethodRegistry`](crate::MethodRegistry) instead.
 pub fn build_methods(
     settings: &Settings,

@@ -264,7 +264,7 @@ fn methods_built_by_hand_keep_the_ones_that_could_not_be_built() {
         abridge::build_methods(&settings, &MethodSources::offline("gpt-4o"));
     methods.insert(0, Arc::new(Tally));
     let harness = Harness::builder(Session::in_memory("t"), "gpt-4o")
-        .methods((methods, skipped))
+        .method_set((methods, skipped))
         .window(8_000)
         .build()
         .unwrap();
