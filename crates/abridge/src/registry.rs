@@ -282,12 +282,24 @@ impl MethodRegistry {
     /// Builds `name`.
     ///
     /// # Errors
-    /// Why it could not be built: not configured, or not registered.
+    /// Why it could not be built: not configured, not registered, or the
+    /// builder made a method that reports another name.
     pub fn build_one(&self, name: &str, context: MethodContext<'_>) -> BuildResult {
-        match self.entries.iter().find(|e| e.name == name) {
-            Some(entry) => (entry.build)(context),
-            None => Err(format!("unknown method {name:?}")),
+        let entry = self
+            .entries
+            .iter()
+            .find(|e| e.name == name)
+            .ok_or_else(|| format!("unknown method {name:?}"))?;
+        let method = (entry.build)(context)?;
+        // Passes find methods by the name they report: a builder that
+        // answers under another name could never be run by its own.
+        if method.name() != name {
+            return Err(format!(
+                "its builder made a method named {:?}",
+                method.name()
+            ));
         }
+        Ok(method)
     }
 
     /// Builds `settings.method_order`: the methods that can be built, in

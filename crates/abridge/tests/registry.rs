@@ -171,6 +171,18 @@ fn a_name_is_registered_once_and_must_be_writable() {
         registry.register("", |_| Ok(Arc::new(Tally))),
         Err(RegistryError::BadName { .. })
     ));
+    // A builder must make a method that answers to its name.
+    registry.register("alias", |_| Ok(Arc::new(Tally))).unwrap();
+    let settings = Settings {
+        method_order: vec!["alias".into()],
+        ..Settings::default()
+    };
+    let set = registry.build(&settings, &MethodSources::offline("gpt-4o"));
+    assert!(set.methods.is_empty());
+    assert_eq!(
+        set.skipped[0].message,
+        "alias skipped: its builder made a method named \"tally\""
+    );
     let orphan = registry.register_expansion("nobody", Arc::new(Stamp));
     assert!(matches!(orphan, Err(RegistryError::Unregistered { .. })));
 }

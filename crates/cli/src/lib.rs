@@ -7,13 +7,27 @@
 //! `--method`, settings files, `compact`, `simulate` and `serve`:
 //!
 //! ```no_run
-//! let mut registry = abridge::MethodRegistry::builtin();
-//! registry.register("keep-digest", |_| Ok(std::sync::Arc::new(abridge::basic::DigestMethod)))?;
-//! std::process::exit(match abridge_cli::main_with(registry) {
-//!     code if code == std::process::ExitCode::SUCCESS => 0,
-//!     _ => 1,
-//! });
-//! # Ok::<(), abridge::RegistryError>(())
+//! use std::process::ExitCode;
+//! use std::sync::Arc;
+//! # use abridge::compact::{CompactError, CompactionMethod, MethodOutput, Plan};
+//! # #[derive(Debug)]
+//! # struct KeepEnds { n: usize }
+//! # #[async_trait::async_trait]
+//! # impl CompactionMethod for KeepEnds {
+//! #     fn name(&self) -> &str { "keep-ends" }
+//! #     async fn run(&self, _: &Plan) -> Result<MethodOutput, CompactError> { unimplemented!() }
+//! # }
+//!
+//! fn main() -> ExitCode {
+//!     let mut registry = abridge::MethodRegistry::builtin();
+//!     // `KeepEnds` is the method of docs/writing-a-compaction-method.md.
+//!     let added = registry.register("keep-ends", |_| Ok(Arc::new(KeepEnds { n: 2 })));
+//!     if let Err(error) = added {
+//!         eprintln!("error: {error}");
+//!         return ExitCode::FAILURE;
+//!     }
+//!     abridge_cli::main_with(registry)
+//! }
 //! ```
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]

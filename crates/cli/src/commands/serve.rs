@@ -139,6 +139,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let config = ServiceConfig {
         sources,
         settings,
+        methods: registry.clone(),
         model: args.model.clone(),
         limits,
         grace: Duration::from_secs(args.grace),
