@@ -20,6 +20,7 @@ use abridge_compact::MeterCounter;
 use abridge_compact::Policy;
 use abridge_compact::Trigger;
 use abridge_import as import;
+use abridge_llm::Catalog;
 use abridge_session::JsonlOptions;
 use abridge_session::JsonlStore;
 use abridge_session::Session;
