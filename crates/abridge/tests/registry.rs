@@ -353,3 +353,55 @@ fn a_registered_expansion_shapes_the_request_and_only_for_its_registry() {
     let plain = abridge::build_request(&session, &abridge::RequestTarget::default()).unwrap();
     assert!(plain[0].plain_text().contains("[tally]"));
 }
+
+/// Images carried as pixels (a frame reference is an image by address).
+fn images(message: &Message) -> usize {
+    message
+        .content
+        .iter()
+        .filter(|b| {
+            matches!(
+                b,
+                Block::Image {
+                    source: abridge::llm::ImageSource::Base64 { .. },
+                    ..
+                }
+            )
+        })
+        .count()
+}
+
+/// The built-in registry's expansions draw snapcompact's frames at send
+/// time: the log keeps frame references, the request carries images.
+#[test]
+fn snapcompact_checkpoints_are_drawn_by_the_registered_expansion() {
+    use abridge_test_support::samples::PI;
+    use abridge_test_support::samples::sample;
+    let session = abridge::import::read(&sample(PI), None)
+        .unwrap()
+        .into_session(Box::new(abridge::session::MemoryStore::new()))
+        .unwrap()
+        .0;
+    let harness = Harness::builder(session, "claude-sonnet-4-5")
+        .window(100_000)
+        .build()
+        .unwrap();
+    let pass = run(harness.compact(&["snapcompact".to_string()], None)).unwrap();
+    let seq = pass.outcomes[0].checkpoint_seq.expect("a checkpoint");
+    let stored = abridge::compact::lock_session(harness.session())
+        .message(seq)
+        .unwrap()
+        .as_ref()
+        .clone();
+    assert_eq!(images(&stored), 0, "the log keeps no pixels");
+    let sent = harness
+        .request()
+        .unwrap()
+        .into_iter()
+        .find(|m| matches!(&m.meta.origin, Some(Origin::Checkpoint { .. })))
+        .unwrap();
+    assert!(images(&sent) > 0, "the request carries the frames");
+    let session = abridge::compact::lock_session(harness.session());
+    let expanded = abridge::expand_frames(&session).unwrap();
+    assert!(expanded.iter().any(|m| images(m) > 0));
+}
