@@ -49,14 +49,15 @@ pub use crate::harness::recovery::Recovery;
 use crate::harness::recovery::speculative_band;
 use crate::maintenance::Maintenance;
 use crate::methods::MethodSources;
-use crate::methods::build_methods;
 use crate::model_compaction::Pending;
 use crate::pass::Observer;
 use crate::pass::Pass;
 use crate::pass::PassStatus;
 use crate::recall::Recall;
+use crate::registry::MethodRegistry;
+use crate::registry::MethodSet;
 use crate::request::RequestTarget;
-use crate::request::build_request;
+use crate::request::build_request_with;
 use crate::settings::Limits;
 use crate::settings::Settings;
 
@@ -69,7 +70,8 @@ pub struct HarnessBuilder {
     catalog: Catalog,
     settings: Settings,
     window: Option<u64>,
-    methods: Option<Vec<Arc<dyn CompactionMethod>>>,
+    methods: Option<MethodSet>,
+    registry: MethodRegistry,
     sources: Option<MethodSources>,
     hooks: Option<Arc<dyn CompactionHooks>>,
     observer: Option<ObserverSlot>,
@@ -103,6 +105,7 @@ impl HarnessBuilder {
             settings: Settings::default(),
             window: None,
             methods: None,
+            registry: MethodRegistry::builtin(),
             sources: None,
             hooks: None,
             observer: None,
@@ -155,9 +158,30 @@ impl HarnessBuilder {
     }
 
     /// Exactly these methods, in this order, instead of building the
-    /// settings' order.
+    /// settings' order. To keep the methods [`build_methods`](crate::build_methods)
+    /// could not build, pass its answer to [`method_set`](Self::method_set)
+    /// instead; to add a method of your own, register it
+    /// ([`registry`](Self::registry)).
     pub fn methods(mut self, methods: Vec<Arc<dyn CompactionMethod>>) -> Self {
-        self.methods = Some(methods);
+        self.methods = Some(methods.into());
+        self
+    }
+
+    /// These methods, in this order, and the ones that could not be built
+    /// (what [`build_methods`](crate::build_methods) or
+    /// [`MethodRegistry::build`] returns, edited or not): every pass
+    /// reports the latter as skipped, as it does for the settings' order.
+    pub fn method_set(mut self, set: impl Into<MethodSet>) -> Self {
+        self.methods = Some(set.into());
+        self
+    }
+
+    /// The registry the settings' method order is built from (default:
+    /// the built-in methods); register a host's own methods in it to name
+    /// them in `method_order` and in manual passes. Its expansions shape
+    /// [`Harness::request`].
+    pub fn registry(mut self, registry: MethodRegistry) -> Self {
+        self.registry = registry;
         self
     }
 
@@ -201,15 +225,15 @@ impl HarnessBuilder {
         let counter = Arc::new(MeterCounter::new(meter));
         let artifacts = self.sources.as_ref().map(|s| s.artifacts.clone());
         let mut built_artifacts = None;
-        let (methods, skipped) = match self.methods {
-            Some(methods) => (methods, Vec::new()),
+        let MethodSet { methods, skipped } = match self.methods {
+            Some(methods) => methods,
             None => {
                 let sources = self.sources.unwrap_or_else(|| MethodSources {
                     catalog: self.catalog.clone(),
                     ..MethodSources::offline(self.model.clone())
                 });
                 built_artifacts = Some(sources.artifacts.clone());
-                build_methods(&self.settings, &sources)
+                self.registry.build(&self.settings, &sources)
             }
         };
         let mut policy = Policy::new(counter.clone());
@@ -246,6 +270,7 @@ impl HarnessBuilder {
             artifacts,
             requested: Pending::default(),
             kept: self.kept,
+            registry: self.registry,
         })
     }
 }
@@ -275,6 +300,8 @@ pub struct Harness {
     kept: Option<abridge_meter::KeptFile>,
     /// When the session was last active, for the idle trigger.
     idle: Mutex<IdleClock>,
+    /// The methods it can name and how checkpoints expand.
+    registry: MethodRegistry,
 }
 
 impl Harness {
@@ -309,6 +336,12 @@ impl Harness {
     /// The settings.
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// The methods this harness can name, and how their checkpoints
+    /// expand into a request.
+    pub fn registry(&self) -> &MethodRegistry {
+        &self.registry
     }
 
     /// The state machine, for manual passes and its state.
@@ -351,13 +384,17 @@ impl Harness {
     /// Exactly what the next call sends: the surface, with snapcompact
     /// frames drawn from their archives, a native compaction replayed to
     /// the provider that wrote it, thinking kept only where the model reads
-    /// it, and every tool call paired (see [`build_request`]).
+    /// it, and every tool call paired (see [`build_request`](crate::build_request)).
     ///
     /// # Errors
     /// [`HarnessError::Frames`] when a checkpoint's archive cannot be read
     /// back.
     pub fn request(&self) -> Result<Vec<Message>, HarnessError> {
-        build_request(&lock_session(&self.session), &self.request_target())
+        build_request_with(
+            &lock_session(&self.session),
+            &self.request_target(),
+            self.registry.expansions(),
+        )
     }
 
     /// Who [`request`](Self::request) is shaped for: the client's provider,

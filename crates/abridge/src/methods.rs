@@ -1,5 +1,6 @@
-//! Building the method order from settings: each named method is built
-//! from what the host configured, or left out with a line saying why.
+//! How each built-in method is built from what the host configured (the
+//! table that names them is [`registry`](crate::registry)), or why it
+//! cannot be.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,8 +19,6 @@ use abridge_prune::MemoryArtifactStore;
 use abridge_prune::ReclaimConfig;
 
 use crate::settings::Settings;
-use abridge_compact::ErrorKind;
-use abridge_compact::MethodFailure;
 
 /// A model that writes summaries (`soft`, `handoff`).
 #[derive(Clone)]
@@ -78,14 +77,23 @@ impl MethodSources {
     }
 }
 
-/// Builds `settings.method_order`: the methods that can be built, in
-/// order, and a failure of kind `not_configured` for each that cannot.
-pub fn build_methods(
-    settings: &Settings,
-    sources: &MethodSources,
-) -> (Vec<Arc<dyn CompactionMethod>>, Vec<MethodFailure>) {
-    let mut methods: Vec<Arc<dyn CompactionMethod>> = Vec::new();
-    let mut skipped = Vec::new();
+/// A method built, or why it could not be (shown as "NAME skipped:
+/// REASON").
+pub type BuildResult = Result<Arc<dyn CompactionMethod>, String>;
+
+/// What a method is built from: the settings (its knobs) and the sources
+/// the host configured (models, endpoints, stores).
+#[derive(Debug, Clone, Copy)]
+pub struct MethodContext<'a> {
+    /// The settings the order comes from.
+    pub settings: &'a Settings,
+    /// The models and stores the host configured.
+    pub sources: &'a MethodSources,
+}
+
+/// `prune`, `mask`, `shake` and `trim`, from their settings.
+pub(crate) fn reclaim(name: &str, context: MethodContext<'_>) -> BuildResult {
+    let settings = context.settings;
     let reclaim = ReclaimConfig {
         prune: settings.prune.clone(),
         mask: MaskConfig {
@@ -96,65 +104,74 @@ pub fn build_methods(
         shake: settings.shake.clone(),
         trim: settings.trim.clone(),
     };
-    for name in &settings.method_order {
-        let built: Result<Arc<dyn CompactionMethod>, String> = match name.as_str() {
-            "digest" => Ok(Arc::new(DigestMethod)),
-            "prune" | "mask" | "shake" | "trim" => match reclaim.method(name) {
-                Some(Ok(method)) => Ok(method),
-                Some(Err(error)) => Err(error.to_string()),
-                None => Err("not a reclaim method".to_string()),
-            },
-            "snapcompact" => Ok(Arc::new(abridge_snapcompact::Snapcompact::new(
-                &sources.model,
-                &sources.catalog,
-            ))),
-            "soft" => match &sources.summarizer {
-                Some(s) => Ok(abridge_compact_basic::soft_method(
-                    s.client.clone(),
-                    s.model.clone(),
-                    SoftSetup {
-                        soft: s.soft,
-                        prefix: None,
-                        retry: s.retry.clone(),
-                        fallbacks: Vec::new(),
-                    },
-                )),
-                None => Err("no summarizer model is configured".to_string()),
-            },
-            "handoff" => match &sources.summarizer {
-                Some(s) => Ok(abridge_compact_basic::handoff_method(
-                    s.client.clone(),
-                    s.model.clone(),
-                    HandoffConfig {
-                        save_to: s.handoff_file.clone(),
-                        retry: s.retry.clone(),
-                        max_tokens: s
-                            .handoff_max_tokens
-                            .unwrap_or(HandoffConfig::default().max_tokens),
-                        ..HandoffConfig::default()
-                    },
-                )),
-                None => Err("no summarizer model is configured".to_string()),
-            },
-            "remote" => sources
-                .remote
-                .clone()
-                .ok_or_else(|| "no remote summarizer endpoint is configured".to_string()),
-            other => Err(format!("unknown method {other:?}")),
-        };
-        match built {
-            Ok(method) => methods.push(method),
-            Err(reason) => {
-                tracing::info!(method = %name, %reason, "method skipped");
-                skipped.push(MethodFailure::new(
-                    name.clone(),
-                    ErrorKind::NotConfigured,
-                    format!("{name} skipped: {reason}"),
-                ));
-            }
-        }
+    match reclaim.method(name) {
+        Some(Ok(method)) => Ok(method),
+        Some(Err(error)) => Err(error.to_string()),
+        None => Err("not a reclaim method".to_string()),
     }
-    (methods, skipped)
+}
+
+/// `digest`: needs nothing.
+pub(crate) fn digest(_name: &str, _context: MethodContext<'_>) -> BuildResult {
+    Ok(Arc::new(DigestMethod))
+}
+
+/// `snapcompact`, drawing for the session's model.
+pub(crate) fn snapcompact(_name: &str, context: MethodContext<'_>) -> BuildResult {
+    let sources = context.sources;
+    Ok(Arc::new(abridge_snapcompact::Snapcompact::new(
+        &sources.model,
+        &sources.catalog,
+    )))
+}
+
+/// `soft`, from the summarizer.
+pub(crate) fn soft(_name: &str, context: MethodContext<'_>) -> BuildResult {
+    let s = summarizer(context)?;
+    Ok(abridge_compact_basic::soft_method(
+        s.client.clone(),
+        s.model.clone(),
+        SoftSetup {
+            soft: s.soft,
+            prefix: None,
+            retry: s.retry.clone(),
+            fallbacks: Vec::new(),
+        },
+    ))
+}
+
+/// `handoff`, from the summarizer.
+pub(crate) fn handoff(_name: &str, context: MethodContext<'_>) -> BuildResult {
+    let s = summarizer(context)?;
+    Ok(abridge_compact_basic::handoff_method(
+        s.client.clone(),
+        s.model.clone(),
+        HandoffConfig {
+            save_to: s.handoff_file.clone(),
+            retry: s.retry.clone(),
+            max_tokens: s
+                .handoff_max_tokens
+                .unwrap_or(HandoffConfig::default().max_tokens),
+            ..HandoffConfig::default()
+        },
+    ))
+}
+
+/// `remote`: the host built it, knowing the endpoint.
+pub(crate) fn remote(_name: &str, context: MethodContext<'_>) -> BuildResult {
+    context
+        .sources
+        .remote
+        .clone()
+        .ok_or_else(|| "no remote summarizer endpoint is configured".to_string())
+}
+
+fn summarizer(context: MethodContext<'_>) -> Result<&SummarizerModel, String> {
+    context
+        .sources
+        .summarizer
+        .as_ref()
+        .ok_or_else(|| "no summarizer model is configured".to_string())
 }
 
 #[cfg(test)]
@@ -168,7 +185,8 @@ mod tests {
             mask_keep: 3,
             ..Settings::default()
         };
-        let (methods, skipped) = build_methods(&settings, &MethodSources::offline("gpt-4o"));
+        let crate::MethodSet { methods, skipped } =
+            crate::registry::builtin().build(&settings, &MethodSources::offline("gpt-4o"));
         assert!(skipped.is_empty(), "{skipped:?}");
         let names: Vec<&str> = methods.iter().map(|m| m.name()).collect();
         assert_eq!(names, ["mask", "digest"]);

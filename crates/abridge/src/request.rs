@@ -1,14 +1,15 @@
 //! Turning the surface into what a request sends.
 //!
 //! The log stores what happened; a provider needs a well-formed request
-//! for itself. Four things stand between them, applied here and nowhere
+//! for itself. Three things stand between them, applied here and nowhere
 //! else:
 //!
-//! - snapcompact checkpoints are drawn from their archives (the log stores
-//!   source text, never pixels);
-//! - a checkpoint written by a provider's native compaction is replayed as
-//!   that provider's own output when the request goes back to it (the call
-//!   was paid for; its text summary is for every other provider);
+//! - a checkpoint that stores more than text is expanded by its method's
+//!   [`CheckpointExpansion`], registered beside the method in the
+//!   [`MethodRegistry`](crate::MethodRegistry) (snapcompact draws its
+//!   frames from their archive; a provider's native compaction is
+//!   replayed as that provider's own output when the request goes back to
+//!   it). This module asks each expansion in turn and knows no backend;
 //! - thinking goes only to the provider and model that signed it, only
 //!   for the current turn when the model drops earlier reasoning anyway,
 //!   and never behind a changed message for a model that checks prefixes;
@@ -22,7 +23,11 @@
 
 use std::collections::HashMap;
 use std::collections::HashSet;
+use std::sync::Arc;
 
+use abridge_compact::CheckpointExpansion;
+use abridge_compact::Destination;
+use abridge_compact::SurfaceMessage;
 use abridge_llm::LlmClient;
 use abridge_llm::Message;
 use abridge_llm::ModelEntry;
@@ -78,85 +83,86 @@ impl RequestTarget {
 }
 
 /// The surface's messages as `target` should receive them (see the module
-/// docs for what changes on the way).
+/// docs for what changes on the way), with the built-in methods'
+/// expansions.
 ///
 /// # Errors
-/// [`HarnessError::Frames`] when a snapcompact checkpoint has no summary
-/// event or its archive cannot be read back or drawn.
+/// [`HarnessError::Frames`] when a checkpoint cannot be expanded (a
+/// snapcompact checkpoint with no summary event, or whose archive cannot
+/// be read back or drawn).
 pub fn build_request(
     session: &Session,
     target: &RequestTarget,
 ) -> Result<Vec<Message>, HarnessError> {
-    let mut out = surface_for(session, Some(target))?;
+    build_request_with(session, target, crate::registry::builtin().expansions())
+}
+
+/// [`build_request`] with `expansions` (a registry's
+/// [`expansions`](crate::MethodRegistry::expansions)) instead of the
+/// built-in ones.
+///
+/// # Errors
+/// As [`build_request`].
+pub fn build_request_with(
+    session: &Session,
+    target: &RequestTarget,
+    expansions: &[Arc<dyn CheckpointExpansion>],
+) -> Result<Vec<Message>, HarnessError> {
+    let mut out = surface_for(session, Some(target), expansions)?;
     let written: Vec<Seq> = session.surface().seqs().to_vec();
     keep_thinking_for(&mut out, &written, target);
     pair_tool_calls(&mut out);
     Ok(out)
 }
 
-/// The surface's messages with every snapcompact checkpoint's frame
-/// references replaced by the drawn frames, and nothing else changed.
+/// The surface's messages with every checkpoint expanded for no
+/// particular destination (snapcompact frames drawn, native output left
+/// as text), and nothing else changed.
 ///
 /// # Errors
 /// As [`build_request`].
 pub fn expand_frames(session: &Session) -> Result<Vec<Message>, HarnessError> {
-    surface_for(session, None)
+    surface_for(session, None, crate::registry::builtin().expansions())
 }
 
-/// The surface with frames drawn and, when `target` is given, native
-/// compactions replayed for it.
+/// The surface with each message expanded by the first expansion that
+/// owns it, for `target` when one is given.
 fn surface_for(
     session: &Session,
     target: Option<&RequestTarget>,
+    expansions: &[Arc<dyn CheckpointExpansion>],
 ) -> Result<Vec<Message>, HarnessError> {
-    let frames = abridge_snapcompact::FrameCache::default();
+    let destination = target.and_then(|t| {
+        Some(Destination {
+            dialect: t.native_dialect.as_deref()?,
+            account: t.native_account.as_deref()?,
+        })
+    });
     let mut out = Vec::with_capacity(session.surface().len());
     for seq in session.surface().seqs() {
         let Some(message) = session.message(*seq) else {
             continue;
         };
-        if let Some(replayed) = target.and_then(|t| native_replay(session, *seq, message, t)) {
-            out.push(replayed);
-        } else if abridge_snapcompact::is_snapcompact_checkpoint(message) {
-            out.push(expand_frames_of(session, *seq, message, &frames)?);
-        } else {
-            out.push(message.as_ref().clone());
+        let at = SurfaceMessage {
+            session,
+            seq: *seq,
+            message: message.as_ref(),
+        };
+        let mut expanded = None;
+        for expansion in expansions {
+            expanded = expansion
+                .expand(at, destination)
+                .map_err(|e| HarnessError::Frames {
+                    seq: *seq,
+                    reason: e.reason,
+                })?;
+            if expanded.is_some() {
+                break;
+            }
         }
+        out.push(expanded.unwrap_or_else(|| message.as_ref().clone()));
     }
     Ok(out)
-}
-
-fn expand_frames_of(
-    session: &Session,
-    seq: Seq,
-    message: &Message,
-    cache: &abridge_snapcompact::FrameCache,
-) -> Result<Message, HarnessError> {
-    let frames = |reason: String| HarnessError::Frames { seq, reason };
-    let summary = abridge_compact::summary_of_checkpoint(session, seq)
-        .ok_or_else(|| frames("it has no compaction/summary event".to_string()))?;
-    let archive = abridge_snapcompact::archive_from_summary(&summary.summary, &summary.details)
-        .ok_or_else(|| frames("its snapcompact archive cannot be read back".to_string()))?;
-    let mut expanded = message.clone();
-    expanded.content = archive
-        .expand(&message.content, cache)
-        .map_err(|e| frames(e.to_string()))?;
-    Ok(expanded)
-}
-
-/// The checkpoint at `seq` as its native compaction output, when it has
-/// one written in the request's dialect under the request's account (the
-/// encoders place each item where its provider reads it).
-fn native_replay(
-    session: &Session,
-    seq: Seq,
-    message: &Message,
-    target: &RequestTarget,
-) -> Option<Message> {
-    let dialect = target.native_dialect.as_deref()?;
-    let account = target.native_account.as_deref()?;
-    let summary = abridge_compact::summary_of_checkpoint(session, seq)?;
-    abridge_compact_basic::replayed_checkpoint(message, &summary.details, dialect, account)
 }
 
 /// Leaves out reasoning the target cannot or will not read (see

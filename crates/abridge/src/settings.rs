@@ -30,19 +30,6 @@ pub const DEFAULT_METHOD_ORDER: &[&str] = &[
     "digest",
 ];
 
-/// Methods Maintenance knows how to build from settings.
-pub const KNOWN_METHODS: &[&str] = &[
-    "prune",
-    "remote",
-    "snapcompact",
-    "handoff",
-    "shake",
-    "soft",
-    "digest",
-    "trim",
-    "mask",
-];
-
 /// The smallest default reserve, in tokens: room for the next reply and a
 /// summary call even on a small window.
 pub const MIN_DEFAULT_RESERVE: u64 = 16_384;
@@ -248,80 +235,6 @@ pub struct Limits {
 }
 
 impl Settings {
-    /// Parses TOML text. `origin` names it in errors (a path, usually).
-    ///
-    /// # Errors
-    /// [`SettingsError::Parse`] with the line and the key.
-    pub fn from_toml(text: &str, origin: &str) -> Result<Self, SettingsError> {
-        let settings: Settings = toml::from_str(text).map_err(|error| {
-            let line = error
-                .span()
-                .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
-            SettingsError::Parse {
-                origin: origin.to_string(),
-                line,
-                message: error.message().trim().to_string(),
-            }
-        })?;
-        settings
-            .validate_fields()
-            .map_err(|e| e.locate(text, origin))?;
-        Ok(settings)
-    }
-
-    /// Parses JSON text. `origin` names it in errors.
-    ///
-    /// # Errors
-    /// [`SettingsError::Parse`] with the line and the key.
-    pub fn from_json(text: &str, origin: &str) -> Result<Self, SettingsError> {
-        let mut deserializer = serde_json::Deserializer::from_str(text);
-        let settings: Settings =
-            serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-                let path = error.path().to_string();
-                let inner = error.into_inner();
-                SettingsError::Parse {
-                    origin: origin.to_string(),
-                    line: Some(inner.line()),
-                    message: if path == "." {
-                        inner.to_string()
-                    } else {
-                        format!("{path}: {inner}")
-                    },
-                }
-            })?;
-        settings
-            .validate_fields()
-            .map_err(|e| e.locate(text, origin))?;
-        Ok(settings)
-    }
-
-    /// Loads a file: `.json` as JSON, anything else as TOML.
-    ///
-    /// # Errors
-    /// [`SettingsError::Read`], or as [`from_toml`](Self::from_toml).
-    pub fn load(path: &Path) -> Result<Self, SettingsError> {
-        Self::load_with_text(path).map(|(settings, _)| settings)
-    }
-
-    /// Loads a file and keeps its text, so a later check against a window
-    /// ([`limits_in`](Self::limits_in)) can name the line of a bad key.
-    ///
-    /// # Errors
-    /// As [`load`](Self::load).
-    pub fn load_with_text(path: &Path) -> Result<(Self, String), SettingsError> {
-        let text = std::fs::read_to_string(path).map_err(|error| SettingsError::Read {
-            path: path.to_path_buf(),
-            reason: error.to_string(),
-        })?;
-        let origin = path.display().to_string();
-        let settings = if path.extension().is_some_and(|e| e == "json") {
-            Self::from_json(&text, &origin)
-        } else {
-            Self::from_toml(&text, &origin)
-        }?;
-        Ok((settings, text))
-    }
-
     /// The settings file beside a session: `abridge.toml` in its directory.
     pub fn beside_path(session_path: &Path) -> PathBuf {
         session_path
@@ -330,32 +243,8 @@ impl Settings {
             .join("abridge.toml")
     }
 
-    /// `abridge.toml` in the session file's directory, when there is one.
-    ///
-    /// # Errors
-    /// As [`load`](Self::load), for a file that exists but cannot work.
-    pub fn beside(session_path: &Path) -> Result<Option<Self>, SettingsError> {
-        let candidate = Self::beside_path(session_path);
-        if candidate.is_file() {
-            Self::load(&candidate).map(Some)
-        } else {
-            Ok(None)
-        }
-    }
-
     /// Checks what can be checked without a window.
     fn validate_fields(&self) -> Result<(), Unlocated> {
-        for name in &self.method_order {
-            if !KNOWN_METHODS.contains(&name.as_str()) {
-                return Err(Unlocated {
-                    key: "method_order",
-                    message: format!(
-                        "unknown method {name:?}; known: {}",
-                        KNOWN_METHODS.join(", ")
-                    ),
-                });
-            }
-        }
         if !(1..=100).contains(&self.target_percent) {
             return Err(Unlocated {
                 key: "target_percent",
@@ -546,6 +435,7 @@ fn line_of_key(text: &str, key: &str) -> Option<usize> {
         .map(|i| i + 1)
 }
 
+mod load;
 mod redaction;
 mod threshold;
 

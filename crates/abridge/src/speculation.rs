@@ -1,9 +1,12 @@
 //! Speculative compaction: the slow checkpoint written before it is
 //! needed.
 //!
-//! When the context enters a band below the threshold, the model-backed
-//! method of the order (`remote`, `handoff` or `soft`, whichever comes
-//! first) starts on a snapshot of the plan the threshold would make, in a
+//! When the context enters a band below the threshold, the first method
+//! of the order that declares itself speculated
+//! ([`Capabilities::speculated`](abridge_compact::Capabilities::speculated):
+//! the model-backed ones, `remote`, `handoff` and `soft`, which take
+//! seconds; the model-free ones finish in milliseconds at the threshold
+//! itself) starts on a snapshot of the plan the threshold would make, in a
 //! tokio task. The log is not touched. When a later pass reaches that
 //! method, the speculation's output is committed for exactly the span it
 //! summarized (a plan of that region, then the commit: no model call on
@@ -17,6 +20,7 @@
 use std::sync::Arc;
 use std::sync::Mutex;
 
+use abridge_compact::Capabilities;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionHooks;
 use abridge_compact::CompactionMethod;
@@ -29,10 +33,6 @@ use abridge_session::Seq;
 use abridge_session::Session;
 use async_trait::async_trait;
 use tokio::task::JoinHandle;
-
-/// Methods worth starting early: each calls a model and takes seconds.
-/// The model-free ones finish in milliseconds at the threshold itself.
-pub const SPECULATIVE_METHODS: [&str; 3] = ["remote", "handoff", "soft"];
 
 /// A speculative checkpoint in flight or finished.
 pub(crate) struct Speculation {
@@ -188,6 +188,10 @@ impl std::fmt::Debug for Finished {
 impl CompactionMethod for Finished {
     fn name(&self) -> &str {
         self.method.name()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.method.capabilities()
     }
 
     async fn run(&self, _plan: &Plan) -> Result<MethodOutput, CompactError> {

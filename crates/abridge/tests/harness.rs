@@ -407,6 +407,10 @@ impl abridge::compact::CompactionMethod for QuickSoft {
         "soft"
     }
 
+    fn capabilities(&self) -> abridge::compact::Capabilities {
+        abridge::compact::Capabilities::model_backed()
+    }
+
     async fn run(
         &self,
         _plan: &abridge::compact::Plan,

@@ -96,6 +96,16 @@ impl CompactionMethod for Scripted {
         self.name
     }
 
+    /// The double named `handoff` declares what `handoff` declares; the
+    /// others keep the default.
+    fn capabilities(&self) -> Capabilities {
+        if self.name == "handoff" {
+            Capabilities::model_backed().resending_input()
+        } else {
+            Capabilities::default()
+        }
+    }
+
     fn available(&self) -> Availability {
         match self.behaviour {
             Behaviour::Unavailable => Availability::Unavailable {
@@ -536,6 +546,10 @@ impl CompactionMethod for Counted {
         "soft"
     }
 
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::model_backed()
+    }
+
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
         let call = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         let text = format!(
@@ -777,6 +791,10 @@ impl CompactionMethod for Noting {
         "soft"
     }
 
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::model_backed()
+    }
+
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
         let text = format!("summary; shown: {}", plan.extra_context().join(" | "));
         Ok(MethodOutput::Checkpoint(
@@ -818,4 +836,80 @@ async fn the_host_hooks_keep_their_note_on_the_live_and_the_speculative_path() {
     assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
     assert_eq!(spoken(&events), vec!["started soft", "committed soft"]);
     assert_host_notes_kept(&shared);
+}
+
+/// A method that declares `capabilities` whatever its name.
+#[derive(Debug)]
+struct Declared(Arc<dyn CompactionMethod>, Capabilities);
+
+#[async_trait]
+impl CompactionMethod for Declared {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.1
+    }
+
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        self.0.run(plan).await
+    }
+}
+
+/// Issue 31: the overflow skip asks the method, not its name: a method of
+/// any name that resends its input is skipped, and `handoff`'s message is
+/// what any such method gets.
+#[test]
+fn a_method_that_resends_its_input_is_skipped_on_overflow_whatever_its_name() {
+    let shared = session(6);
+    let resending = Capabilities::model_backed().resending_input();
+    let m = maintenance(vec![
+        Arc::new(Declared(
+            method("whole-history", Behaviour::Land),
+            resending,
+        )),
+        method("ok", Behaviour::Land),
+    ]);
+    let pass = run(m.run(&shared, Trigger::Overflow)).unwrap();
+    assert_eq!(pass.outcomes[0].method, "ok");
+    assert_eq!(pass.failures[0].method, "whole-history");
+    assert_eq!(pass.failures[0].kind, ErrorKind::Skipped);
+    assert_eq!(
+        pass.failures[0].message,
+        "whole-history is skipped on overflow: it would resend the input that overflowed"
+    );
+    // On any other trigger it runs.
+    let shared = session(6);
+    let m = maintenance(vec![Arc::new(Declared(
+        method("whole-history", Behaviour::Land),
+        resending,
+    ))]);
+    let pass = run(m.run(&shared, Trigger::Manual)).unwrap();
+    assert_eq!(pass.outcomes[0].method, "whole-history", "{pass:?}");
+}
+
+/// Issue 31: speculation asks the method too: the same `soft` double is
+/// started early when it declares a model call, and not when it declares
+/// itself model-free.
+#[tokio::test]
+async fn speculation_follows_the_declared_capability_not_the_name() {
+    let shared = session(4);
+    let free = Arc::new(Declared(
+        Arc::new(Counted::default()),
+        Capabilities::MODEL_FREE,
+    ));
+    let (m, events) = speculating(vec![free]);
+    m.run(&shared, Trigger::Threshold).await.unwrap();
+    assert!(spoken(&events).is_empty());
+
+    let shared = session(4);
+    let custom = Arc::new(Declared(
+        method("my-model", Behaviour::Land),
+        Capabilities::model_backed(),
+    ));
+    let (m, events) = speculating(vec![custom]);
+    m.run(&shared, Trigger::Threshold).await.unwrap();
+    settle(&m).await;
+    assert_eq!(spoken(&events), vec!["started my-model"]);
 }

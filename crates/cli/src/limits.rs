@@ -53,19 +53,19 @@ impl BudgetArgs {
         };
         let (mut settings, source) = match &file {
             Some(path) => {
-                let (settings, text) = Settings::load_with_text(path)?;
+                let (settings, text) =
+                    Settings::load_with_text_using(path, crate::registry::registry())?;
                 (settings, Some((text, path.display().to_string())))
             }
             None => (Settings::default(), None),
         };
         if !self.method.is_empty() {
-            for name in &self.method {
-                if !abridge::KNOWN_METHODS.contains(&name.as_str()) {
-                    anyhow::bail!(
-                        "unknown method {name:?}; known methods: {}",
-                        abridge::KNOWN_METHODS.join(", ")
-                    );
-                }
+            if let Err(unknown) = crate::registry::registry().check_names(&self.method) {
+                anyhow::bail!(
+                    "unknown method {:?}; known methods: {}",
+                    unknown.name,
+                    unknown.known
+                );
             }
             settings.method_order = self.method.clone();
         }

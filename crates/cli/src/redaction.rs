@@ -24,7 +24,8 @@ impl RedactArgs {
         if self.no_redact {
             return Ok(None);
         }
-        let settings = Settings::beside(session)?.unwrap_or_default();
+        let settings =
+            Settings::beside_using(session, crate::registry::registry())?.unwrap_or_default();
         Ok(settings.redactor()?)
     }
 }

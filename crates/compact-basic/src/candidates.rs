@@ -16,6 +16,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use abridge_compact::Availability;
+use abridge_compact::Capabilities;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::MethodOutput;
@@ -302,6 +303,10 @@ impl CandidateSoftMethod {
 impl CompactionMethod for CandidateSoftMethod {
     fn name(&self) -> &str {
         SOFT
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::model_backed()
     }
 
     fn available(&self) -> Availability {

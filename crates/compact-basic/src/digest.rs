@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use abridge_compact::Capabilities;
 use abridge_compact::Checkpoint;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
@@ -462,6 +463,10 @@ fn digest_state(previous: &PreviousCheckpoint) -> Option<DigestState> {
 impl CompactionMethod for DigestMethod {
     fn name(&self) -> &str {
         DIGEST
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::MODEL_FREE
     }
 
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {

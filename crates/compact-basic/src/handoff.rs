@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use abridge_compact::Availability;
+use abridge_compact::Capabilities;
 use abridge_compact::Checkpoint;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
@@ -231,6 +232,12 @@ impl HandoffMethod {
 impl CompactionMethod for HandoffMethod {
     fn name(&self) -> &str {
         HANDOFF
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        // The document is written from the history as it is, not in
+        // windows: the input that overflowed would overflow again.
+        Capabilities::model_backed().resending_input()
     }
 
     fn available(&self) -> Availability {

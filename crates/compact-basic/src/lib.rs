@@ -37,6 +37,7 @@ mod goal;
 mod handoff;
 mod llm;
 mod names;
+mod native_expansion;
 pub mod prompts;
 mod record;
 #[cfg(feature = "remote")]
@@ -66,6 +67,7 @@ pub use handoff::HANDOFF;
 pub use handoff::HandoffConfig;
 pub use handoff::handoff_method;
 pub use llm::LlmSummarizer;
+pub use native_expansion::NativeReplay;
 pub use record::HandoffRecord;
 pub use record::NativeRecord;
 pub use record::RemoteRecord;

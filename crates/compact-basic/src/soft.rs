@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use abridge_compact::Capabilities;
 use abridge_compact::Checkpoint;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
@@ -209,6 +210,10 @@ impl SoftMethod {
 impl CompactionMethod for SoftMethod {
     fn name(&self) -> &str {
         SOFT
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::model_backed()
     }
 
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {

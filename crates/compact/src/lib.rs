@@ -76,10 +76,12 @@
 //! # Ok::<(), CompactError>(())
 //! ```
 
+mod capabilities;
 mod check;
 mod details;
 mod error;
 mod events;
+mod expansion;
 mod frame;
 mod hooks;
 mod method;
@@ -94,6 +96,8 @@ mod summarizer;
 mod txn;
 mod types;
 
+pub use capabilities::Capabilities;
+pub use capabilities::OutputKind;
 pub use check::InvariantReport;
 pub use check::Pairing;
 pub use check::PairingFault;
@@ -116,6 +120,10 @@ pub use events::TYPE_COMPACTION_SUMMARY;
 pub use events::UnmatchedStart;
 pub use events::summary_of_checkpoint;
 pub use events::unmatched_starts;
+pub use expansion::CheckpointExpansion;
+pub use expansion::Destination;
+pub use expansion::ExpansionError;
+pub use expansion::SurfaceMessage;
 pub use frame::CHECKPOINT_CLOSING;
 pub use frame::CHECKPOINT_OPENING;
 pub use frame::checkpoint_body;

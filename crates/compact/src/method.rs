@@ -9,6 +9,7 @@ use abridge_llm::Usage;
 use abridge_session::Seq;
 use async_trait::async_trait;
 
+use crate::capabilities::Capabilities;
 use crate::details::DetailSection;
 use crate::details::Details;
 use crate::error::CompactError;
@@ -222,6 +223,16 @@ pub trait CompactionMethod: Send + Sync + Debug {
         Availability::Ready
     }
 
+    /// What the method is: whether it calls a model, resends its input,
+    /// may run on overflow, may be speculated, and whether it writes a
+    /// checkpoint or rewrites. The host asks this instead of matching the
+    /// name. The default, [`Capabilities::MODEL_FREE`], is never wrong:
+    /// a model-free checkpoint that runs on any trigger and is never
+    /// started early.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::MODEL_FREE
+    }
+
     /// Produces the compaction for `plan`.
     ///
     /// # Errors
@@ -243,6 +254,9 @@ impl<T: CompactionMethod + ?Sized> CompactionMethod for Arc<T> {
     fn available(&self) -> Availability {
         (**self).available()
     }
+    fn capabilities(&self) -> Capabilities {
+        (**self).capabilities()
+    }
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
         (**self).run(plan).await
     }
@@ -258,6 +272,9 @@ impl<T: CompactionMethod + ?Sized> CompactionMethod for Box<T> {
     }
     fn available(&self) -> Availability {
         (**self).available()
+    }
+    fn capabilities(&self) -> Capabilities {
+        (**self).capabilities()
     }
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
         (**self).run(plan).await

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use abridge_compact::Capabilities;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::Details;
@@ -106,6 +107,10 @@ impl CompactionMethod for PruneMethod {
         "prune"
     }
 
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::rewriting()
+    }
+
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
         let snapshot = Snapshot::of_plan(plan);
         let reclaim = prune(
@@ -140,6 +145,10 @@ impl MaskMethod {
 impl CompactionMethod for MaskMethod {
     fn name(&self) -> &str {
         "mask"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::rewriting()
     }
 
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
@@ -190,6 +199,10 @@ impl CompactionMethod for ShakeMethod {
         "shake"
     }
 
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::rewriting()
+    }
+
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
         let config = match &self.config {
             Some(config) => config.clone(),
@@ -228,6 +241,10 @@ impl TrimMethod {
 impl CompactionMethod for TrimMethod {
     fn name(&self) -> &str {
         "trim"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::rewriting()
     }
 
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use abridge::MethodRegistry;
 use abridge::MethodSources;
 use abridge::Settings;
 use axum::Router;
@@ -42,6 +43,10 @@ pub struct ServiceConfig {
     pub sources: MethodSources,
     /// Settings of a session created without its own.
     pub settings: Settings,
+    /// The methods a session's settings and manual passes can name, and
+    /// how their checkpoints expand into a request; default the built-in
+    /// ones.
+    pub methods: MethodRegistry,
     /// Model of a session created without one.
     pub model: String,
     /// What one client or tenant may take: body size, timeouts,
@@ -61,6 +66,7 @@ impl ServiceConfig {
             tokens,
             sources: MethodSources::offline("unknown"),
             settings: Settings::default(),
+            methods: MethodRegistry::builtin(),
             model: "unknown".to_string(),
             limits: ServiceLimits::default(),
             grace: DEFAULT_GRACE,
@@ -103,6 +109,7 @@ impl Service {
             config.stores,
             config.sources.clone(),
             config.settings,
+            config.methods,
             config.model,
             Arc::clone(&limits),
         );

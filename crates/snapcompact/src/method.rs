@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use abridge_compact::Availability;
+use abridge_compact::Capabilities;
 use abridge_compact::Checkpoint;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
@@ -304,6 +305,10 @@ impl Snapcompact {
 impl CompactionMethod for Snapcompact {
     fn name(&self) -> &str {
         METHOD_NAME
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::MODEL_FREE
     }
 
     fn available(&self) -> Availability {

@@ -65,6 +65,7 @@ use crate::settings::Limits;
 use abridge_compact::ErrorKind;
 use abridge_compact::MethodFailure;
 
+mod skip;
 mod speculate;
 use crate::speculation::Slot;
 
@@ -422,14 +423,8 @@ impl Maintenance {
         };
         for method in methods {
             let name = method.name().to_string();
-            if trigger == Trigger::Overflow && name == "handoff" {
-                failures.push(MethodFailure {
-                    method: name,
-                    kind: ErrorKind::Skipped,
-                    message:
-                        "handoff is skipped on overflow: it would resend the input that overflowed"
-                            .to_string(),
-                });
+            if let Some(skip) = skip::skipped_on(trigger, method.as_ref()) {
+                failures.push(skip);
                 continue;
             }
             self.emit(&MaintenanceEvent::AttemptStarted {

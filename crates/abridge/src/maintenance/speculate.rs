@@ -20,7 +20,6 @@ use tracing::Instrument;
 use super::Maintenance;
 use crate::pass::MaintenanceEvent;
 use crate::speculation::Finished;
-use crate::speculation::SPECULATIVE_METHODS;
 use crate::speculation::Speculation;
 
 impl Maintenance {
@@ -48,7 +47,7 @@ impl Maintenance {
             return;
         }
         let Some(method) = self.methods.iter().find(|m| {
-            SPECULATIVE_METHODS.contains(&m.name())
+            m.capabilities().speculated()
                 && matches!(m.available(), abridge_compact::Availability::Ready)
         }) else {
             return;

@@ -128,6 +128,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .settings(settings)
         .window(limits.window)
         .sources(sources)
+        .registry(crate::registry::registry().clone())
         .observer(observer)
         .kept_counts(abridge_meter::KeptFile::beside(&args.session));
     if let Some(endpoint) = args.llm.count_endpoint()? {

@@ -47,7 +47,8 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     };
     // As the model's tool answers: redacted unless the settings beside the
     // session allow the originals (`recall_originals`).
-    let settings = abridge::Settings::beside(&args.session)?.unwrap_or_default();
+    let settings = abridge::Settings::beside_using(&args.session, crate::registry::registry())?
+        .unwrap_or_default();
     let recall = Recall::open(&session, artifacts).with_redactor(settings.recall_redactor()?);
     let where_ = args.session.display();
     if let Some(reference) = &args.reference {

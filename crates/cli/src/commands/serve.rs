@@ -129,18 +129,17 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     limits.check()?;
     let tokens = tokens(args)?;
     let stores = abridge_serve::open_stores(&args.store)?;
+    let registry = crate::registry::registry();
     let settings = match &args.settings {
-        Some(path) => Settings::load(path)?,
+        Some(path) => Settings::load_using(path, registry)?,
         None => Settings::default(),
     };
-    let order: Vec<String> = abridge::KNOWN_METHODS
-        .iter()
-        .map(|m| (*m).to_string())
-        .collect();
+    let order: Vec<String> = registry.names().into_iter().map(str::to_string).collect();
     let sources = methods::sources(&args.llm, &args.model, &order, false)?;
     let config = ServiceConfig {
         sources,
         settings,
+        methods: registry.clone(),
         model: args.model.clone(),
         limits,
         grace: Duration::from_secs(args.grace),

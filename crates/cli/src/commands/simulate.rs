@@ -193,6 +193,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         .settings(settings)
         .window(window)
         .sources(sources)
+        .registry(crate::registry::registry().clone())
         .fixed_overhead(overhead)
         .build()?;
     let base_counter =

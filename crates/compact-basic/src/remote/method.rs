@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use abridge_compact::Availability;
+use abridge_compact::Capabilities;
 use abridge_compact::Checkpoint;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
@@ -311,6 +312,10 @@ impl RemoteMethod {
 impl CompactionMethod for RemoteMethod {
     fn name(&self) -> &str {
         REMOTE
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::model_backed()
     }
 
     fn available(&self) -> Availability {

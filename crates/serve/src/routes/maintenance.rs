@@ -165,14 +165,10 @@ pub(super) async fn compact(
     Json(body): Json<Compact>,
 ) -> Result<Json<Pass>, ApiError> {
     let live = session(&state, &tenant, &id).await?;
-    for method in &body.methods {
-        if !abridge::KNOWN_METHODS.contains(&method.as_str()) {
-            return Err(ApiError::BadRequest(format!(
-                "unknown method {method:?}; known: {}",
-                abridge::KNOWN_METHODS.join(", ")
-            )));
-        }
-    }
+    live.harness
+        .registry()
+        .check_names(&body.methods)
+        .map_err(|unknown| ApiError::BadRequest(unknown.to_string()))?;
     let pass = state
         .tasks
         .run(async move { live.harness.compact(&body.methods, body.instructions).await })

@@ -5,7 +5,7 @@
 //! for a turn (see [`crate::heavy`]).
 
 use abridge::RequestTarget;
-use abridge::build_request;
+use abridge::build_request_with;
 use abridge_compact::lock_session;
 use abridge_llm::AnthropicClient;
 use abridge_llm::AnthropicOptions;
@@ -92,7 +92,11 @@ pub(super) async fn request(
         // lock is let go and the answer written out.
         let session = lock_session(live.harness.session());
         let Some(kind) = kind else {
-            let messages = build_request(&session, &plain_target)?;
+            let messages = build_request_with(
+                &session,
+                &plain_target,
+                live.harness.registry().expansions(),
+            )?;
             return Ok(NextRequest {
                 model,
                 provider: None,
@@ -103,7 +107,7 @@ pub(super) async fn request(
         let encoder = Encoder::new(kind).map_err(|e| ApiError::Internal(e.to_string()))?;
         let client = encoder.client();
         let target = RequestTarget::for_client(client, &model, &entry);
-        let messages = build_request(&session, &target)?;
+        let messages = build_request_with(&session, &target, live.harness.registry().expansions())?;
         drop(session);
         let wire = Request::new(model.clone(), messages.clone(), Purpose::Turn);
         let body = encoder

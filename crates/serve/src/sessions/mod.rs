@@ -28,6 +28,7 @@ use std::sync::atomic::Ordering;
 
 use abridge::Harness;
 use abridge::MaintenanceEvent;
+use abridge::MethodRegistry;
 use abridge::MethodSources;
 use abridge::Settings;
 use abridge_compact::lock_session;
@@ -120,6 +121,7 @@ pub(crate) struct Registry {
     stores: Box<dyn SessionStores>,
     sources: MethodSources,
     settings: Settings,
+    methods: MethodRegistry,
     model: String,
     limits: Arc<ServiceLimits>,
     open: OpenSessions,
@@ -134,6 +136,7 @@ impl Registry {
         stores: Box<dyn SessionStores>,
         sources: MethodSources,
         settings: Settings,
+        methods: MethodRegistry,
         model: String,
         limits: Arc<ServiceLimits>,
     ) -> Self {
@@ -141,6 +144,7 @@ impl Registry {
             stores,
             sources,
             settings,
+            methods,
             model,
             open: OpenSessions::new(limits.open_sessions),
             limits,
@@ -177,7 +181,7 @@ impl Registry {
             )));
         }
         let settings = match &spec.settings {
-            Some(value) => Settings::from_json(&value.to_string(), "settings")
+            Some(value) => Settings::from_json_using(&value.to_string(), "settings", &self.methods)
                 .map_err(|e| ApiError::BadRequest(e.to_string()))?,
             None => self.settings.clone(),
         };
@@ -405,6 +409,7 @@ impl Registry {
         let mut builder = Harness::builder(session, recorded.model.clone())
             .settings(recorded.settings.clone())
             .sources(sources)
+            .registry(self.methods.clone())
             .observer(Arc::new(move |event: &MaintenanceEvent| {
                 // No reader is not an error: events are for whoever listens.
                 let _ = events.send(event.clone());

@@ -1,0 +1,42 @@
+//! How a checkpoint written by a provider's native compaction goes back
+//! to that provider: as its own output items, which the call paid for,
+//! instead of the text summary every other provider receives.
+
+use abridge_compact::CheckpointExpansion;
+use abridge_compact::Destination;
+use abridge_compact::ExpansionError;
+use abridge_compact::SurfaceMessage;
+use abridge_llm::Message;
+use abridge_llm::Origin;
+
+use crate::record::replayed_checkpoint;
+
+/// Replays native compaction output to the dialect and account that wrote
+/// it (see [`native_replay`](crate::native_replay)); every other
+/// destination, and a request with none, gets the checkpoint's text.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NativeReplay;
+
+impl CheckpointExpansion for NativeReplay {
+    fn expand(
+        &self,
+        at: SurfaceMessage<'_>,
+        destination: Option<Destination<'_>>,
+    ) -> Result<Option<Message>, ExpansionError> {
+        let Some(destination) = destination else {
+            return Ok(None);
+        };
+        if !matches!(at.message.meta.origin, Some(Origin::Checkpoint { .. })) {
+            return Ok(None);
+        }
+        let Some(summary) = abridge_compact::summary_of_checkpoint(at.session, at.seq) else {
+            return Ok(None);
+        };
+        Ok(replayed_checkpoint(
+            at.message,
+            &summary.details,
+            destination.dialect,
+            destination.account,
+        ))
+    }
+}
