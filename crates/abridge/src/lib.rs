@@ -56,6 +56,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// An unused import in an example is a mistake a reader copies.
+#![doc(test(attr(deny(unused_imports))))]
+
 /// The README's agent loop, compiled and run as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
@@ -72,6 +75,11 @@ pub mod recall;
 mod request;
 mod settings;
 mod speculation;
+
+/// The attribute both extension traits ([`compact::CompactionMethod`],
+/// [`llm::LlmClient`]) are implemented with, re-exported so an
+/// implementation needs no dependency of its own: `#[abridge::async_trait]`.
+pub use async_trait::async_trait;
 
 pub use abridge_compact::MethodFailure;
 pub use counting::CountCache;
@@ -110,10 +118,18 @@ pub use settings::SettingsError;
 pub use settings::Threshold;
 pub use speculation::SPECULATIVE_METHODS;
 
+/// A scripted [`llm::LlmClient`] for a framework's own tests (feature
+/// `testing`): answers, failures and hangs from a list, every request
+/// kept.
+#[cfg(feature = "testing")]
+#[doc(inline)]
+pub use abridge_llm::testing;
+
 #[doc(inline)]
 pub use abridge_compact as compact;
 #[doc(inline)]
 pub use abridge_compact_basic as basic;
+#[cfg(feature = "import")]
 #[doc(inline)]
 pub use abridge_import as import;
 #[doc(inline)]
@@ -124,5 +140,6 @@ pub use abridge_meter as meter;
 pub use abridge_prune as prune;
 #[doc(inline)]
 pub use abridge_session as session;
+#[cfg(feature = "snapcompact")]
 #[doc(inline)]
 pub use abridge_snapcompact as snapcompact;

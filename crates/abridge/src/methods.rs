@@ -104,10 +104,13 @@ pub fn build_methods(
                 Some(Err(error)) => Err(error.to_string()),
                 None => Err("not a reclaim method".to_string()),
             },
+            #[cfg(feature = "snapcompact")]
             "snapcompact" => Ok(Arc::new(abridge_snapcompact::Snapcompact::new(
                 &sources.model,
                 &sources.catalog,
             ))),
+            #[cfg(not(feature = "snapcompact"))]
+            "snapcompact" => Err("abridge was built without its `snapcompact` feature".to_string()),
             "soft" => match &sources.summarizer {
                 Some(s) => Ok(abridge_compact_basic::soft_method(
                     s.client.clone(),

@@ -34,6 +34,8 @@ use abridge_session::UNKNOWN_OUTCOME;
 
 use crate::error::HarnessError;
 
+mod frames;
+
 /// Who the next request goes to: what decides which of the log's provider
 /// data it may carry.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -109,7 +111,7 @@ fn surface_for(
     session: &Session,
     target: Option<&RequestTarget>,
 ) -> Result<Vec<Message>, HarnessError> {
-    let frames = abridge_snapcompact::FrameCache::default();
+    let frames = frames::Frames::default();
     let mut out = Vec::with_capacity(session.surface().len());
     for seq in session.surface().seqs() {
         let Some(message) = session.message(*seq) else {
@@ -117,31 +119,13 @@ fn surface_for(
         };
         if let Some(replayed) = target.and_then(|t| native_replay(session, *seq, message, t)) {
             out.push(replayed);
-        } else if abridge_snapcompact::is_snapcompact_checkpoint(message) {
-            out.push(expand_frames_of(session, *seq, message, &frames)?);
+        } else if let Some(expanded) = frames.expand(session, *seq, message)? {
+            out.push(expanded);
         } else {
             out.push(message.as_ref().clone());
         }
     }
     Ok(out)
-}
-
-fn expand_frames_of(
-    session: &Session,
-    seq: Seq,
-    message: &Message,
-    cache: &abridge_snapcompact::FrameCache,
-) -> Result<Message, HarnessError> {
-    let frames = |reason: String| HarnessError::Frames { seq, reason };
-    let summary = abridge_compact::summary_of_checkpoint(session, seq)
-        .ok_or_else(|| frames("it has no compaction/summary event".to_string()))?;
-    let archive = abridge_snapcompact::archive_from_summary(&summary.summary, &summary.details)
-        .ok_or_else(|| frames("its snapcompact archive cannot be read back".to_string()))?;
-    let mut expanded = message.clone();
-    expanded.content = archive
-        .expand(&message.content, cache)
-        .map_err(|e| frames(e.to_string()))?;
-    Ok(expanded)
 }
 
 /// The checkpoint at `seq` as its native compaction output, when it has
