@@ -17,8 +17,33 @@
 //!   tool ([`Harness::tools`], [`Harness::call_tool`]), its index and reads
 //!   by reference.
 //!
-//! The parts are re-exported under short names; depend on them directly
-//! to keep your build small (the vocabulary alone costs only serde).
+//! The parts are re-exported under short names.
+//!
+//! # Features
+//!
+//! With `default-features = false` this crate is the composition room
+//! alone (Settings, Harness, Maintenance, recall, the model-free methods
+//! and `soft` over any client) with no HTTP, TLS, async runtime, image or
+//! importer dependency. Each feature below is on by default:
+//!
+//! - `providers`: the provider clients under [`llm`] (reqwest, rustls).
+//! - `remote`: summary endpoints and provider-native compaction.
+//! - `snapcompact`: [`snapcompact`], and drawing its frames into requests.
+//! - `import`: [`import`], other agents' session files.
+//! - `tokio`: speculative compaction on the host's tokio runtime.
+//!
+//! and `testing` (off) adds `abridge::testing`, a scripted client.
+//!
+//! # What needs a runtime
+//!
+//! Nothing but speculation. The model-backed methods' retry waits and
+//! timeouts run on tokio's timer inside a tokio runtime (which must have
+//! its timer enabled) and on a background timer thread under any other
+//! executor (`futures::executor::block_on`, smol, a GUI loop). Speculation
+//! spawns a tokio task: with no tokio runtime on the thread, or without
+//! the `tokio` feature, it is off, and Maintenance says so once
+//! ([`MaintenanceEvent::SpeculationUnavailable`]). docs/adopting.md walks
+//! through a framework built on the minimal set.
 //!
 //! | module | crate | what it is |
 //! |---|---|---|
