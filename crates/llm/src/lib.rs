@@ -22,7 +22,7 @@
 //!   Trying a second provider when the first fails
 //!   is the summarizer's business (abridge-compact-basic's candidates),
 //!   which can also move on from an unusable answer.
-//! - [`testing`] (feature `testing`): a scripted `LlmClient` for tests.
+//! - `testing` (feature `testing`): a scripted `LlmClient` for tests.
 //! - `Http` (feature `providers`): the one JSON-over-HTTP path the
 //!   provider clients share, for other model services to reuse.
 //!
