@@ -12,6 +12,9 @@
 //!   OpenAI-compatible server on 127.0.0.1.
 //! - `cargo xtask wire`: every request body the encoders write, checked
 //!   against the providers' own request types (see `wire`).
+//! - `cargo xtask framework`: `examples/framework` (abridge without default
+//!   features, a custom method, two executors) built clean and run, with
+//!   the minimal set's crate count and build time; `ci` runs it.
 //! - `cargo xtask bench`: speed and memory figures, written to
 //!   BENCHMARKS.md.
 //! - `cargo xtask eval`: frame legibility (OCR) and density, written to
@@ -48,6 +51,7 @@ mod e2e_serve;
 mod eval;
 mod fault_proxy;
 mod fidelity;
+mod framework;
 mod fuzz;
 #[cfg(test)]
 mod fuzz_doc;
@@ -70,6 +74,7 @@ fn main() -> anyhow::Result<()> {
         Some("lint-arch") => arch::run(&args.get(1).map_or(root, PathBuf::from)),
         Some("e2e") => e2e::run(&root, args.get(1).map(String::as_str)),
         Some("wire") => wire::run(&root),
+        Some("framework") => framework::run(&root),
         Some("bench") if sizes_only(&args[1..]) => run_bench(&root, &args[1..]),
         Some("bench") => release_only("bench", &args).and_then(|()| run_bench(&root, &args[1..])),
         // Sizes and shares only: any build gives the same figures.
@@ -85,7 +90,7 @@ fn main() -> anyhow::Result<()> {
         Some("fuzz-child") => fuzz::child(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|lint-arch|e2e [FILTER]|wire|bench [AREA...]|eval [fidelity]|mutants|soak [--kills N]|fuzz>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e [FILTER]  compaction against a real llama.cpp server on 127.0.0.1, faults through a proxy\n  wire   every request body checked against the providers' own request types\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  eval fidelity [SESSION...] [--window N] [--block NAME] [--probes] [--check]  what the model still knows after compaction\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md\n  fuzz [--minutes N] [--target T] [--seed S]  fuzz loader, importers, check, snapcompact"
+                "usage: cargo xtask <ci|lint-arch|e2e [FILTER]|wire|framework|bench [AREA...]|eval [fidelity]|mutants|soak [--kills N]|fuzz>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e [FILTER]  compaction against a real llama.cpp server on 127.0.0.1, faults through a proxy\n  wire   every request body checked against the providers' own request types\n  framework  the minimal-feature example crate built clean and run, its crate count and build time\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  eval fidelity [SESSION...] [--window N] [--block NAME] [--probes] [--check]  what the model still knows after compaction\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md\n  fuzz [--minutes N] [--target T] [--seed S]  fuzz loader, importers, check, snapcompact"
             );
             bail!("unknown or missing command")
         }
@@ -152,6 +157,10 @@ fn ci(root: &Path) -> anyhow::Result<()> {
     // Model-free fidelity of the bundled sessions against its floors.
     println!("$ cargo xtask eval fidelity --check");
     fidelity::run(root, &["--check".into()])?;
+    // Issue 34: the minimal feature set builds outside the workspace and
+    // runs its loop under two executors.
+    println!("$ cargo xtask framework");
+    framework::run(root)?;
     // Kill trials, short: the figure in BENCHMARKS.md comes from 1000.
     println!("$ cargo xtask soak --kills 100 (not written)");
     soak::soak(100, None)?;

@@ -25,6 +25,7 @@
 use std::sync::Arc;
 
 use abridge::Harness;
+use abridge::HarnessError;
 use abridge::PassStatus;
 use abridge::Recovery;
 use abridge::Settings;
@@ -96,19 +97,15 @@ async fn send(
     client: &Arc<dyn LlmClient>,
     harness: &Harness,
     tools: bool,
-) -> Result<abridge::llm::Response, abridge::llm::LlmError> {
-    let mut request = harness
-        .turn_request()
-        .map_err(|e| abridge::llm::LlmError::BadRequest {
-            provider: "agent".into(),
-            status: 0,
-            message: e.to_string(),
-        })?;
+) -> Result<abridge::llm::Response, HarnessError> {
+    let mut request = harness.turn_request()?;
     request.max_output_tokens = Some(REPLY_CAP);
     if tools {
         request.tools = harness.tools();
     }
-    client.complete(&request).await
+    // A model error becomes `HarnessError::Llm`; `into_llm` takes it back
+    // out for `on_error`.
+    Ok(client.complete(&request).await?)
 }
 
 /// Answers the reply's tool calls through the harness (records the reply
@@ -188,10 +185,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let mut reply = match send(&client, &harness, args.tools).await {
             Ok(reply) => reply,
-            Err(error) => match harness.on_error(&error).await? {
-                Recovery::NotHandled => return Err(error.into()),
-                _ => send(&client, &harness, args.tools).await?,
-            },
+            Err(error) => {
+                let error = error.into_llm()?;
+                match harness.on_error(&error).await? {
+                    Recovery::NotHandled => return Err(error.into()),
+                    _ => send(&client, &harness, args.tools).await?,
+                }
+            }
         };
         for _ in 0..TOOL_ROUNDS {
             if !args.tools || !answer_calls(&harness, &reply)? {

@@ -49,7 +49,6 @@ use std::sync::Mutex;
 use std::sync::PoisonError;
 
 use abridge_llm::Block;
-use abridge_llm::CountTokensClient;
 use abridge_llm::LlmError;
 use abridge_llm::Message;
 use abridge_llm::Purpose;
@@ -74,17 +73,18 @@ pub const MAX_COUNT_CALLS_PER_PRIME: usize = 8;
 /// `count` returns the input tokens of `request` as sent (its messages,
 /// and its system prompt and tools when present), or a classified
 /// [`LlmError`]. The same request must count the same. Implemented for
-/// Anthropic's [`CountTokensClient`]; tests and benches script their own.
+/// Anthropic's `CountTokensClient` (feature `providers`); tests and benches script their own.
 #[async_trait]
 pub trait CountEndpoint: Send + Sync + fmt::Debug {
     /// The input tokens of `request`.
     async fn count(&self, request: &Request) -> Result<u64, LlmError>;
 }
 
+#[cfg(feature = "providers")]
 #[async_trait]
-impl CountEndpoint for CountTokensClient {
+impl CountEndpoint for abridge_llm::CountTokensClient {
     async fn count(&self, request: &Request) -> Result<u64, LlmError> {
-        CountTokensClient::count(self, request).await
+        abridge_llm::CountTokensClient::count(self, request).await
     }
 }
 

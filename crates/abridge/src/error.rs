@@ -1,6 +1,7 @@
 //! The facade's error type.
 
 use abridge_compact::CompactError;
+use abridge_compact::PairingFault;
 use abridge_llm::LlmError;
 use abridge_session::Seq;
 use abridge_session::SessionError;
@@ -8,6 +9,12 @@ use abridge_session::SessionError;
 use crate::settings::SettingsError;
 
 /// What can go wrong in the harness.
+///
+/// On the turn path the two error types convert both ways: a model
+/// call's [`LlmError`] becomes [`HarnessError::Llm`] with `?` (so one
+/// function can build the request and send it), and
+/// [`into_llm`](Self::into_llm) or [`as_llm`](Self::as_llm) take it back
+/// out for [`Harness::on_error`](crate::Harness::on_error).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HarnessError {
@@ -23,6 +30,17 @@ pub enum HarnessError {
     /// The model call failed; hand it to `Harness::on_error`.
     #[error(transparent)]
     Llm(#[from] LlmError),
+    /// A message handed to `Harness::append` or `Harness::record` would
+    /// break the tool-pairing rule `abridge check` enforces (a result for a
+    /// call no earlier message makes, a call id already used, a second
+    /// result for one call). Nothing was written.
+    #[error("the message at surface position {position} was refused: {fault}; nothing was written")]
+    Pairing {
+        /// The surface position the message would have taken.
+        position: usize,
+        /// How it breaks the rule, naming the call id.
+        fault: PairingFault,
+    },
     /// `Harness::complete` needs a client.
     #[error("the harness has no client; build it with .client(...)")]
     NoClient,
@@ -38,4 +56,26 @@ pub enum HarnessError {
         /// Why.
         reason: String,
     },
+}
+
+impl HarnessError {
+    /// The model call's error, when this is one (for
+    /// [`Harness::on_error`](crate::Harness::on_error)).
+    pub fn as_llm(&self) -> Option<&LlmError> {
+        match self {
+            HarnessError::Llm(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The model call's error, or this error back when it is not one.
+    ///
+    /// # Errors
+    /// `self`, unchanged, when it is not [`HarnessError::Llm`].
+    pub fn into_llm(self) -> Result<LlmError, Self> {
+        match self {
+            HarnessError::Llm(error) => Ok(error),
+            other => Err(other),
+        }
+    }
 }

@@ -29,6 +29,8 @@ use abridge_compact::Trigger;
 use abridge_compact::lock_session;
 use abridge_llm::Catalog;
 use abridge_llm::LlmClient;
+use abridge_llm::Lookup;
+use abridge_llm::Match;
 use abridge_llm::Message;
 use abridge_llm::ModelEntry;
 use abridge_llm::Purpose;
@@ -116,7 +118,7 @@ impl HarnessBuilder {
     }
 
     /// The provider's token-counting endpoint (for Claude models,
-    /// [`CountTokensClient`](abridge_llm::CountTokensClient) with the
+    /// `CountTokensClient` (feature `providers`) with the
     /// user's Anthropic key). New messages are then priced with the
     /// provider's count, fetched before each pass, instead of the
     /// corrected estimate; see [`CountPrimer`]. Off when the settings'
@@ -197,13 +199,29 @@ impl HarnessBuilder {
         self
     }
 
+    /// How the catalog knows the model: [`Match::Default`] means it does
+    /// not, and the window, tokenizer and image rules are a conservative
+    /// guess (give [`window`](Self::window), or a [`catalog`](Self::catalog)
+    /// entry). [`build`](Self::build) logs a warning in that case.
+    pub fn lookup(&self) -> Lookup {
+        self.catalog.lookup(&self.model)
+    }
+
     /// Builds the harness.
     ///
     /// # Errors
     /// [`HarnessError::Settings`] when the settings cannot work with the
     /// model's window.
     pub fn build(self) -> Result<Harness, HarnessError> {
-        let lookup = self.catalog.lookup(&self.model);
+        let lookup = self.lookup();
+        if lookup.is_default() {
+            tracing::warn!(
+                model = %self.model,
+                window = self.window.unwrap_or(lookup.entry.context_window),
+                "model is not in the catalog; its window, tokenizer and image rules are conservative guesses"
+            );
+        }
+        let matched = lookup.matched;
         let mut entry = lookup.entry;
         if let Some(window) = self.window {
             entry.context_window = window;
@@ -260,6 +278,7 @@ impl HarnessBuilder {
             client: self.client,
             model: Mutex::new(self.model),
             entry,
+            matched,
             catalog: self.catalog,
             counter,
             maintenance,
@@ -283,6 +302,8 @@ pub struct Harness {
     client: Option<Arc<dyn LlmClient>>,
     model: Mutex<String>,
     entry: ModelEntry,
+    /// How the catalog found `entry` (`Default`: it did not).
+    matched: Match,
     catalog: Catalog,
     counter: Arc<MeterCounter>,
     maintenance: Maintenance,
@@ -328,6 +349,12 @@ impl Harness {
         &self.entry
     }
 
+    /// How the catalog found [`entry`](Self::entry): [`Match::Default`]
+    /// when the model is unknown and the figures are guessed.
+    pub fn model_match(&self) -> &Match {
+        &self.matched
+    }
+
     /// The figures this session works under.
     pub fn limits(&self) -> Limits {
         self.maintenance.limits()
@@ -362,9 +389,12 @@ impl Harness {
     /// Appends a user or tool message.
     ///
     /// # Errors
-    /// When the session rejects or cannot write it.
+    /// [`HarnessError::Pairing`] when it would break the tool-pairing rule
+    /// (a result whose call is not on the surface, a reused call id);
+    /// otherwise when the session rejects or cannot write it. Nothing is
+    /// written on an error.
     pub fn append(&self, message: Message) -> Result<Seq, HarnessError> {
-        let seq = lock_session(&self.session).append_message(message)?;
+        let seq = append_paired(&self.session, message)?;
         self.note_activity(Instant::now());
         Ok(seq)
     }
@@ -372,11 +402,11 @@ impl Harness {
     /// Appends the model's reply with its usage (which anchors the meter).
     ///
     /// # Errors
-    /// When the session rejects or cannot write it.
+    /// As [`append`](Self::append): a reply reusing a call id is refused.
     pub fn record(&self, response: &Response) -> Result<Seq, HarnessError> {
         let mut message = response.message.clone();
         message.meta.usage = Some(response.usage);
-        let seq = lock_session(&self.session).append_message(message)?;
+        let seq = append_paired(&self.session, message)?;
         self.note_activity(Instant::now());
         Ok(seq)
     }
@@ -563,4 +593,20 @@ impl Harness {
     pub fn sync(&self) -> Result<(), HarnessError> {
         Ok(lock_session(&self.session).sync()?)
     }
+}
+
+/// Appends `message` after checking, under the same lock, that it keeps
+/// every tool call paired: the library refuses what `abridge check` would
+/// refuse, instead of writing it durably for `request()` to drop.
+fn append_paired(session: &SharedSession, message: Message) -> Result<Seq, HarnessError> {
+    let mut session = lock_session(session);
+    if let Err((_, fault)) =
+        abridge_compact::check_appended_pairing(&session, std::slice::from_ref(&message))
+    {
+        return Err(HarnessError::Pairing {
+            position: session.surface().seqs().len(),
+            fault,
+        });
+    }
+    Ok(session.append_message(message)?)
 }

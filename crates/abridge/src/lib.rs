@@ -17,8 +17,33 @@
 //!   tool ([`Harness::tools`], [`Harness::call_tool`]), its index and reads
 //!   by reference.
 //!
-//! The parts are re-exported under short names; depend on them directly
-//! to keep your build small (the vocabulary alone costs only serde).
+//! The parts are re-exported under short names.
+//!
+//! # Features
+//!
+//! With `default-features = false` this crate is the composition room
+//! alone (Settings, Harness, Maintenance, recall, the model-free methods
+//! and `soft` over any client) with no HTTP, TLS, async runtime, image or
+//! importer dependency. Each feature below is on by default:
+//!
+//! - `providers`: the provider clients under [`llm`] (reqwest, rustls).
+//! - `remote`: summary endpoints and provider-native compaction.
+//! - `snapcompact`: [`snapcompact`], and drawing its frames into requests.
+//! - `import`: [`import`], other agents' session files.
+//! - `tokio`: speculative compaction on the host's tokio runtime.
+//!
+//! and `testing` (off) adds `abridge::testing`, a scripted client.
+//!
+//! # What needs a runtime
+//!
+//! Nothing but speculation. The model-backed methods' retry waits and
+//! timeouts run on tokio's timer inside a tokio runtime (which must have
+//! its timer enabled) and on a background timer thread under any other
+//! executor (`futures::executor::block_on`, smol, a GUI loop). Speculation
+//! spawns a tokio task: with no tokio runtime on the thread, or without
+//! the `tokio` feature, it is off, and Maintenance says so once
+//! ([`MaintenanceEvent::SpeculationUnavailable`]). docs/adopting.md walks
+//! through a framework built on the minimal set.
 //!
 //! | module | crate | what it is |
 //! |---|---|---|
@@ -56,6 +81,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// An unused import in an example is a mistake a reader copies.
+#![doc(test(attr(deny(unused_imports))))]
+
 /// The README's agent loop, compiled and run as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
@@ -73,6 +101,11 @@ mod registry;
 mod request;
 mod settings;
 mod speculation;
+
+/// The attribute both extension traits ([`compact::CompactionMethod`],
+/// [`llm::LlmClient`]) are implemented with, re-exported so an
+/// implementation needs no dependency of its own: `#[abridge::async_trait]`.
+pub use async_trait::async_trait;
 
 pub use abridge_compact::MethodFailure;
 pub use counting::CountCache;
@@ -117,10 +150,18 @@ pub use settings::Settings;
 pub use settings::SettingsError;
 pub use settings::Threshold;
 
+/// A scripted [`llm::LlmClient`] for a framework's own tests (feature
+/// `testing`): answers, failures and hangs from a list, every request
+/// kept.
+#[cfg(feature = "testing")]
+#[doc(inline)]
+pub use abridge_llm::testing;
+
 #[doc(inline)]
 pub use abridge_compact as compact;
 #[doc(inline)]
 pub use abridge_compact_basic as basic;
+#[cfg(feature = "import")]
 #[doc(inline)]
 pub use abridge_import as import;
 #[doc(inline)]
@@ -131,5 +172,6 @@ pub use abridge_meter as meter;
 pub use abridge_prune as prune;
 #[doc(inline)]
 pub use abridge_session as session;
+#[cfg(feature = "snapcompact")]
 #[doc(inline)]
 pub use abridge_snapcompact as snapcompact;

@@ -117,12 +117,19 @@ pub(crate) fn digest(_name: &str, _context: MethodContext<'_>) -> BuildResult {
 }
 
 /// `snapcompact`, drawing for the session's model.
+#[cfg(feature = "snapcompact")]
 pub(crate) fn snapcompact(_name: &str, context: MethodContext<'_>) -> BuildResult {
     let sources = context.sources;
     Ok(Arc::new(abridge_snapcompact::Snapcompact::new(
         &sources.model,
         &sources.catalog,
     )))
+}
+
+/// `snapcompact` without its renderer: named, but never built.
+#[cfg(not(feature = "snapcompact"))]
+pub(crate) fn snapcompact(_name: &str, _context: MethodContext<'_>) -> BuildResult {
+    Err("abridge was built without its `snapcompact` feature".to_string())
 }
 
 /// `soft`, from the summarizer.

@@ -134,6 +134,16 @@ pub enum MaintenanceEvent {
         /// pass came first.
         reason: String,
     },
+    /// A speculation was due but could not start: no tokio runtime on the
+    /// thread that ran the pass, or abridge built without its `tokio`
+    /// feature. The method then runs live when the threshold is crossed,
+    /// as it would without speculation. Sent once per Maintenance.
+    SpeculationUnavailable {
+        /// The method that would have run early.
+        method: String,
+        /// Why it could not.
+        reason: String,
+    },
     /// The fixed part of the context alone is at or above the line a
     /// pass must get under: Maintenance stops trying until it falls
     /// below. Sent once, not on every pass it stops.

@@ -188,9 +188,14 @@ impl MethodRegistry {
         registry
             .expansions
             .push(Arc::new(abridge_compact_basic::NativeReplay));
+        #[cfg(feature = "snapcompact")]
         registry
             .expansions
             .push(Arc::new(abridge_snapcompact::FrameExpansion));
+        #[cfg(not(feature = "snapcompact"))]
+        registry
+            .expansions
+            .push(Arc::new(crate::request::frames::NoFrameRenderer));
         registry
     }
 

@@ -39,6 +39,9 @@ use abridge_session::UNKNOWN_OUTCOME;
 
 use crate::error::HarnessError;
 
+#[cfg(not(feature = "snapcompact"))]
+pub(crate) mod frames;
+
 /// Who the next request goes to: what decides which of the log's provider
 /// data it may carry.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -16,6 +16,12 @@
 //! navigation, another checkpoint) drops the speculation and the method
 //! runs live. A manual pass drops any speculation first, so the two never
 //! race.
+//!
+//! Speculation is the one part of abridge that needs a runtime of its own
+//! kind: a tokio runtime to spawn on (feature `tokio`). Elsewhere it is
+//! off, and Maintenance says so once ([`crate::MaintenanceEvent::SpeculationUnavailable`]).
+
+mod task;
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -32,7 +38,8 @@ use abridge_prune::original_of;
 use abridge_session::Seq;
 use abridge_session::Session;
 use async_trait::async_trait;
-use tokio::task::JoinHandle;
+
+use crate::speculation::task::Task;
 
 /// A speculative checkpoint in flight or finished.
 pub(crate) struct Speculation {
@@ -44,7 +51,7 @@ pub(crate) struct Speculation {
     session_id: String,
     /// The seqs at `span` when it started.
     seqs: Vec<Seq>,
-    task: JoinHandle<Result<MethodOutput, CompactError>>,
+    task: Task,
 }
 
 impl Drop for Speculation {
@@ -55,30 +62,32 @@ impl Drop for Speculation {
 }
 
 impl Speculation {
-    /// Starts `method` on `plan` in a task on the current tokio runtime;
-    /// `None` outside one (a host on another executor gets no
-    /// speculation, and nothing else changes). The host's
-    /// `while_compacting` is asked first, as on the live path, so its
-    /// notes reach the summarizer.
+    /// Starts `method` on `plan` in a task on the current tokio runtime.
+    /// The host's `while_compacting` is asked first, as on the live path,
+    /// so its notes reach the summarizer.
+    ///
+    /// # Errors
+    /// Why no task could start (no tokio runtime here, or abridge built
+    /// without its `tokio` feature): the caller says so once, and nothing
+    /// else changes.
     pub(crate) fn start(
         method: Arc<dyn CompactionMethod>,
         mut plan: Plan,
         hooks: Arc<dyn CompactionHooks>,
-    ) -> Option<Self> {
-        let runtime = tokio::runtime::Handle::try_current().ok()?;
+    ) -> Result<Self, &'static str> {
         let span = plan.span();
         let seqs = plan.seqs().to_vec();
         let session_id = plan.session_id().to_string();
         let name = method.name().to_string();
-        let task = runtime.spawn(async move {
+        let task = Task::spawn(async move {
             let extra = hooks.while_compacting(&plan).await;
             extra
                 .context
                 .into_iter()
                 .for_each(|c| plan.add_extra_context(c));
             method.run(&plan).await
-        });
-        Some(Speculation {
+        })?;
+        Ok(Speculation {
             method: name,
             span,
             session_id,
@@ -114,12 +123,7 @@ impl Speculation {
     /// The method's error, or [`CompactError::Cancelled`] when the task
     /// was aborted or panicked.
     pub(crate) async fn output(&mut self) -> Result<MethodOutput, CompactError> {
-        match (&mut self.task).await {
-            Ok(result) => result,
-            Err(error) => Err(CompactError::Cancelled {
-                by: format!("the speculative task ({error})"),
-            }),
-        }
+        self.task.join().await
     }
 }
 

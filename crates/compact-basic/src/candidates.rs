@@ -329,7 +329,8 @@ impl CompactionMethod for CandidateSoftMethod {
 /// `setup.retry`, cache-aligned when `setup.prefix` is given. Every model
 /// call is recorded on the compaction's events.
 ///
-/// Needs a tokio runtime with timers (retry waits and timeouts).
+/// Runs on any executor: retry waits and timeouts use abridge-llm's
+/// timer (tokio's inside a tokio runtime, a timer thread elsewhere).
 pub fn soft_method(
     client: Arc<dyn LlmClient>,
     model: impl Into<String>,

@@ -277,7 +277,7 @@ impl CompactionMethod for HandoffMethod {
 /// The `handoff` method: `model` through `client` (then
 /// `config.fallbacks`), each under `config.retry`, replaying
 /// `config.prefix`; the document is also saved to `config.save_to` when
-/// set. Needs a tokio runtime with timers.
+/// set. Runs on any executor (retry waits use abridge-llm's timer).
 pub fn handoff_method(
     client: Arc<dyn LlmClient>,
     model: impl Into<String>,

@@ -17,9 +17,12 @@
 //!   `OpenAiResponsesClient` and `AnthropicClient` over reqwest with rustls.
 //! - Feature `retry` (implied by `providers`): `RetryingClient` (backoff,
 //!   Retry-After, per-call timeout, early give-up) around any
-//!   `Arc<dyn LlmClient>`. Trying a second provider when the first fails
+//!   `Arc<dyn LlmClient>`, on any executor: under tokio its waits use
+//!   tokio's clock (feature `tokio`), elsewhere a background timer thread.
+//!   Trying a second provider when the first fails
 //!   is the summarizer's business (abridge-compact-basic's candidates),
 //!   which can also move on from an unusable answer.
+//! - `testing` (feature `testing`): a scripted `LlmClient` for tests.
 //! - `Http` (feature `providers`): the one JSON-over-HTTP path the
 //!   provider clients share, for other model services to reuse.
 //!
@@ -46,6 +49,10 @@ mod providers;
 mod replay;
 #[cfg(feature = "retry")]
 mod retry;
+#[cfg(feature = "testing")]
+pub mod testing;
+#[cfg(feature = "retry")]
+mod timer;
 mod usage;
 
 pub use catalog::Catalog;

@@ -2,7 +2,9 @@
 //! [`LlmClient`] (feature `retry`, on by default).
 //!
 //! Provider clients never retry (see the [`LlmClient`] contract); this
-//! wrapper is where the policy is configured, once.
+//! wrapper is where the policy is configured, once. Its waits and
+//! timeouts need no particular runtime (see `timer`): under tokio they use
+//! tokio's clock, under any other executor a background timer thread.
 
 use std::fmt;
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use crate::client::Request;
 use crate::client::Response;
 use crate::client::ResponseStream;
 use crate::error::LlmError;
+use crate::timer;
 
 /// When and how long to retry.
 #[derive(Debug, Clone, PartialEq)]
@@ -229,7 +232,7 @@ impl RetryingClient {
         let mut attempt = 1;
         loop {
             let result = match self.policy.timeout {
-                Some(limit) => tokio::time::timeout(limit, call())
+                Some(limit) => timer::timeout(limit, call())
                     .await
                     .unwrap_or_else(|_| Err(self.timeout_error(limit))),
                 None => call().await,
@@ -239,7 +242,7 @@ impl RetryingClient {
                 Err(error) => error,
             };
             match self.next_wait(attempt, &error) {
-                Some(wait) => tokio::time::sleep(wait).await,
+                Some(wait) => timer::sleep(wait).await,
                 None => return Err(error),
             }
             attempt += 1;
@@ -271,7 +274,7 @@ impl LlmClient for RetryingClient {
         };
         let (stream, deadline) = self
             .run(|| async {
-                let deadline = tokio::time::Instant::now() + limit;
+                let deadline = timer::now() + limit;
                 let stream = self.inner.stream(request).await?;
                 Ok((stream, deadline))
             })
@@ -281,7 +284,7 @@ impl LlmClient for RetryingClient {
             let timeout = timeout.clone();
             async move {
                 let mut stream = state?;
-                match tokio::time::timeout_at(deadline, stream.next()).await {
+                match timer::timeout_at(deadline, stream.next()).await {
                     Ok(Some(item)) => Some((item, Some(stream))),
                     Ok(None) => None,
                     Err(_) => Some((Err(timeout), None)),

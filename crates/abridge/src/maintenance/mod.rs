@@ -111,6 +111,8 @@ struct State {
     /// The fixed part was found above the line and said so; cleared when
     /// it falls below, so a later rise is reported again.
     fixed_reported: AtomicBool,
+    /// A speculation could not start and said so; once per Maintenance.
+    speculation_unavailable_reported: AtomicBool,
     failures: Mutex<u32>,
     speculation: Slot,
     sizing: Mutex<Sizing>,
@@ -140,6 +142,7 @@ impl Maintenance {
             state: Arc::new(State {
                 running: AtomicBool::new(false),
                 fixed_reported: AtomicBool::new(false),
+                speculation_unavailable_reported: AtomicBool::new(false),
                 failures: Mutex::new(0),
                 speculation: Slot::default(),
                 sizing: Mutex::new(Sizing {

@@ -59,14 +59,29 @@ impl Maintenance {
         let Some(plan) = plan else {
             return;
         };
-        if let Some(speculation) =
-            Speculation::start(Arc::clone(method), plan, Arc::clone(&self.hooks))
-        {
-            self.emit(&MaintenanceEvent::SpeculationStarted {
-                method: speculation.method.clone(),
-                tokens,
-            });
-            self.state.speculation.put(speculation);
+        match Speculation::start(Arc::clone(method), plan, Arc::clone(&self.hooks)) {
+            Ok(speculation) => {
+                self.emit(&MaintenanceEvent::SpeculationStarted {
+                    method: speculation.method.clone(),
+                    tokens,
+                });
+                self.state.speculation.put(speculation);
+            }
+            // Said once: the host learns its executor turns speculation
+            // off without a line on every turn in the band.
+            Err(reason) => {
+                if !self
+                    .state
+                    .speculation_unavailable_reported
+                    .swap(true, Ordering::AcqRel)
+                {
+                    tracing::warn!(method = %method.name(), reason, "speculative compaction is off");
+                    self.emit(&MaintenanceEvent::SpeculationUnavailable {
+                        method: method.name().to_string(),
+                        reason: reason.to_string(),
+                    });
+                }
+            }
         }
     }
 

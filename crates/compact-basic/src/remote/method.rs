@@ -405,7 +405,7 @@ fn chat_base(url: &str) -> &str {
 
 /// The `remote` method for the command line and harnesses. See the module
 /// docs for the wire shapes and [`RemoteConfig`] for the knobs. Needs a
-/// tokio runtime with timers.
+/// tokio runtime: its HTTP client runs on one.
 ///
 /// # Errors
 /// `InvalidConfig` for a URL that is not http(s) or a bad header.

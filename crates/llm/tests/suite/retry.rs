@@ -172,3 +172,36 @@ async fn the_timeout_covers_the_whole_stream() {
         ]
     );
 }
+
+/// Regression: the waits and timeouts were tokio's, so any model-backed
+/// method panicked ("no reactor running") under another executor. A retry,
+/// a timed-out attempt and a stalled stream, all under `block_on`.
+#[test]
+fn retries_and_timeouts_work_without_a_tokio_runtime() {
+    let policy = RetryPolicy {
+        initial_backoff: Duration::from_millis(1),
+        timeout: Some(Duration::from_millis(20)),
+        ..RetryPolicy::deterministic()
+    };
+    let inner = scripted(vec![
+        Step::Fail(server_error()),
+        Step::Hang,
+        answer("third try"),
+    ]);
+    let client = RetryingClient::new(inner.clone(), policy.clone());
+    let response = futures::executor::block_on(client.complete(&request())).unwrap();
+    assert_eq!(response.message.plain_text(), "third try");
+    assert_eq!(inner.requests().len(), 3);
+
+    let stalled = RetryingClient::new(scripted(vec![Step::Stall]), policy);
+    let items: Vec<_> = futures::executor::block_on(async {
+        stalled.stream(&request()).await.unwrap().collect().await
+    });
+    assert_eq!(
+        items.last(),
+        Some(&Err(LlmError::Timeout {
+            provider: "scripted".into(),
+            after: Duration::from_millis(20)
+        }))
+    );
+}
