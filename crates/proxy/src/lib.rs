@@ -27,12 +27,14 @@ mod encode;
 mod error;
 mod forward;
 mod identity;
+mod measure;
 mod proxy;
 mod registry;
 mod reply;
 
 pub use dialect::Dialect;
 pub use error::ProxyError;
+pub use measure::request_tokens;
 pub use proxy::PROXY_TENANT;
 pub use proxy::Proxy;
 pub use proxy::ProxyConfig;
