@@ -141,12 +141,16 @@ impl Conversation {
 
     /// The history to send instead of the agent's: the surface, item by
     /// item where the agent's items are intact, encoded where abridge
-    /// wrote something.
+    /// wrote something. Intact items are taken from `current`, the
+    /// agent's request (the same history as first seen, up to where its
+    /// cache marks now are), so the request carries the agent's marks
+    /// and no stale ones.
     ///
     /// # Errors
     /// When a message abridge wrote cannot be encoded.
     pub(crate) fn rebuilt_items(
         &self,
+        current: &[Value],
         encoders: &Encoders,
     ) -> Result<Vec<Value>, abridge_llm::LlmError> {
         let (surface, messages): (Vec<Seq>, HashMap<Seq, Message>) = {
@@ -183,11 +187,9 @@ impl Conversation {
                             self.dialect,
                             std::mem::take(&mut loose),
                         )?);
-                        out.extend(
-                            self.items[self.groups[*group].items.clone()]
-                                .iter()
-                                .cloned(),
-                        );
+                        let range = self.groups[*group].items.clone();
+                        let from = current.get(range.clone()).unwrap_or(&self.items[range]);
+                        out.extend(from.iter().cloned());
                     }
                 }
                 None => {

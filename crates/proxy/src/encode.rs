@@ -61,7 +61,8 @@ impl Encoders {
     }
 }
 
-fn strip_cache_control(value: &mut Value) {
+/// Takes every `cache_control` key out of `value`, at any depth.
+pub(crate) fn strip_cache_control(value: &mut Value) {
     match value {
         Value::Object(map) => {
             map.remove("cache_control");

@@ -256,7 +256,7 @@ impl Inner {
             return (bytes, None);
         };
         let head = dialect.head(&body);
-        let head_hash = head_hash(&head);
+        let head_hash = head_hash(dialect, &head);
         let hashes = prefix_hashes(head_hash, &items);
         let model = body
             .get("model")
@@ -297,7 +297,7 @@ impl Inner {
         if !conversation.compacted() {
             return (bytes, Some(turn(conversation)));
         }
-        let rebuilt = match conversation.rebuilt_items(&self.encoders) {
+        let rebuilt = match conversation.rebuilt_items(&items, &self.encoders) {
             Ok(rebuilt) => rebuilt,
             Err(error) => {
                 tracing::warn!(session = %conversation.id, %error, "the compacted history could not be encoded; forwarding as sent");

@@ -32,7 +32,7 @@ async fn anthropic_agent(url: &str, turns: usize) -> Vec<Value> {
         messages.push(json!({"role": "assistant", "content": reply["content"]}));
         let output = format!(
             "// file {turn}\n{}",
-            "let value = compute(input, options);\n".repeat(32)
+            "let value = compute(input, options);\n".repeat(48)
         );
         messages.push(json!({"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": call, "content": output}
@@ -50,7 +50,7 @@ async fn above_the_threshold_the_compacted_history_fits_the_window_with_pairs_in
         ..Setup::default()
     };
     let (url, upstream) = proxy(store.path(), setup).await;
-    let sent = anthropic_agent(&url, 30).await;
+    let sent = anthropic_agent(&url, 40).await;
     let got = upstream.all();
     assert_eq!(got.len(), sent.len());
     let mut compacted = 0;
@@ -101,7 +101,7 @@ async fn the_compacted_prefix_is_the_same_bytes_on_the_next_turn() {
         ..Setup::default()
     };
     let (url, upstream) = proxy(store.path(), setup).await;
-    let sent = anthropic_agent(&url, 30).await;
+    let sent = anthropic_agent(&url, 40).await;
     let got = upstream.all();
     let mut stable = 0;
     for turn in 1..got.len() {

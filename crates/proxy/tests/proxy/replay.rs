@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::common::*;
 
-const WINDOW: u64 = 16_000;
+const WINDOW: u64 = 8_192;
 /// Turns replayed per session: each resends everything before it, so the
 /// bytes grow with the square of this.
 const TURNS: usize = 40;
