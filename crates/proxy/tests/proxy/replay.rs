@@ -19,10 +19,9 @@ use serde_json::Value;
 
 use crate::common::*;
 
-const WINDOW: u64 = 8_192;
 /// Turns replayed per session: each resends everything before it, so the
 /// bytes grow with the square of this.
-const TURNS: usize = 40;
+const TURNS: usize = 80;
 
 fn bundled(name: &str) -> Vec<Message> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -59,11 +58,17 @@ fn requests(messages: &[Message]) -> Vec<Value> {
         .collect()
 }
 
-async fn replay(name: &str) {
+/// Trim first: a single tool result larger than the window is the
+/// newest message, and no checkpoint shrinks the newest message.
+fn trim_then_digest() -> abridge::Settings {
+    abridge::Settings::from_toml("method_order = [\"trim\", \"digest\"]\n", "replay.toml").unwrap()
+}
+
+async fn replay(name: &str, window: u64) {
     let store = tempfile::tempdir().unwrap();
     let setup = Setup {
-        window: Some(WINDOW),
-        settings: digest_settings(),
+        window: Some(window),
+        settings: trim_then_digest(),
         ..Setup::default()
     };
     let (url, upstream) = proxy(store.path(), setup).await;
@@ -73,7 +78,8 @@ async fn replay(name: &str) {
     for body in &bodies {
         let (status, _) = post(&url, "/v1/messages", &[], body.to_string()).await;
         assert_eq!(status, 200);
-        if request_tokens(Dialect::Anthropic, body).unwrap() > WINDOW {
+        let tokens = request_tokens(Dialect::Anthropic, body).unwrap();
+        if tokens > window {
             over += 1;
         }
     }
@@ -84,33 +90,60 @@ async fn replay(name: &str) {
     for (turn, got) in upstream.all().iter().enumerate() {
         let tokens = request_tokens(Dialect::Anthropic, &got.json()).unwrap();
         assert!(
-            tokens <= WINDOW,
-            "{name} turn {turn}: {tokens} tokens sent over a {WINDOW} window"
+            tokens <= window,
+            "{name} turn {turn}: {tokens} tokens sent over a {window} window"
         );
     }
+    // A history the agent rewrote starts a session that names the one
+    // before it: the encoder drops an empty assistant turn of pi's and
+    // merges the user messages around it, once.
+    let logs = session_logs(store.path());
+    assert!(
+        !logs.is_empty() && logs.len() <= 2,
+        "{name}: {} sessions",
+        logs.len()
+    );
+    let linked = logs
+        .iter()
+        .filter(|(_, bytes)| {
+            String::from_utf8_lossy(bytes)
+                .lines()
+                .next()
+                .unwrap()
+                .contains("\"parent_session\"")
+        })
+        .count();
     assert_eq!(
-        session_logs(store.path()).len(),
-        1,
-        "{name}: one conversation, one session"
+        linked,
+        logs.len() - 1,
+        "{name}: every later session names its parent"
     );
 }
 
 #[tokio::test]
 async fn replayed_claude_code_session_stays_under_the_window() {
-    replay("claude-code__spotter__4d5611e5.jsonl").await;
+    replay("claude-code__spotter__4d5611e5.jsonl", 8_192).await;
 }
 
 #[tokio::test]
 async fn replayed_codex_session_stays_under_the_window() {
-    replay("codex__localpush__rollout-2026-02-23T12-54-34-redacted.jsonl").await;
+    replay(
+        "codex__localpush__rollout-2026-02-23T12-54-34-redacted.jsonl",
+        4_096,
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn replayed_pi_session_stays_under_the_window() {
-    replay("pi-mono__large-session.jsonl").await;
+    replay("pi-mono__large-session.jsonl", 8_192).await;
 }
 
 #[tokio::test]
 async fn replayed_swe_agent_session_stays_under_the_window() {
-    replay("swe-agent__marshmallow-1867__function_calling_replace_from_source.traj").await;
+    replay(
+        "swe-agent__marshmallow-1867__function_calling_replace_from_source.traj",
+        4_096,
+    )
+    .await;
 }
