@@ -84,12 +84,12 @@ mod tests {
         let plain = json!({"role": "user", "content": [{"type": "text", "text": "a"}]});
         let marked = json!({"role": "user", "content": [{"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}]});
         assert_eq!(
-            prefix_hashes(head, &[plain.clone()]),
+            prefix_hashes(head, std::slice::from_ref(&plain)),
             prefix_hashes(head, &[marked])
         );
         let chat = head_hash(Dialect::Chat, &json!([null, null]));
         assert_ne!(
-            prefix_hashes(head, &[plain.clone()]),
+            prefix_hashes(head, std::slice::from_ref(&plain)),
             prefix_hashes(chat, &[plain])
         );
     }

@@ -144,20 +144,11 @@ pub(crate) async fn upstream() -> (Arc<Upstream>, SocketAddr) {
 }
 
 /// What a test proxy is built with.
+#[derive(Default)]
 pub(crate) struct Setup {
     pub(crate) window: Option<u64>,
     pub(crate) settings: Settings,
     pub(crate) limits: ServiceLimits,
-}
-
-impl Default for Setup {
-    fn default() -> Self {
-        Setup {
-            window: None,
-            settings: Settings::default(),
-            limits: ServiceLimits::default(),
-        }
-    }
 }
 
 /// The digest method only, so compaction needs no model.
