@@ -73,6 +73,24 @@ pub(crate) fn anthropic_sse(turn: usize, input_tokens: usize) -> String {
         .collect()
 }
 
+/// The Chat reply the fake streams: the text in two pieces, then usage.
+pub(crate) fn chat_sse(turn: usize) -> String {
+    let text = reply_text(turn);
+    let (a, b) = text.split_at(text.len() / 2);
+    let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
+        json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-fake",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let events = [
+        chunk(json!({"role": "assistant", "content": a}), Value::Null),
+        chunk(json!({"content": b}), Value::Null),
+        chunk(json!({}), json!("stop")),
+    ];
+    let mut out: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    out.push_str("data: [DONE]\n\n");
+    out
+}
+
 async fn answer(State(upstream): State<Arc<Upstream>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
@@ -105,6 +123,11 @@ async fn answer(State(upstream): State<Arc<Upstream>>, request: Request) -> Resp
             "usage": {"input_tokens": input, "output_tokens": 20}
         }))
         .into_response(),
+        "/v1/chat/completions" if streamed => (
+            [("content-type", "text/event-stream")],
+            chat_sse(turn),
+        )
+            .into_response(),
         "/v1/chat/completions" => axum::Json(json!({
             "id": "c", "object": "chat.completion", "model": "gpt-fake",
             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {

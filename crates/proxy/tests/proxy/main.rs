@@ -6,3 +6,4 @@ mod common;
 mod compaction;
 mod passing;
 mod replay;
+mod sdk;
