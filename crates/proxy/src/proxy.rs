@@ -319,3 +319,42 @@ fn unlogged(bytes: Bytes, error: &ProxyError) -> (Bytes, Option<Turn>) {
     tracing::warn!(%error, "no session for this conversation; forwarding as sent");
     (bytes, None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_off_loopback_is_refused_without_the_flag() {
+        let remote: SocketAddr = "0.0.0.0:8788".parse().unwrap();
+        let error = check_listen(&remote, false).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "--listen 0.0.0.0:8788: not a loopback address; the proxy forwards API keys, so pass --allow-remote to listen there"
+        );
+        assert!(check_listen(&remote, true).is_ok());
+        assert!(check_listen(&"127.0.0.1:0".parse().unwrap(), false).is_ok());
+        assert!(check_listen(&"[::1]:0".parse().unwrap(), false).is_ok());
+    }
+
+    #[test]
+    fn upstreams_name_their_endpoint_and_a_bad_one_is_named() {
+        let upstreams = Upstreams::parse(&[
+            "anthropic=https://api.anthropic.com/",
+            "openai=http://127.0.0.1:8080",
+        ])
+        .unwrap();
+        assert_eq!(
+            upstreams.anthropic.as_deref(),
+            Some("https://api.anthropic.com")
+        );
+        assert_eq!(upstreams.openai.as_deref(), Some("http://127.0.0.1:8080"));
+        let error = Upstreams::parse(&["gemini=https://x"]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "--upstream \"gemini=https://x\": the name must be anthropic or openai"
+        );
+        assert!(Upstreams::parse(&["openai=ftp://x"]).is_err());
+        assert!(Upstreams::parse(&["openai"]).is_err());
+    }
+}
