@@ -159,7 +159,7 @@ pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
     let mut section = Section::new(
         "Proxy overhead",
         &format!(
-            "`abridge proxy` in front of a loopback upstream that answers at once, without compacting: {TURNS} turns of an Anthropic conversation of about 100k tokens ({} kB a body), each resending the whole history, as agents do; after {WARMUP} unmeasured turns. Direct: reqwest to the upstream. Proxied: the same bodies through the proxy (JSONL store, window 1M tokens): parse, prefix hash, log the new messages, threshold check, forward the agent's bytes, log the reply. Dev build (`cargo xtask` runs one).",
+            "`abridge proxy` in front of a loopback upstream that answers at once, without compacting: {TURNS} turns of an Anthropic conversation of about 100k tokens ({} kB a body), each resending the whole history, as agents do; after {WARMUP} unmeasured turns. Direct: reqwest to the upstream. Proxied: the same bodies through the proxy (JSONL store, window 1M tokens): parse, prefix hash, log the new messages, threshold check, forward the agent's bytes, log the reply. Release build.",
             body_bytes / 1000
         ),
         &["path", "p50", "p99", "max"],
