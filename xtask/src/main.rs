@@ -204,6 +204,7 @@ fn run_bench(root: &Path, areas: &[String]) -> anyhow::Result<()> {
         ("snapcompact", bench::snapcompact::run),
         ("serve", bench::serve::run),
         ("serve-reads", bench::serve_reads::run),
+        ("proxy", bench::proxy::run),
     ];
     let mut sections = Vec::new();
     for &(name, run) in all {

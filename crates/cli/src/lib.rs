@@ -102,6 +102,9 @@ enum Command {
     /// Serve sessions over HTTP to agents in any language (bearer tokens,
     /// one directory of sessions per tenant).
     Serve(Box<commands::serve::Args>),
+    /// Sit between an unmodified agent and its model endpoint (OpenAI or
+    /// Anthropic wire): log its sessions and compact them in flight.
+    Proxy(Box<commands::proxy::Args>),
 }
 
 /// A reader that goes away (`abridge context s.jsonl | head`) makes the
@@ -131,7 +134,7 @@ fn log_filter<'a>(flag: Option<&'a str>, env: Option<&'a str>, command: &Command
     }
     match env {
         Some(env) if !env.trim().is_empty() => env,
-        _ if matches!(command, Command::Serve(_)) => "info",
+        _ if matches!(command, Command::Serve(_) | Command::Proxy(_)) => "info",
         _ => "error",
     }
 }
@@ -184,6 +187,7 @@ where
         Command::Branch(args) => done(commands::branch::run(&args)),
         Command::Repair(args) => done(commands::repair::run(&args)),
         Command::Serve(args) => done(commands::serve::run(&args)),
+        Command::Proxy(args) => done(commands::proxy::run(&args)),
     };
     match result {
         Ok(code) => code,

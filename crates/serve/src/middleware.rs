@@ -22,6 +22,7 @@ use futures::StreamExt;
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::error::ErrorCode;
+use crate::limits::ServiceLimits;
 use crate::state::AppState;
 
 /// One line per request, at `info` (`warn` for 401, so guessing tokens
@@ -134,7 +135,20 @@ pub(crate) async fn read_body(
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    let limit = shared.limits.body_bytes;
+    let request = read_limited(request, &shared.limits).await?;
+    Ok(next.run(request).await)
+}
+
+/// The request with its whole body read under `limits`: past
+/// `body_bytes` a [`ApiError::TooLarge`] (at once when the declared
+/// length says so), past `body_timeout` a [`ApiError::BodyTimeout`]. The
+/// one body reader of the HTTP faces: `abridge serve` runs it on every
+/// route, `abridge proxy` on every request it forwards.
+///
+/// # Errors
+/// Those two, or [`ApiError::BadRequest`] when the body cannot be read.
+pub async fn read_limited(request: Request, limits: &ServiceLimits) -> Result<Request, ApiError> {
+    let limit = limits.body_bytes;
     let declared = request
         .headers()
         .get(CONTENT_LENGTH)
@@ -146,7 +160,7 @@ pub(crate) async fn read_body(
     let (parts, body) = request.into_parts();
     let read = async {
         let mut stream = body.into_data_stream();
-        let mut bytes = Vec::with_capacity(declared.unwrap_or(0) as usize);
+        let mut bytes = Vec::with_capacity(declared.unwrap_or(0).min(limit as u64) as usize);
         while let Some(chunk) = stream.next().await {
             let chunk = chunk
                 .map_err(|e| ApiError::BadRequest(format!("the body could not be read: {e}")))?;
@@ -157,12 +171,10 @@ pub(crate) async fn read_body(
         }
         Ok(bytes)
     };
-    let bytes = tokio::time::timeout(shared.limits.body_timeout, read)
+    let bytes = tokio::time::timeout(limits.body_timeout, read)
         .await
-        .map_err(|_| ApiError::BodyTimeout(shared.limits.body_timeout))??;
-    Ok(next
-        .run(Request::from_parts(parts, Body::from(bytes)))
-        .await)
+        .map_err(|_| ApiError::BodyTimeout(limits.body_timeout))??;
+    Ok(Request::from_parts(parts, Body::from(bytes)))
 }
 
 /// What an unknown path answers.

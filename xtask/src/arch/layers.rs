@@ -33,6 +33,9 @@ const LAYERS: &[&[&str]] = &[
     &["abridge"],
     // The CLI's `serve` subcommand calls the service, so serve sits below it.
     &["abridge-serve"],
+    // The proxy is a face like serve, one step above it: it reuses serve's
+    // accept loop, body limits, error bodies and stores instead of a copy.
+    &["abridge-proxy"],
     &["abridge-cli"],
 ];
 

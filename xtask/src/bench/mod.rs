@@ -18,6 +18,7 @@ pub(crate) mod maintenance;
 pub(crate) mod meter;
 pub(crate) mod order;
 pub(crate) mod pi;
+pub(crate) mod proxy;
 pub(crate) mod prune;
 pub(crate) mod recall;
 pub(crate) mod reopen;

@@ -43,6 +43,20 @@ use tokio::task::JoinSet;
 
 use crate::limits::ServiceLimits;
 
+/// Serves `router` on `listener` with the service's connection limits
+/// (header and write timeouts, the connection cap, a shutdown that ends)
+/// until `shutdown` completes: the accept loop of every HTTP face
+/// (`abridge serve`, `abridge proxy`). Bodies are the router's business
+/// ([`read_limited`](crate::read_limited)).
+pub async fn serve_hardened(
+    listener: TcpListener,
+    router: Router,
+    limits: ServiceLimits,
+    shutdown: impl Future<Output = ()>,
+) {
+    serve(listener, router, Arc::new(limits), shutdown).await;
+}
+
 /// Serves `router` on `listener` until `shutdown` completes, then closes
 /// the listener and ends every connection within the shutdown timeout.
 pub(crate) async fn serve(

@@ -1,0 +1,9 @@
+//! The proxy between an agent and a fake upstream on loopback.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+mod compaction;
+mod passing;
+mod replay;
+mod sdk;
