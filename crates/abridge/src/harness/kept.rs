@@ -4,10 +4,7 @@
 //! on [`Harness::save_counts`], and when the harness is dropped), never
 //! once per turn.
 
-use abridge_meter::CostModel;
 use abridge_meter::KeptFile;
-use abridge_meter::KeptLoad;
-use abridge_meter::TokenMeter;
 
 use super::Harness;
 use super::HarnessBuilder;
@@ -27,22 +24,6 @@ impl HarnessBuilder {
         self.kept = Some(file);
         self
     }
-}
-
-/// The harness's meter for `cost`, holding the counts of `kept` when given.
-pub(super) fn meter(cost: CostModel, kept: Option<&KeptFile>) -> TokenMeter {
-    let mut meter = TokenMeter::new(cost);
-    if let Some(file) = kept {
-        match file.load(&mut meter) {
-            KeptLoad::Refused(error) => tracing::warn!(
-                path = %file.path().display(),
-                %error,
-                "kept counts not usable; counting again and rewriting them"
-            ),
-            outcome => tracing::debug!(path = %file.path().display(), ?outcome, "kept counts"),
-        }
-    }
-    meter
 }
 
 impl Harness {
