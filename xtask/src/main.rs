@@ -7,7 +7,7 @@
 //!   build, and mutation testing of the lines a change touched when
 //!   cheap: what CI runs.
 //! - `cargo xtask lint-arch`: crate layers, import circles inside crates
-//!   and file sizes against DESIGN.md (see `arch`).
+//!   and file sizes against docs/architecture.md (see `arch`).
 //! - `cargo xtask e2e`: compaction against a real llama.cpp
 //!   OpenAI-compatible server on 127.0.0.1.
 //! - `cargo xtask wire`: every request body the encoders write, checked
@@ -90,7 +90,7 @@ fn main() -> anyhow::Result<()> {
         Some("fuzz-child") => fuzz::child(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|lint-arch|e2e [FILTER]|wire|framework|bench [AREA...]|eval [fidelity]|mutants|soak [--kills N]|fuzz>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (DESIGN.md)\n  e2e [FILTER]  compaction against a real llama.cpp server on 127.0.0.1, faults through a proxy\n  wire   every request body checked against the providers' own request types\n  framework  the minimal-feature example crate built clean and run, its crate count and build time\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  eval fidelity [SESSION...] [--window N] [--block NAME] [--probes] [--check]  what the model still knows after compaction\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md\n  fuzz [--minutes N] [--target T] [--seed S]  fuzz loader, importers, check, snapcompact"
+                "usage: cargo xtask <ci|lint-arch|e2e [FILTER]|wire|framework|bench [AREA...]|eval [fidelity]|mutants|soak [--kills N]|fuzz>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (docs/architecture.md)\n  e2e [FILTER]  compaction against a real llama.cpp server on 127.0.0.1, faults through a proxy\n  wire   every request body checked against the providers' own request types\n  framework  the minimal-feature example crate built clean and run, its crate count and build time\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  eval fidelity [SESSION...] [--window N] [--block NAME] [--probes] [--check]  what the model still knows after compaction\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md\n  fuzz [--minutes N] [--target T] [--seed S]  fuzz loader, importers, check, snapcompact"
             );
             bail!("unknown or missing command")
         }

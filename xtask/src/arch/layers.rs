@@ -1,6 +1,6 @@
 //! The dependency rule: every edge between workspace crates against the
-//! layer order of DESIGN.md, section "Layout". This table is the one place
-//! that order is written down in code; when DESIGN changes, change it here.
+//! layer order of docs/architecture.md, "The layers". This table is the one place
+//! that order is written down in code; when the map changes, change both.
 //!
 //! - A normal or build dependency points to a lower layer.
 //! - A dev-dependency may also point to a sibling on the same layer
@@ -17,9 +17,10 @@ use serde_json::Value;
 
 use super::Finding;
 
-/// DESIGN.md "Layout", lowest layer first: `llm <- session <- {import,
+/// docs/architecture.md "The layers", lowest first: `llm <- session <- {import,
 /// meter} <- compact <- {compact-basic, prune, snapcompact} <- abridge <-
-/// serve <- cli` (the CLI's `serve` subcommand runs the service), with `store-postgres` beside the session's consumers.
+/// serve <- proxy <- cli` (the CLI runs both faces), with `store-postgres`
+/// beside the session's consumers.
 const LAYERS: &[&[&str]] = &[
     &["abridge-llm"],
     &["abridge-session"],
@@ -170,7 +171,7 @@ pub(crate) fn check(edges: &[DepEdge]) -> Vec<Finding> {
             fail(
                 edge,
                 format!(
-                    "{unknown} is not in the layer table (xtask/src/arch/layers.rs): add it where DESIGN.md places it"
+                    "{unknown} is not in the layer table (xtask/src/arch/layers.rs): add it where docs/architecture.md places it"
                 ),
             );
             continue;
@@ -182,7 +183,7 @@ pub(crate) fn check(edges: &[DepEdge]) -> Vec<Finding> {
             fail(
                 edge,
                 format!(
-                    "dependencies point down the layers of DESIGN.md, but {to} (layer {low}) is above {from} (layer {high})"
+                    "dependencies point down the layers of docs/architecture.md, but {to} (layer {low}) is above {from} (layer {high})"
                 ),
             );
             continue;

@@ -1,8 +1,8 @@
-//! `cargo xtask lint-arch`: the architecture of DESIGN.md, checked.
+//! `cargo xtask lint-arch`: the architecture of docs/architecture.md, checked.
 //!
 //! Three rules, each a module:
 //! - [`layers`]: every dependency edge between workspace crates follows
-//!   the layer order of DESIGN.md "Layout";
+//!   the layer order of docs/architecture.md;
 //! - [`modgraph`]: no import circle between the modules of one crate
 //!   (paths read by the scanner in [`items`] over the tokens of [`lexer`]);
 //! - [`size`]: no non-test source file under `crates/*/src` over 600
