@@ -86,7 +86,7 @@ impl Conversation {
             } else {
                 parts.min(1)
             };
-            if parts == 0 {
+            if parts == 0 || !self.is_copy_of(reply, &new[..parts]) {
                 self.dropped.insert(reply);
             } else {
                 self.push_group(&new[..parts], vec![reply]);
@@ -101,6 +101,39 @@ impl Conversation {
             self.push_group(std::slice::from_ref(item), seqs);
         }
         Ok(())
+    }
+
+    /// Whether `items` (the agent's copy of the last reply) make the same
+    /// tool calls as the reply logged at `reply`. An agent that sends back
+    /// other calls than the model made (it edited its history, or the
+    /// upstream answered a different turn) gets its own version logged, so
+    /// the results that follow answer calls the log holds.
+    fn is_copy_of(&self, reply: Seq, items: &[Value]) -> bool {
+        let logged: Vec<String> = {
+            let session = self
+                .harness
+                .session()
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match session.message(reply) {
+                Some(message) => message
+                    .tool_calls()
+                    .map(|(id, _, _)| id.to_string())
+                    .collect(),
+                None => return false,
+            }
+        };
+        let sent: Vec<String> = items
+            .iter()
+            .flat_map(|item| item_messages(self.dialect, item))
+            .flat_map(|message| {
+                message
+                    .tool_calls()
+                    .map(|(id, _, _)| id.to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        logged == sent
     }
 
     fn push_group(&mut self, items: &[Value], seqs: Vec<Seq>) {

@@ -59,12 +59,20 @@ fn requests(messages: &[Message]) -> Vec<Value> {
 }
 
 /// Trim first: a single tool result larger than the window is the
-/// newest message, and no checkpoint shrinks the newest message.
+/// newest message, and no checkpoint shrinks the newest message. The
+/// Claude Code and pi sessions replay at 16k: each holds a tool result
+/// that trim cannot bring under 8k, and a turn no method can bring under
+/// the window goes out as the agent sent it (the provider answers it).
 fn trim_then_digest() -> abridge::Settings {
     abridge::Settings::from_toml("method_order = [\"trim\", \"digest\"]\n", "replay.toml").unwrap()
 }
 
 async fn replay(name: &str, window: u64) {
+    // RUST_LOG=abridge_proxy=debug shows why a turn went out as sent.
+    let _ = tracing_subscriber::fmt()
+        .with_test_writer()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .try_init();
     let store = tempfile::tempdir().unwrap();
     let setup = Setup {
         window: Some(window),
@@ -122,7 +130,7 @@ async fn replay(name: &str, window: u64) {
 
 #[tokio::test]
 async fn replayed_claude_code_session_stays_under_the_window() {
-    replay("claude-code__spotter__4d5611e5.jsonl", 8_192).await;
+    replay("claude-code__spotter__4d5611e5.jsonl", 16_384).await;
 }
 
 #[tokio::test]
@@ -136,7 +144,7 @@ async fn replayed_codex_session_stays_under_the_window() {
 
 #[tokio::test]
 async fn replayed_pi_session_stays_under_the_window() {
-    replay("pi-mono__large-session.jsonl", 8_192).await;
+    replay("pi-mono__large-session.jsonl", 16_384).await;
 }
 
 #[tokio::test]
