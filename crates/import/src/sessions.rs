@@ -20,7 +20,7 @@ use crate::input;
 /// read. Returns how many sessions there are.
 ///
 /// # Errors
-/// As [`read_with`], and whatever `visit` returns, which stops the walk.
+/// As [`read_with`](crate::read_with), and whatever `visit` returns, which stops the walk.
 pub fn each_session(
     path: &Path,
     options: &ReadOptions,

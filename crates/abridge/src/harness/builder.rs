@@ -173,7 +173,7 @@ impl HarnessBuilder {
         self
     }
 
-    /// How the catalog knows the model: [`Match::Default`] means it does
+    /// How the catalog knows the model: [`Match::Default`](abridge_llm::Match::Default) means it does
     /// not, and the window, tokenizer and image rules are a conservative
     /// guess (give [`window`](Self::window), or a [`catalog`](Self::catalog)
     /// entry). [`build`](Self::build) logs a warning in that case.

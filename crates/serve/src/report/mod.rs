@@ -50,7 +50,7 @@ pub enum ReportError {
     },
     /// The page would be larger than the cap (`abridge report
     /// --max-bytes`, [`DEFAULT_MAX_REPORT_BYTES`]); [`build`] returns no
-    /// page, [`write`] stops where it passed the cap.
+    /// page, [`write`](fn@write) stops where it passed the cap.
     #[error(
         "the report would be at least {bytes} bytes, over the limit of {limit} bytes; raise --max-bytes"
     )]
