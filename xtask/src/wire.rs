@@ -31,6 +31,28 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     if !status.success() {
         bail!("request bodies the providers' definitions do not allow (see above)");
     }
+    // The official SDKs through `abridge proxy`: the test is ignored in a
+    // plain `cargo test` (it needs these packages), so it runs here, with
+    // the venv just checked.
+    println!("$ cargo test -p abridge-proxy --test proxy sdk -- --ignored");
+    let status = Command::new("cargo")
+        .args([
+            "test",
+            "-p",
+            "abridge-proxy",
+            "--test",
+            "proxy",
+            "sdk",
+            "--",
+            "--ignored",
+        ])
+        .env("ABRIDGE_SDK_PYTHON", &python)
+        .current_dir(root)
+        .status()
+        .context("cannot run the proxy's SDK test")?;
+    if !status.success() {
+        bail!("the official openai or anthropic SDK failed through abridge proxy (see above)");
+    }
     Ok(())
 }
 

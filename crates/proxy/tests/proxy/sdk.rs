@@ -2,7 +2,7 @@
 //! the fake upstream, streamed and not, with tools (tests/sdk/clients.py).
 //!
 //! Ignored by default: it needs a Python with both packages, the ones
-//! `cargo xtask wire` installs (`~/.cache/abridge-e2e/wire-venv`, or
+//! `cargo xtask wire` installs and then runs this test with (`~/.cache/abridge-e2e/wire-venv`, or
 //! `ABRIDGE_SDK_PYTHON`). Run it with
 //! `cargo test -p abridge-proxy --test proxy sdk -- --ignored`.
 
