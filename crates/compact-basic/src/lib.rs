@@ -91,3 +91,7 @@ pub use remote::remote_method;
 pub use soft::SOFT;
 pub use soft::SoftConfig;
 pub use soft::SoftMethod;
+pub use work::is_build_or_test;
+pub use work::is_rule;
+pub use work::plan_items;
+pub use work::sentences;

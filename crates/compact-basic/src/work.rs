@@ -28,12 +28,13 @@ use crate::files::path_argument;
 use crate::transcript::clip;
 use crate::transcript::user_request_text;
 
-mod signals;
+pub(crate) mod signals;
 
 pub(crate) use signals::definitions;
-pub(crate) use signals::is_build_or_test;
-pub(crate) use signals::is_rule;
-use signals::sentences;
+pub use signals::is_build_or_test;
+pub use signals::is_rule;
+pub use signals::plan_items;
+pub use signals::sentences;
 
 /// Rules kept (the newest).
 pub(crate) const CONSTRAINTS_KEPT: usize = 16;
@@ -451,24 +452,6 @@ fn line_range(arguments: &Value) -> Option<String> {
         Some(limit) => format!("{offset}-{}", offset + limit.saturating_sub(1)),
         None => format!("{offset}-"),
     })
-}
-
-/// Plan items not done, when the call writes a plan (Claude Code's
-/// `TodoWrite`, Codex's `update_plan`).
-fn plan_items(name: &str, arguments: &Value) -> Option<Vec<String>> {
-    let (list, text_key) = match name {
-        "TodoWrite" => (arguments.get("todos")?, "content"),
-        "update_plan" => (arguments.get("plan")?, "step"),
-        _ => return None,
-    };
-    Some(
-        list.as_array()?
-            .iter()
-            .filter(|item| item.get("status").and_then(Value::as_str) != Some("completed"))
-            .filter_map(|item| item.get(text_key).and_then(Value::as_str))
-            .map(str::to_string)
-            .collect(),
-    )
 }
 
 /// FNV-1a, 32 bits, as 8 hex digits.

@@ -20,8 +20,11 @@ use super::text::command_of;
 use super::text::failure_line;
 use super::text::output_failed;
 use super::text::path_of;
-use super::text::sentences;
 use super::text::user_words;
+use abridge_compact_basic::is_build_or_test;
+use abridge_compact_basic::is_rule;
+use abridge_compact_basic::plan_items;
+use abridge_compact_basic::sentences;
 
 /// Identifiers kept in a key: the newest written. A long session defines
 /// hundreds; a checkpoint is asked for the ones the work is about now.
@@ -117,7 +120,7 @@ impl Walk {
                     return;
                 };
                 for sentence in sentences(&words) {
-                    if is_constraint(&sentence) {
+                    if is_rule(&sentence) {
                         self.constraints.push(sentence);
                     }
                 }
@@ -140,7 +143,7 @@ impl Walk {
             .filter_map(|line| {
                 line.strip_prefix("- ")
                     .or_else(|| line.strip_prefix("* "))
-                    .or_else(|| is_constraint(line).then_some(line))
+                    .or_else(|| is_rule(line).then_some(line))
             })
             .filter(|line| line.chars().count() >= 12)
             .take(INSTRUCTION_LINES)
@@ -269,46 +272,6 @@ fn is_instruction_source(source: &str, text: &str) -> bool {
         || text.contains("AGENTS.md")
 }
 
-/// Words that open a standing rule rather than a one-off request.
-const RULE_OPENERS: &[&str] = &[
-    "never",
-    "always",
-    "don't",
-    "dont",
-    "avoid",
-    "only",
-    "ensure",
-    "prefer",
-    "stop",
-    "do not",
-    "make sure",
-    "please don't",
-    "please never",
-    "please always",
-    "no ",
-];
-/// Words that make any sentence a rule.
-const RULE_WORDS: &[&str] = &[
-    " must ",
-    " never ",
-    " always ",
-    " don't ",
-    " do not ",
-    " should not ",
-    " shouldn't ",
-    " without ",
-];
-
-/// A sentence that states a rule: it opens with a rule word ("never push
-/// to main") or holds one ("tests must pass").
-pub(crate) fn is_constraint(sentence: &str) -> bool {
-    let lower = format!(" {} ", sentence.to_lowercase());
-    let trimmed = lower.trim_start();
-    sentence.chars().count() >= 12
-        && (RULE_OPENERS.iter().any(|w| trimmed.starts_with(w))
-            || RULE_WORDS.iter().any(|w| lower.contains(w)))
-}
-
 /// Paths a write names: its path argument, or the files a patch touches.
 fn written_paths(arguments: &Value) -> Vec<String> {
     if let Some(path) = path_of(arguments) {
@@ -396,63 +359,4 @@ pub(crate) fn definitions(text: &str) -> Vec<String> {
         }
     }
     out
-}
-
-/// Plan items not done, when the call writes a plan (Claude Code's
-/// `TodoWrite` todos, Codex's `update_plan` steps).
-fn plan_items(name: &str, arguments: &Value) -> Option<Vec<String>> {
-    let (list, text_key) = match name {
-        "TodoWrite" => (arguments.get("todos")?, "content"),
-        "update_plan" => (arguments.get("plan")?, "step"),
-        _ => return None,
-    };
-    Some(
-        list.as_array()?
-            .iter()
-            .filter(|item| item.get("status").and_then(Value::as_str) != Some("completed"))
-            .filter_map(|item| item.get(text_key).and_then(Value::as_str))
-            .map(str::to_string)
-            .collect(),
-    )
-}
-
-/// Command words that build or test a project.
-const BUILD_OR_TEST: &[&str] = &[
-    "cargo build",
-    "cargo test",
-    "cargo check",
-    "cargo clippy",
-    "cargo nextest",
-    "mix test",
-    "mix compile",
-    "npm test",
-    "npm run build",
-    "npm run test",
-    "pnpm test",
-    "pnpm build",
-    "yarn test",
-    "yarn build",
-    "pytest",
-    "go test",
-    "go build",
-    "make",
-    "tox",
-    "jest",
-    "vitest",
-    "tsc",
-    "gradle",
-    "mvn",
-    "bun test",
-    "dotnet test",
-    "dotnet build",
-];
-
-/// A command line that builds or tests.
-pub(crate) fn is_build_or_test(line: &str) -> bool {
-    let lower = format!(" {}", line.to_ascii_lowercase());
-    BUILD_OR_TEST.iter().any(|w| {
-        lower
-            .match_indices(w)
-            .any(|(at, _)| lower[..at].ends_with([' ', '&', ';', '|', '(', '/']))
-    })
 }

@@ -8,9 +8,9 @@ use serde_json::json;
 use super::key::Key;
 use super::key::definitions;
 use super::key::derive;
-use super::key::is_build_or_test;
-use super::key::is_constraint;
 use super::probe::Category;
+use abridge_compact_basic::is_build_or_test;
+use abridge_compact_basic::is_rule;
 
 fn texts(key: &Key, category: Category) -> Vec<String> {
     key.of(category).map(|p| p.text.clone()).collect()
@@ -97,8 +97,8 @@ fn constraints_come_from_rule_sentences_and_instruction_files() {
             "Never push to main."
         ]
     );
-    assert!(is_constraint("Tests must pass before you stop."));
-    assert!(!is_constraint("Fix the parser."));
+    assert!(is_rule("Tests must pass before you stop."));
+    assert!(!is_rule("Fix the parser."));
 }
 
 #[test]

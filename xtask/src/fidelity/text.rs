@@ -133,25 +133,6 @@ pub(crate) fn user_words(text: &str) -> Option<String> {
     Some(text.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
-/// The sentences of `text`: cut after `.`, `!`, `?` followed by a space,
-/// and at line breaks.
-pub(crate) fn sentences(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let mut start = 0;
-        let bytes = line.as_bytes();
-        for (i, c) in line.char_indices() {
-            if matches!(c, '.' | '!' | '?') && bytes.get(i + 1).is_none_or(|b| *b == b' ') {
-                out.push(line[start..=i].trim().to_string());
-                start = i + 1;
-            }
-        }
-        out.push(line[start..].trim().to_string());
-    }
-    out.retain(|s| !s.is_empty());
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,14 +145,6 @@ mod tests {
         );
         assert_eq!(user_words("/clear"), None);
         assert_eq!(user_words("<command-name>/x</command-name>"), None);
-    }
-
-    #[test]
-    fn sentences_end_at_stops_followed_by_space() {
-        assert_eq!(
-            sentences("Use v1.2 here. Never push to main! ok"),
-            ["Use v1.2 here.", "Never push to main!", "ok"]
-        );
     }
 
     #[test]

@@ -1,6 +1,11 @@
-//! What marks a sentence as a rule, a command as a build or test, and a
-//! word as a name being defined: the word lists [`WorkLog`](super::WorkLog)
-//! reads the history with.
+//! What marks a sentence as a rule, a command as a build or test, a call
+//! as a plan, and a word as a name being defined: the word lists
+//! [`WorkLog`](super::WorkLog) reads the history with. The rule, sentence,
+//! command and plan readers are public because `cargo xtask eval fidelity`
+//! derives its answer key with the same ones (docs/fidelity.md says what
+//! that means for its figures).
+
+use serde_json::Value;
 
 /// Words that open a standing rule rather than a one-off request.
 const RULE_OPENERS: &[&str] = &[
@@ -34,7 +39,7 @@ const RULE_WORDS: &[&str] = &[
 
 /// A sentence that states a rule ("never push to main", "tests must
 /// pass"), as opposed to a one-off request.
-pub(crate) fn is_rule(sentence: &str) -> bool {
+pub fn is_rule(sentence: &str) -> bool {
     let lower = format!(" {} ", sentence.to_lowercase());
     let trimmed = lower.trim_start();
     sentence.chars().count() >= 12
@@ -44,7 +49,7 @@ pub(crate) fn is_rule(sentence: &str) -> bool {
 
 /// The sentences of `text`: cut after `.`, `!`, `?` before a space, and
 /// at line breaks.
-pub(crate) fn sentences(text: &str) -> Vec<String> {
+pub fn sentences(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for line in text.lines() {
         let mut start = 0;
@@ -129,11 +134,29 @@ const BUILD_OR_TEST: &[&str] = &[
 ];
 
 /// A command line that builds or tests.
-pub(crate) fn is_build_or_test(line: &str) -> bool {
+pub fn is_build_or_test(line: &str) -> bool {
     let lower = format!(" {}", line.to_ascii_lowercase());
     BUILD_OR_TEST.iter().any(|w| {
         lower
             .match_indices(w)
             .any(|(at, _)| lower[..at].ends_with([' ', '&', ';', '|', '(', '/']))
     })
+}
+
+/// Plan items not done, when the call writes a plan (Claude Code's
+/// `TodoWrite` todos, Codex's `update_plan` steps).
+pub fn plan_items(name: &str, arguments: &Value) -> Option<Vec<String>> {
+    let (list, text_key) = match name {
+        "TodoWrite" => (arguments.get("todos")?, "content"),
+        "update_plan" => (arguments.get("plan")?, "step"),
+        _ => return None,
+    };
+    Some(
+        list.as_array()?
+            .iter()
+            .filter(|item| item.get("status").and_then(Value::as_str) != Some("completed"))
+            .filter_map(|item| item.get(text_key).and_then(Value::as_str))
+            .map(str::to_string)
+            .collect(),
+    )
 }

@@ -129,3 +129,11 @@ fn lists_are_bounded_to_the_newest() {
     assert_eq!(work.changed[0].path, "f5.rs");
     assert_eq!(work.changed[CHANGED_KEPT - 1].symbols, ["item_24"]);
 }
+
+#[test]
+fn sentences_end_at_stops_followed_by_space() {
+    assert_eq!(
+        sentences("Use v1.2 here. Never push to main! ok"),
+        ["Use v1.2 here.", "Never push to main!", "ok"]
+    );
+}
