@@ -339,8 +339,10 @@ pub(crate) fn with_files_tree(body: &str, files: &FileOps) -> String {
     }
 }
 
-/// True when a command's output says it failed.
-pub(crate) fn output_failed(is_error: bool, output: &str) -> bool {
+/// True when a command's output says it failed: an error result, or a
+/// non-zero exit code in its text. Public for `cargo xtask eval
+/// fidelity`, whose answer key reads failures the same way.
+pub fn output_failed(is_error: bool, output: &str) -> bool {
     if is_error {
         return true;
     }

@@ -61,6 +61,7 @@ pub use candidates::SoftSetup;
 pub use candidates::soft_method;
 pub use digest::DIGEST;
 pub use digest::DigestMethod;
+pub use files::output_failed;
 pub use files::read_path;
 pub use files::written_paths;
 pub use handoff::HANDOFF;

@@ -18,11 +18,11 @@ use super::probe::Category;
 use super::probe::Probe;
 use super::text::command_of;
 use super::text::failure_line;
-use super::text::output_failed;
 use super::text::path_of;
 use super::text::user_words;
 use abridge_compact_basic::is_build_or_test;
 use abridge_compact_basic::is_rule;
+use abridge_compact_basic::output_failed;
 use abridge_compact_basic::plan_items;
 use abridge_compact_basic::sentences;
 

@@ -57,27 +57,6 @@ pub(crate) fn command_of(name: &str, arguments: &Value) -> Option<String> {
     }
 }
 
-/// True when a result says its command failed: an error result, or a
-/// non-zero exit code in its text.
-pub(crate) fn output_failed(is_error: bool, output: &str) -> bool {
-    if is_error {
-        return true;
-    }
-    let lower = output.to_ascii_lowercase();
-    ["exit code", "exited with code", "exit status"]
-        .iter()
-        .any(|marker| {
-            lower.match_indices(marker).any(|(at, _)| {
-                let digits: String = lower[at + marker.len()..]
-                    .trim_start_matches([':', ' ', '='])
-                    .chars()
-                    .take_while(char::is_ascii_digit)
-                    .collect();
-                digits.parse::<u64>().is_ok_and(|code| code != 0)
-            })
-        })
-}
-
 /// The line of a failed output that says why: the first naming an error,
 /// a failure or a panic, else the last.
 pub(crate) fn failure_line(output: &str) -> String {
@@ -148,10 +127,7 @@ mod tests {
     }
 
     #[test]
-    fn failures_are_read_from_flags_and_exit_codes() {
-        assert!(output_failed(true, ""));
-        assert!(output_failed(false, "Exit code: 2"));
-        assert!(!output_failed(false, "exit code 0"));
+    fn a_failures_line_names_the_error_or_is_the_last() {
         assert_eq!(failure_line("a\nerror: boom\nb"), "error: boom");
         assert_eq!(failure_line("a\nb"), "b");
     }
