@@ -18,21 +18,16 @@ use abridge_llm::ToolSpec;
 pub const TOOL_NAME: &str = "compact_context";
 
 /// What the model is told the tool does.
-pub const TOOL_DESCRIPTION: &str = "Ask for the conversation so far to be compacted at the end \
-of this turn: older history is replaced by a checkpoint summary (the originals stay readable \
-with the recall tool). Use it when a phase of work is done and its details are no longer \
-needed. Optionally say what the summary must keep in \"focus\".";
+pub const TOOL_DESCRIPTION: &str = include_str!("../prompts/compact_context_tool_description.txt");
 
 /// What the tool answers when the request is taken.
-pub const ACCEPTED: &str = "Compaction requested: it runs when this turn ends. Carry on.";
+pub const ACCEPTED: &str = include_str!("../prompts/compact_context_accepted.txt");
 
 /// What the tool answers to a second request in the same turn.
-pub const ALREADY: &str =
-    "Compaction is already requested for the end of this turn; the new focus replaces the old.";
+pub const ALREADY: &str = include_str!("../prompts/compact_context_already.txt");
 
 /// What the tool answers to arguments it cannot read.
-pub const BAD_ARGUMENTS: &str =
-    "compact_context takes an optional \"focus\" string; nothing was requested.";
+pub const BAD_ARGUMENTS: &str = include_str!("../prompts/compact_context_bad_arguments.txt");
 
 /// The tool as offered to a model.
 pub fn tool_spec() -> ToolSpec {

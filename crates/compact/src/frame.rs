@@ -19,9 +19,9 @@ use abridge_llm::Role;
 use abridge_session::Reference;
 
 /// Opening text of every checkpoint (prompts/checkpoint_open.md).
-pub const CHECKPOINT_OPENING: &str = include_str!("../../../prompts/checkpoint_open.md");
+pub const CHECKPOINT_OPENING: &str = include_str!("../prompts/checkpoint_open.md");
 /// Closing text of every checkpoint (prompts/checkpoint_close.md).
-pub const CHECKPOINT_CLOSING: &str = include_str!("../../../prompts/checkpoint_close.md");
+pub const CHECKPOINT_CLOSING: &str = include_str!("../prompts/checkpoint_close.md");
 
 /// Wraps a method's content blocks in the checkpoint framing: the opening
 /// as the first text block, the note naming `hides` (what the checkpoint

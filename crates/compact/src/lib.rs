@@ -136,6 +136,7 @@ pub use hooks::CompactionHooks;
 pub use hooks::Extra;
 pub use hooks::NoHooks;
 pub use method::Availability;
+pub use method::Prospect;
 pub use method::Checkpoint;
 pub use method::CompactionMethod;
 pub use method::MethodOutput;

@@ -176,6 +176,21 @@ pub enum Availability {
     },
 }
 
+/// What a method expects to find in a plan, asked before the attempt
+/// writes anything (see [`CompactionMethod::prospect`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prospect {
+    /// It may produce something: the attempt begins and runs it.
+    Maybe,
+    /// It is certain to find nothing to compact in this plan: the attempt
+    /// ends with [`CompactError::NothingToCompact`] carrying `reason`,
+    /// and nothing is written to the log.
+    Nothing {
+        /// Why, for the fall-through report.
+        reason: String,
+    },
+}
+
 /// A way of making the surface smaller.
 ///
 /// # Contract
@@ -223,6 +238,18 @@ pub trait CompactionMethod: Send + Sync + Debug {
         Availability::Ready
     }
 
+    /// Whether the method is certain to find nothing in `plan`, asked after
+    /// planning and before `compaction/start` is written. A method whose
+    /// finding is cheap and model-free (prune's passes) answers
+    /// [`Prospect::Nothing`] so that an attempt with nothing to do costs
+    /// no durable, fsynced event pair; the default, [`Prospect::Maybe`],
+    /// is never wrong. It must be cheap, must not call out, and runs with
+    /// the session locked. The host's `before_compaction` hook is asked
+    /// only for attempts that begin.
+    fn prospect(&self, _plan: &Plan) -> Prospect {
+        Prospect::Maybe
+    }
+
     /// What the method is: whether it calls a model, resends its input,
     /// may run on overflow, may be speculated, and whether it writes a
     /// checkpoint or rewrites. The host asks this instead of matching the
@@ -254,6 +281,9 @@ impl<T: CompactionMethod + ?Sized> CompactionMethod for Arc<T> {
     fn available(&self) -> Availability {
         (**self).available()
     }
+    fn prospect(&self, plan: &Plan) -> Prospect {
+        (**self).prospect(plan)
+    }
     fn capabilities(&self) -> Capabilities {
         (**self).capabilities()
     }
@@ -272,6 +302,9 @@ impl<T: CompactionMethod + ?Sized> CompactionMethod for Box<T> {
     }
     fn available(&self) -> Availability {
         (**self).available()
+    }
+    fn prospect(&self, plan: &Plan) -> Prospect {
+        (**self).prospect(plan)
     }
     fn capabilities(&self) -> Capabilities {
         (**self).capabilities()

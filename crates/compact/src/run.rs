@@ -15,6 +15,7 @@ use crate::hooks::NoHooks;
 use crate::method::Availability;
 use crate::method::CompactionMethod;
 use crate::method::MethodOutput;
+use crate::method::Prospect;
 use crate::plan::Plan;
 use crate::planner::plan_maximal;
 use crate::planner::plan_region;
@@ -109,8 +110,9 @@ pub async fn compact_session_with(
 /// as `cancelled` with the surface unchanged.
 ///
 /// # Errors
-/// [`CompactError::NothingToCompact`] when there is no plan (nothing is
-/// written); [`CompactError::Unavailable`] when the method says so (nothing
+/// [`CompactError::NothingToCompact`] when there is no plan or the method's
+/// [`prospect`](CompactionMethod::prospect) finds nothing in it (nothing
+/// is written); [`CompactError::Unavailable`] when the method says so (nothing
 /// is written); any error of the method or the commit, already recorded as
 /// `compaction/end`.
 pub async fn attempt(
@@ -172,6 +174,9 @@ async fn run_attempt<A: Access>(
         // session last looked: plan on the current log.
         session.catch_up()?;
         let plan = target.plan(session, policy)?;
+        if let Prospect::Nothing { reason } = method.prospect(&plan) {
+            return Err(CompactError::NothingToCompact { reason });
+        }
         begin(session, plan, &name)
     })?;
     let mut guard = AbortOnDrop {

@@ -8,6 +8,7 @@ use abridge_compact::CompactionMethod;
 use abridge_compact::Details;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
+use abridge_compact::Prospect;
 use abridge_compact::Trigger;
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -87,6 +88,16 @@ fn output(method: &str, reclaim: Reclaim) -> Result<MethodOutput, CompactError> 
     })
 }
 
+/// What an attempt can expect from a pass's finding: nothing when the
+/// pass reclaimed nothing (the same reason `run` would give), otherwise
+/// maybe. An error (trim's settings) is left for `run` to report.
+fn prospect(method: &str, reclaim: Result<Reclaim, CompactError>) -> Prospect {
+    match reclaim.map(|reclaim| output(method, reclaim)) {
+        Ok(Err(CompactError::NothingToCompact { reason })) => Prospect::Nothing { reason },
+        _ => Prospect::Maybe,
+    }
+}
+
 /// `prune`: superseded reads, useless results and old tool outputs
 /// replaced by placeholders (see [`prune`](crate::prune())).
 #[derive(Debug, Clone, Default)]
@@ -111,7 +122,19 @@ impl CompactionMethod for PruneMethod {
         Capabilities::rewriting()
     }
 
+    fn prospect(&self, plan: &Plan) -> Prospect {
+        prospect(self.name(), self.reclaim(plan))
+    }
+
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        output(self.name(), self.reclaim(plan)?)
+    }
+}
+
+impl PruneMethod {
+    /// What the pass reclaims from `plan`: asked once by `prospect`, which
+    /// writes nothing, and again by `run`.
+    fn reclaim(&self, plan: &Plan) -> Result<Reclaim, CompactError> {
         let snapshot = Snapshot::of_plan(plan);
         let reclaim = prune(
             &snapshot,
@@ -119,7 +142,7 @@ impl CompactionMethod for PruneMethod {
             &PassContext::compaction(),
             plan.counter().as_ref(),
         );
-        output(self.name(), reclaim)
+        Ok(reclaim)
     }
 }
 
@@ -151,7 +174,19 @@ impl CompactionMethod for MaskMethod {
         Capabilities::rewriting()
     }
 
+    fn prospect(&self, plan: &Plan) -> Prospect {
+        prospect(self.name(), self.reclaim(plan))
+    }
+
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        output(self.name(), self.reclaim(plan)?)
+    }
+}
+
+impl MaskMethod {
+    /// What the pass reclaims from `plan`: asked once by `prospect`, which
+    /// writes nothing, and again by `run`.
+    fn reclaim(&self, plan: &Plan) -> Result<Reclaim, CompactError> {
         let snapshot = Snapshot::of_plan(plan);
         let reclaim = mask(
             &snapshot,
@@ -159,7 +194,7 @@ impl CompactionMethod for MaskMethod {
             &PassContext::compaction(),
             plan.counter().as_ref(),
         );
-        output(self.name(), reclaim)
+        Ok(reclaim)
     }
 }
 
@@ -203,7 +238,19 @@ impl CompactionMethod for ShakeMethod {
         Capabilities::rewriting()
     }
 
+    fn prospect(&self, plan: &Plan) -> Prospect {
+        prospect(self.name(), self.reclaim(plan))
+    }
+
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        output(self.name(), self.reclaim(plan)?)
+    }
+}
+
+impl ShakeMethod {
+    /// What the pass reclaims from `plan`: asked once by `prospect`, which
+    /// writes nothing, and again by `run`.
+    fn reclaim(&self, plan: &Plan) -> Result<Reclaim, CompactError> {
         let config = match &self.config {
             Some(config) => config.clone(),
             None => ShakeConfig::preset(Self::preset_for(plan.trigger())),
@@ -215,7 +262,7 @@ impl CompactionMethod for ShakeMethod {
             &PassContext::compaction(),
             plan.counter().as_ref(),
         );
-        output(self.name(), reclaim)
+        Ok(reclaim)
     }
 }
 
@@ -247,7 +294,19 @@ impl CompactionMethod for TrimMethod {
         Capabilities::rewriting()
     }
 
+    fn prospect(&self, plan: &Plan) -> Prospect {
+        prospect(self.name(), self.reclaim(plan))
+    }
+
     async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+        output(self.name(), self.reclaim(plan)?)
+    }
+}
+
+impl TrimMethod {
+    /// What the pass reclaims from `plan`: asked once by `prospect`, which
+    /// writes nothing, and again by `run`.
+    fn reclaim(&self, plan: &Plan) -> Result<Reclaim, CompactError> {
         let snapshot = Snapshot::of_plan(plan);
         let reclaim = trim(
             &snapshot,
@@ -259,7 +318,7 @@ impl CompactionMethod for TrimMethod {
             method: self.name().to_string(),
             reason: error.to_string(),
         })?;
-        output(self.name(), reclaim)
+        Ok(reclaim)
     }
 }
 
@@ -284,6 +343,28 @@ mod tests {
     ) -> Result<abridge_compact::Outcome, CompactError> {
         let policy = Policy::default().with_keep_recent_tokens(100);
         futures::executor::block_on(compact_session(&mut b.session, method, &policy, trigger))
+    }
+
+    #[test]
+    fn an_attempt_that_finds_nothing_writes_nothing_to_the_log() {
+        let mut b = Builder::new();
+        for _ in 0..6 {
+            b.say(&"plain words with no tool output ".repeat(20));
+        }
+        let before = b.session.len();
+        for name in METHOD_NAMES {
+            let method = loose().method(name).expect("a name of this crate").unwrap();
+            let error = compact(&mut b, method.as_ref(), Trigger::Threshold).unwrap_err();
+            assert!(
+                matches!(error, CompactError::NothingToCompact { .. }),
+                "{name}: {error:?}"
+            );
+            assert_eq!(
+                b.session.len(),
+                before,
+                "{name} wrote events for an attempt that found nothing"
+            );
+        }
     }
 
     fn loose() -> ReclaimConfig {

@@ -20,35 +20,33 @@ pub const RECALL_TOOL: &str = "recall";
 
 /// An old tool result replaced by pruning. Slots: `{tokens}`,
 /// `{reference}` (`recall://SEQ` of the result), `{tool}`.
-pub const PRUNED: &str = "[abridge: old tool output ({tokens} tokens) pruned, kept as {reference} (the {tool} tool reads it)]";
+pub const PRUNED: &str = include_str!("../prompts/placeholder_pruned.txt");
 
 /// An old tool result replaced by `mask` (all but the newest N). Slots:
 /// `{tokens}`, `{reference}`, `{tool}`.
-pub const MASKED: &str = "[abridge: older tool output ({tokens} tokens) masked, kept as {reference} (the {tool} tool reads it)]";
+pub const MASKED: &str = include_str!("../prompts/placeholder_masked.txt");
 
 /// A file read made stale by a later read of the same file. Slots:
 /// `{path}`, `{tokens}`, `{reference}`, `{tool}`.
-pub const SUPERSEDED: &str = "[abridge: stale read of {path} ({tokens} tokens), superseded by a later read of the same file; kept as {reference} (the {tool} tool reads it)]";
+pub const SUPERSEDED: &str = include_str!("../prompts/placeholder_superseded.txt");
 
 /// A result the tool itself flagged as carrying nothing useful. Slots:
 /// `{reference}`, `{tool}`. Shorter than the others: such output is
 /// often short itself, and the placeholder must cost less.
-pub const USELESS: &str = "[abridge: output omitted as not useful; {tool}: {reference}]";
+pub const USELESS: &str = include_str!("../prompts/placeholder_useless.txt");
 
 /// Put between the head and the tail of a trimmed result. Slot: `{chars}`.
-pub const TRIM_MARKER: &str =
-    "\n[abridge: {chars} characters trimmed from the middle of this output]\n";
+pub const TRIM_MARKER: &str = include_str!("../prompts/placeholder_trim_marker.txt");
 
 /// A region moved out of a result by shake. Slots: `{what}`,
 /// `{reference}` (`recall://SEQ#START-END`: characters of the result's
 /// text), `{tokens}`, `{tool}`.
-pub const SHAKEN: &str =
-    "[abridge: {what} ({tokens} tokens) moved to {reference} (the {tool} tool reads it)]";
+pub const SHAKEN: &str = include_str!("../prompts/placeholder_shaken.txt");
 
 /// An image block moved out of a result by shake (image policy
 /// `record`). Slots: `{what}`, `{reference}` (`recall://SEQ`: the whole
 /// original result), `{tool}`.
-pub const SHAKEN_IMAGE: &str = "[abridge: {what} moved to {reference} (the {tool} tool reads it)]";
+pub const SHAKEN_IMAGE: &str = include_str!("../prompts/placeholder_shaken_image.txt");
 
 /// Fills `{name}` slots of a template.
 fn fill(template: &str, slots: &[(&str, &str)]) -> String {

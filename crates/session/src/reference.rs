@@ -28,7 +28,7 @@ pub const SCHEME: &str = "recall://";
 /// (prompts/checkpoint_reference.md). Slot: `{reference}`. It lives here,
 /// beside [`Reference`], because checkpoints are written both by the
 /// compaction seam and by importers, and both must read the same.
-pub const HIDDEN_NOTE: &str = include_str!("../../../prompts/checkpoint_reference.md");
+pub const HIDDEN_NOTE: &str = include_str!("../prompts/checkpoint_reference.md");
 
 /// What a reference names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

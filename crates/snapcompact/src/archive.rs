@@ -49,7 +49,7 @@ use crate::shape::FrameSpec;
 use crate::shape::Shape;
 
 /// The reading guide put before the frames, in our own words.
-pub(crate) const READING_GUIDE: &str = include_str!("../../../prompts/snapcompact_guide.md");
+pub(crate) const READING_GUIDE: &str = include_str!("../prompts/snapcompact_guide.md");
 
 /// The URL scheme of a frame reference in a stored checkpoint: an image
 /// block whose source is `snapcompact:<archive id>/<index>` and whose pixel

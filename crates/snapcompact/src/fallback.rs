@@ -19,7 +19,7 @@ use ab_glyph::ScaleFont;
 use crate::font::Face;
 use crate::font::Glyph;
 
-static TTF: &[u8] = include_bytes!("../../../assets/fonts/DroidSansFallbackFull.ttf");
+static TTF: &[u8] = include_bytes!("../fonts/DroidSansFallbackFull.ttf");
 
 /// Coverage above which a pixel is ink.
 const INK_THRESHOLD: f32 = 0.5;

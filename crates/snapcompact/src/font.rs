@@ -278,12 +278,12 @@ impl FaceId {
             FaceId::Fixed8x13 => (
                 &FIXED_8X13,
                 "8x13",
-                include_bytes!("../../../assets/fonts/8x13.bdf"),
+                include_bytes!("../fonts/8x13.bdf"),
             ),
             FaceId::Fixed6x13 => (
                 &FIXED_6X13,
                 "6x13",
-                include_bytes!("../../../assets/fonts/6x13.bdf"),
+                include_bytes!("../fonts/6x13.bdf"),
             ),
         };
         cell.get_or_init(|| {

@@ -30,13 +30,7 @@ pub const DEFAULT_PAGE_TOKENS: usize = 2_000;
 pub const RESULTS_PER_PAGE: usize = 8;
 
 /// What the model is told the tool does.
-pub const TOOL_DESCRIPTION: &str = "Read back or search conversation history that was compacted \
-out of your context. Checkpoints and placeholders name what they hid as recall://SEQ, \
-recall://FIRST-LAST or recall://SEQ#START-END (shaken output as artifact://ID#START-END). \
-Give exactly one of: \"ref\" to read one of those references; \"query\" to search the hidden \
-history by words or identifiers (ranked, with snippets and references); \"toc\" (true) to list \
-what each checkpoint hides, one line per turn; \"path\" to read what the last read of a file \
-returned, instead of reading it again. Long answers are paged: pass \"page\" for the next.";
+pub const TOOL_DESCRIPTION: &str = include_str!("../../prompts/recall_tool_description.txt");
 
 /// The tool as offered to a model.
 pub fn tool_spec() -> ToolSpec {
