@@ -31,8 +31,7 @@ pub const SHORT_HEADING: &str = "## In short";
 pub const CACHE_ALIGNED_NOTICE: &str = include_str!("../prompts/summarize_cache_aligned.md");
 /// Task of an update in cache-aligned mode, when the previous checkpoint
 /// is replayed at the head of the conversation rather than quoted below it.
-pub const SUMMARIZE_UPDATE_ALIGNED: &str =
-    include_str!("../prompts/summarize_update_aligned.md");
+pub const SUMMARIZE_UPDATE_ALIGNED: &str = include_str!("../prompts/summarize_update_aligned.md");
 
 /// The instruction appended to the live conversation
 /// (prompts/handoff.md).

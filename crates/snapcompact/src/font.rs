@@ -275,16 +275,8 @@ impl FaceId {
         static FIXED_8X13: OnceLock<Result<Face, Error>> = OnceLock::new();
         static FIXED_6X13: OnceLock<Result<Face, Error>> = OnceLock::new();
         let (cell, name, bytes): (_, _, &'static [u8]) = match self {
-            FaceId::Fixed8x13 => (
-                &FIXED_8X13,
-                "8x13",
-                include_bytes!("../fonts/8x13.bdf"),
-            ),
-            FaceId::Fixed6x13 => (
-                &FIXED_6X13,
-                "6x13",
-                include_bytes!("../fonts/6x13.bdf"),
-            ),
+            FaceId::Fixed8x13 => (&FIXED_8X13, "8x13", include_bytes!("../fonts/8x13.bdf")),
+            FaceId::Fixed6x13 => (&FIXED_6X13, "6x13", include_bytes!("../fonts/6x13.bdf")),
         };
         cell.get_or_init(|| {
             let text = std::str::from_utf8(bytes).map_err(|_| Error::Font {

@@ -6,7 +6,9 @@
 //! - [`modgraph`]: no import circle between the modules of one crate
 //!   (paths read by the scanner in [`items`] over the tokens of [`lexer`]);
 //! - [`size`]: no non-test source file under `crates/*/src` over 600
-//!   lines.
+//!   lines;
+//! - [`packaged`]: a publishable crate includes no file outside its own
+//!   directory and its manifest names what crates.io shows.
 //!
 //! One line per finding, `path:line: [rule] what`, and a failure exit when
 //! there is any. It reads source as text and runs nothing but
@@ -25,6 +27,7 @@ mod items;
 mod layers;
 mod lexer;
 mod modgraph;
+mod packaged;
 mod size;
 
 /// One broken rule at one place.
@@ -66,7 +69,7 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     if !findings.is_empty() {
         bail!("lint-arch: {} finding(s)", findings.len());
     }
-    println!("lint-arch: layers, import circles and file sizes are clean");
+    println!("lint-arch: layers, import circles, file sizes and packaging are clean");
     Ok(())
 }
 
@@ -165,6 +168,7 @@ fn crate_findings(root: &Path, dir: &Path) -> anyhow::Result<Vec<Finding>> {
     let mut files = Vec::new();
     rust_files(&src, &mut files)?;
     files.sort();
+    findings.extend(packaging_findings(root, dir, &files)?);
     for file in files {
         if test_files.contains(&file) && !code_files.contains(&file) {
             continue;
@@ -185,6 +189,52 @@ fn crate_findings(root: &Path, dir: &Path) -> anyhow::Result<Vec<Finding>> {
                     size::LIMIT
                 ),
             });
+        }
+    }
+    Ok(findings)
+}
+
+/// What would break or be missing when the crate at `dir` is packaged.
+fn packaging_findings(root: &Path, dir: &Path, files: &[PathBuf]) -> anyhow::Result<Vec<Finding>> {
+    let manifest_path = dir.join("Cargo.toml");
+    let manifest = std::fs::read_to_string(&manifest_path)
+        .with_context(|| format!("cannot read {}", manifest_path.display()))?;
+    if packaged::unpublished(&manifest) {
+        return Ok(Vec::new());
+    }
+    let mut findings = Vec::new();
+    let missing = packaged::missing_keys(&manifest);
+    if !missing.is_empty() {
+        findings.push(Finding {
+            location: format!("{}:1", relative(root, &manifest_path)),
+            rule: "packaged",
+            message: format!(
+                "a publishable crate's [package] lacks {}",
+                missing.join(", ")
+            ),
+        });
+    }
+    if !dir.join("README.md").is_file() {
+        findings.push(Finding {
+            location: format!("{}:1", relative(root, &manifest_path)),
+            rule: "packaged",
+            message: "a publishable crate has no README.md".to_string(),
+        });
+    }
+    for file in files {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        let here = file.parent().unwrap_or(dir);
+        for (line, path) in packaged::includes(&text) {
+            if !packaged::resolve(here, &path).starts_with(dir) {
+                findings.push(Finding {
+                    location: format!("{}:{line}", relative(root, file)),
+                    rule: "packaged",
+                    message: format!(
+                        "includes {path}, outside the crate: a package would not hold it (move it into the crate)"
+                    ),
+                });
+            }
         }
     }
     Ok(findings)
