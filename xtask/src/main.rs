@@ -161,6 +161,9 @@ fn ci(root: &Path) -> anyhow::Result<()> {
     // runs its loop under two executors.
     println!("$ cargo xtask framework");
     framework::run(root)?;
+    // The facade's own tests with the minimal set: a test that needs a
+    // feature says so in its manifest (`required-features`) or its cfg.
+    cargo(&["test", "-q", "-p", "abridge", "--no-default-features"])?;
     // Kill trials, short: the figure in BENCHMARKS.md comes from 1000.
     println!("$ cargo xtask soak --kills 100 (not written)");
     soak::soak(100, None)?;

@@ -2,6 +2,9 @@
 //! progress rule, the breaker, one pass at a time, events, and
 //! cancellation at every await point.
 
+// Without `tokio` the speculation tests are left out, and their helpers
+// with them.
+#![cfg_attr(not(feature = "tokio"), allow(dead_code))]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -614,6 +617,8 @@ async fn settle(m: &Maintenance) {
     panic!("the speculation never finished");
 }
 
+// Speculation needs the `tokio` feature.
+#[cfg(feature = "tokio")]
 #[tokio::test]
 async fn a_speculation_started_in_the_band_is_committed_at_the_threshold_without_a_call() {
     let shared = session(4);
@@ -637,6 +642,8 @@ async fn a_speculation_started_in_the_band_is_committed_at_the_threshold_without
     assert!(check_invariants(&lock_session(&shared)).is_ok());
 }
 
+// Speculation needs the `tokio` feature.
+#[cfg(feature = "tokio")]
 #[tokio::test]
 async fn a_pruned_span_still_takes_the_speculation() {
     let shared = session(4);
@@ -660,6 +667,8 @@ async fn a_pruned_span_still_takes_the_speculation() {
     assert!(check_invariants(&lock_session(&shared)).is_ok());
 }
 
+// Speculation needs the `tokio` feature.
+#[cfg(feature = "tokio")]
 #[tokio::test]
 async fn a_changed_prefix_drops_the_speculation_and_runs_live() {
     let shared = session(4);
@@ -690,6 +699,8 @@ async fn a_changed_prefix_drops_the_speculation_and_runs_live() {
     );
 }
 
+// Speculation needs the `tokio` feature.
+#[cfg(feature = "tokio")]
 #[tokio::test]
 async fn a_manual_pass_drops_the_speculation_first() {
     let shared = session(4);
@@ -815,6 +826,8 @@ fn assert_host_notes_kept(session: &SharedSession) {
     );
 }
 
+// Speculation needs the `tokio` feature.
+#[cfg(feature = "tokio")]
 #[tokio::test]
 async fn the_host_hooks_keep_their_note_on_the_live_and_the_speculative_path() {
     // Live: over the threshold with nothing speculated.
@@ -892,6 +905,8 @@ fn a_method_that_resends_its_input_is_skipped_on_overflow_whatever_its_name() {
 /// Issue 31: speculation asks the method too: the same `soft` double is
 /// started early when it declares a model call, and not when it declares
 /// itself model-free.
+// Speculation needs the `tokio` feature.
+#[cfg(feature = "tokio")]
 #[tokio::test]
 async fn speculation_follows_the_declared_capability_not_the_name() {
     let shared = session(4);
