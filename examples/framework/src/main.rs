@@ -126,6 +126,8 @@ struct Tally {
     passes: usize,
     bookends: usize,
     largest_request: u64,
+    /// `compaction/start` events in the log: one per attempt that began.
+    starts: usize,
 }
 
 /// The harness: `prune`, then the custom method, then `digest`.
@@ -185,17 +187,27 @@ async fn agent_loop() -> Result<Tally, Box<dyn std::error::Error>> {
             return Err(format!("turn {turn}: the pass failed: {:?}", pass.failures).into());
         }
     }
-    let report =
-        abridge::compact::check_invariants(&abridge::compact::lock_session(harness.session()));
+    let session = abridge::compact::lock_session(harness.session());
+    let report = abridge::compact::check_invariants(&session);
     if !report.is_ok() {
         return Err(format!("the log breaks an invariant: {:?}", report.violations).into());
     }
+    // Attempts that began (an attempt that finds nothing writes nothing,
+    // so this counts only the ones that had something to try).
+    let starts = session
+        .events()
+        .iter()
+        .filter_map(|event| event.log())
+        .filter(|log| log.kind == abridge::compact::TYPE_COMPACTION_START)
+        .count();
+    drop(session);
     let mut tally = std::mem::take(
         &mut *tally
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner),
     );
     tally.largest_request = largest;
+    tally.starts = starts;
     if tally.largest_request > WINDOW {
         return Err(format!("a request of {largest} tokens went over the {WINDOW} window").into());
     }
@@ -211,8 +223,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let on_block_on = futures::executor::block_on(agent_loop())?;
     for (executor, tally) in [("tokio", &on_tokio), ("block_on", &on_block_on)] {
         println!(
-            "{executor}: {TURNS} turns, {} compactions ({} by bookends), largest request {} of {WINDOW} tokens",
-            tally.passes, tally.bookends, tally.largest_request
+            "{executor}: {TURNS} turns, {} compactions ({} by bookends) from {} attempts begun, largest request {} of {WINDOW} tokens",
+            tally.passes, tally.bookends, tally.starts, tally.largest_request
         );
     }
     Ok(())
