@@ -11,10 +11,10 @@ use abridge_meter::TokenCounter;
 use abridge_session::Seq;
 
 use crate::details::Details;
-use crate::redact::Redactor;
 use crate::types::FileOps;
 use crate::types::Span;
 use crate::types::Trigger;
+use abridge_redact::Redactor;
 
 /// The checkpoint at the head of the span, which the new one must merge.
 #[derive(Debug, Clone, PartialEq)]
@@ -261,7 +261,7 @@ impl Plan {
 
     /// `text` through the plan's redactor (unchanged without one).
     pub fn redact<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
-        crate::redact::redact_with(self.redactor.as_deref(), text)
+        abridge_redact::redact_with(self.redactor.as_deref(), text)
     }
 
     /// Adds context for the prompt (what a `while` hook supplies),

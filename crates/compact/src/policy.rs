@@ -6,7 +6,7 @@ use abridge_meter::EstimateCounter;
 use abridge_meter::TokenCounter;
 use abridge_session::Session;
 
-use crate::redact::Redactor;
+use abridge_redact::Redactor;
 
 /// How many of the newest tokens a compaction keeps verbatim by default.
 pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;

@@ -58,9 +58,9 @@ use crate::method::Checkpoint;
 use crate::method::MethodOutput;
 use crate::method::Rewrite;
 use crate::plan::Plan;
-use crate::redact::Redactor;
 use crate::saving::check_saving;
 use crate::service::Outcome;
+use abridge_redact::Redactor;
 
 /// A compaction id unique within the session and, in practice, across
 /// processes: process id, a clock reading, and the seq its start will take

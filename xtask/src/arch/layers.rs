@@ -17,13 +17,14 @@ use serde_json::Value;
 
 use super::Finding;
 
-/// docs/architecture.md "The layers", lowest first: `llm <- session <- {import,
+/// docs/architecture.md "The layers", lowest first: `llm <- {session, redact} <- {import,
 /// meter} <- compact <- {compact-basic, prune, snapcompact} <- abridge <-
 /// serve <- proxy <- cli` (the CLI runs both faces), with `store-postgres`
 /// beside the session's consumers.
 const LAYERS: &[&[&str]] = &[
     &["abridge-llm"],
-    &["abridge-session"],
+    // Redaction needs only the vocabulary; the seam applies it.
+    &["abridge-session", "abridge-redact"],
     &["abridge-import", "abridge-meter", "abridge-store-postgres"],
     &["abridge-compact"],
     &[

@@ -5,8 +5,8 @@
 //!
 //! # Where it applies
 //!
-//! The seam applies it once, when a [`Plan`](crate::Plan) is built under a
-//! [`Policy`](crate::Policy) that carries a [`Redactor`]: every message the
+//! The compaction seam (`abridge-compact`) applies it once, when a `Plan`
+//! is built under a `Policy` that carries a [`Redactor`]: every message the
 //! plan hands a method (the span, the head, the kept tail) and the previous
 //! checkpoint's summary are the redacted view, so no method has to
 //! remember. The log itself is never modified: kept messages stay verbatim
