@@ -16,9 +16,9 @@ use std::sync::Arc;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::ErrorKind;
-use abridge_compact::MeterCounter;
 use abridge_compact::Policy;
 use abridge_compact::Trigger;
+use abridge_compact::host::MeterCounter;
 use abridge_import as import;
 use abridge_llm::Catalog;
 use abridge_session::JsonlOptions;
@@ -83,7 +83,9 @@ fn run_one(sample_name: &str, method_name: &str) -> Option<(u64, u64)> {
     let before_bytes = std::fs::read(&path).unwrap();
     let mut session = open(&path);
     let before_events = session.events().to_vec();
-    let before_violations = abridge_compact::check_invariants(&session).violations.len();
+    let before_violations = abridge_compact::check::check_invariants(&session)
+        .violations
+        .len();
 
     let entry = Catalog::builtin().lookup(MODEL).entry;
     let policy =
@@ -115,7 +117,7 @@ fn run_one(sample_name: &str, method_name: &str) -> Option<(u64, u64)> {
     };
 
     let label = format!("{sample_name} / {method_name}");
-    let report = abridge_compact::check_invariants(&session);
+    let report = abridge_compact::check::check_invariants(&session);
     assert!(
         report.violations.len() <= before_violations,
         "{label}: new invariant violations: {:?}",

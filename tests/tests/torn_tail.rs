@@ -22,9 +22,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use abridge_compact::MeterCounter;
 use abridge_compact::Policy;
 use abridge_compact::Trigger;
+use abridge_compact::host::MeterCounter;
 use abridge_import as import;
 use abridge_llm::Catalog;
 use abridge_llm::Message;
@@ -220,8 +220,8 @@ fn run_cut(original: &[u8], cut: usize) -> Option<TornTail> {
     let (mut session, report) = Session::open(Box::new(store)).unwrap();
     assert_eq!(report.torn_tail, None, "{context}");
     assert_eq!(session.len(), read.len(), "{context}");
-    abridge_compact::close_stale(&mut session).unwrap();
-    let check = abridge_compact::check_invariants(&session);
+    abridge_compact::host::close_stale(&mut session).unwrap();
+    let check = abridge_compact::check::check_invariants(&session);
     assert!(check.is_ok(), "{context}: {:?}", check.violations);
 
     // Keep the complete events: they are back, and the log checks.
@@ -231,12 +231,12 @@ fn run_cut(original: &[u8], cut: usize) -> Option<TornTail> {
     let seqs = abridge_session::keep_torn_events(&mut kept, &aside)
         .unwrap_or_else(|e| panic!("{context}: the complete events were refused: {e}"));
     assert_eq!(seqs.len(), torn.events, "{context}");
-    abridge_compact::close_stale(&mut kept).unwrap();
+    abridge_compact::host::close_stale(&mut kept).unwrap();
     drop(kept);
     let (kept, report) = Session::open(Box::new(writer(&keep_path))).unwrap();
     assert_eq!(report.torn_tail, None, "{context}");
     assert!(kept.len() >= read.len() + torn.events, "{context}");
-    let check = abridge_compact::check_invariants(&kept);
+    let check = abridge_compact::check::check_invariants(&kept);
     assert!(
         check.is_ok() && check.stale_starts.is_empty(),
         "{context}: {:?}",

@@ -61,14 +61,14 @@ fn soft_lands(binary: &Path, base_url: &str, root: &Path, work: &Path) -> anyhow
         after.surface().len()
     );
     let first = &after.surface_messages()[0];
-    let first = if abridge_compact::is_checkpoint(first) {
+    let first = if abridge_compact::host::is_checkpoint(first) {
         first
     } else {
         // A leading system prompt stays in front of the checkpoint.
         &after.surface_messages()[1]
     };
     ensure!(
-        abridge_compact::is_checkpoint(first),
+        abridge_compact::host::is_checkpoint(first),
         "no framed checkpoint on the surface"
     );
     let after_bytes = std::fs::read(&session)?;
@@ -112,7 +112,7 @@ fn fall_through(binary: &Path, base_url: &str, root: &Path, work: &Path) -> anyh
         .events()
         .iter()
         .filter_map(|e| e.log())
-        .filter(|log| log.kind == abridge_compact::TYPE_COMPACTION_END)
+        .filter(|log| log.kind == abridge_compact::host::TYPE_COMPACTION_END)
         .filter(|log| log.data.get("error").is_some_and(|e| !e.is_null()))
         .count();
     ensure!(

@@ -29,8 +29,8 @@ use abridge::MethodSources;
 use abridge::PassStatus;
 use abridge::Settings;
 use abridge::SummarizerModel;
-use abridge_compact::EndData;
-use abridge_compact::EndStatus;
+use abridge_compact::host::EndData;
+use abridge_compact::host::EndStatus;
 use abridge_llm::LlmClient;
 use abridge_llm::LlmError;
 use abridge_llm::Message;
@@ -193,11 +193,11 @@ impl Rig {
 
     /// The `compaction/end` events that record a failure.
     fn failed_ends(&self) -> anyhow::Result<Vec<EndData>> {
-        let session = abridge_compact::lock_session(self.harness()?.session());
+        let session = abridge_compact::host::lock_session(self.harness()?.session());
         let mut ends = Vec::new();
         for event in session.events() {
             let Some(log) = event.log() else { continue };
-            if log.kind != abridge_compact::TYPE_COMPACTION_END {
+            if log.kind != abridge_compact::host::TYPE_COMPACTION_END {
                 continue;
             }
             let end: EndData = serde_json::from_value(log.data.clone())?;
@@ -314,7 +314,7 @@ fn cut(binary: &Path, base_url: &str, _root: &Path, work: &Path) -> anyhow::Resu
 
     rig.proxy.set(Fault::Cut { after: 700 });
     let harness = rig.harness()?;
-    let before = abridge_compact::lock_session(harness.session()).len();
+    let before = abridge_compact::host::lock_session(harness.session()).len();
     harness.append(Message::user("Name one sorting algorithm."))?;
     let mut request = harness.turn_request()?;
     request.max_output_tokens = Some(TURN_CAP);
@@ -325,7 +325,7 @@ fn cut(binary: &Path, base_url: &str, _root: &Path, work: &Path) -> anyhow::Resu
         matches!(cut, Err(LlmError::Transport { .. })),
         "a stream cut mid-event gave {cut:?}"
     );
-    let after = abridge_compact::lock_session(harness.session()).len();
+    let after = abridge_compact::host::lock_session(harness.session()).len();
     ensure!(
         after == before + 1,
         "the cut turn wrote {} events, expected only the user message",

@@ -206,7 +206,7 @@ pub(crate) fn run(target: Target, input: &[u8], scratch: &Path) -> Result<Verdic
             match Session::open(Box::new(store)) {
                 Ok((session, _)) => {
                     // Violations are findings about the input, not failures.
-                    let _ = abridge_compact::check_invariants(&session);
+                    let _ = abridge_compact::check::check_invariants(&session);
                     Ok(Verdict::Accepted)
                 }
                 Err(e) => session_error_located(&e).map(|()| Verdict::Refused),

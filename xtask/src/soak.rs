@@ -26,11 +26,11 @@ use std::time::Instant;
 
 use abridge_compact::EstimateCounter;
 use abridge_compact::Policy;
-use abridge_compact::TYPE_COMPACTION_START;
 use abridge_compact::Trigger;
-use abridge_compact::check_invariants;
-use abridge_compact::close_stale;
+use abridge_compact::check::check_invariants;
 use abridge_compact::compact_session;
+use abridge_compact::host::TYPE_COMPACTION_START;
+use abridge_compact::host::close_stale;
 use abridge_compact_basic::DigestMethod;
 use abridge_llm::Message;
 use abridge_session::JsonlOptions;

@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use abridge_compact::CompactionMethod;
 use abridge_compact::ErrorKind;
-use abridge_compact::begin;
-use abridge_compact::commit;
-use abridge_compact::plan;
+use abridge_compact::host::begin;
+use abridge_compact::host::commit;
+use abridge_compact::host::plan;
 use abridge_compact_basic::DigestMethod;
 use abridge_session::Draft;
 use abridge_session::FsyncPolicy;

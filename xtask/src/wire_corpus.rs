@@ -475,7 +475,7 @@ fn native_compactions(
             session.append_message(Message::assistant("y ".repeat(400)))?;
             session.append_message(Message::user(format!("More {round}.")))?;
         }
-        let plan = abridge_compact::plan(&session, &policy())
+        let plan = abridge_compact::host::plan(&session, &policy())
             .context("the compacted session has nothing to compact")?;
         let mut config = RemoteConfig::new(kind, url, model);
         config.api_key = Some(KEY.into());

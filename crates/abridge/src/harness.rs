@@ -20,11 +20,11 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use abridge_compact::MeterCounter;
-use abridge_compact::SharedSession;
 use abridge_compact::TokenCounter;
 use abridge_compact::Trigger;
-use abridge_compact::lock_session;
+use abridge_compact::host::MeterCounter;
+use abridge_compact::host::SharedSession;
+use abridge_compact::host::lock_session;
 use abridge_llm::Catalog;
 use abridge_llm::LlmClient;
 use abridge_llm::Match;
@@ -72,7 +72,7 @@ pub struct Harness {
     /// Built on the first recall call, refreshed on every later one.
     recall: Mutex<Option<Recall>>,
     /// What recall answers through (`None`: the logged originals).
-    recall_redactor: Option<Arc<abridge_compact::Redactor>>,
+    recall_redactor: Option<Arc<abridge_compact::host::Redactor>>,
     /// Where shake put what it moved out, for `artifact://` references.
     artifacts: Option<Arc<dyn ArtifactStore>>,
     /// A compaction the model asked for, run by the next `after_turn`.
@@ -361,7 +361,7 @@ impl Harness {
 fn append_paired(session: &SharedSession, message: Message) -> Result<Seq, HarnessError> {
     let mut session = lock_session(session);
     if let Err((_, fault)) =
-        abridge_compact::check_appended_pairing(&session, std::slice::from_ref(&message))
+        abridge_compact::check::check_appended_pairing(&session, std::slice::from_ref(&message))
     {
         return Err(HarnessError::Pairing {
             position: session.surface().seqs().len(),

@@ -107,7 +107,7 @@ mod speculation;
 /// implementation needs no dependency of its own: `#[abridge::async_trait]`.
 pub use async_trait::async_trait;
 
-pub use abridge_compact::MethodFailure;
+pub use abridge_compact::host::MethodFailure;
 pub use counting::CountCache;
 pub use counting::CountEndpoint;
 pub use counting::CountPrimer;

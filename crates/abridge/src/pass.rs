@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use abridge_compact::MethodFailure;
 use abridge_compact::Outcome;
 use abridge_compact::Trigger;
+use abridge_compact::host::MethodFailure;
 use serde::Serialize;
 
 /// How a pass ended.

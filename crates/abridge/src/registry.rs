@@ -18,10 +18,10 @@
 use std::sync::Arc;
 use std::sync::LazyLock;
 
-use abridge_compact::CheckpointExpansion;
 use abridge_compact::CompactionMethod;
 use abridge_compact::ErrorKind;
-use abridge_compact::MethodFailure;
+use abridge_compact::host::CheckpointExpansion;
+use abridge_compact::host::MethodFailure;
 
 use crate::methods;
 use crate::methods::BuildResult;

@@ -25,9 +25,9 @@ use std::collections::HashMap;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use abridge_compact::CheckpointExpansion;
-use abridge_compact::Destination;
-use abridge_compact::SurfaceMessage;
+use abridge_compact::host::CheckpointExpansion;
+use abridge_compact::host::Destination;
+use abridge_compact::host::SurfaceMessage;
 use abridge_llm::LlmClient;
 use abridge_llm::Message;
 use abridge_llm::ModelEntry;

@@ -28,12 +28,12 @@ use std::sync::Mutex;
 
 use abridge_compact::Capabilities;
 use abridge_compact::CompactError;
-use abridge_compact::CompactionHooks;
 use abridge_compact::CompactionMethod;
 use abridge_compact::MethodOutput;
 use abridge_compact::Outcome;
 use abridge_compact::Plan;
 use abridge_compact::Span;
+use abridge_compact::host::CompactionHooks;
 use abridge_prune::original_of;
 use abridge_session::Seq;
 use abridge_session::Session;

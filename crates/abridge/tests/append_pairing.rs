@@ -7,9 +7,9 @@
 
 use abridge::Harness;
 use abridge::HarnessError;
-use abridge::compact::PairingFault;
-use abridge::compact::check_invariants;
-use abridge::compact::lock_session;
+use abridge::compact::check::PairingFault;
+use abridge::compact::check::check_invariants;
+use abridge::compact::host::lock_session;
 use abridge::llm::Message;
 use abridge::llm::Response;
 use abridge::llm::StopReason;

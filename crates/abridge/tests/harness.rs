@@ -77,12 +77,12 @@ fn overflow_promotes_once_to_a_larger_window_then_compacts() {
 }
 
 fn compaction_starts(harness: &Harness) -> usize {
-    abridge::compact::lock_session(harness.session())
+    abridge::compact::host::lock_session(harness.session())
         .events()
         .iter()
         .filter(|e| {
             e.log()
-                .is_some_and(|l| l.kind == abridge::compact::TYPE_COMPACTION_START)
+                .is_some_and(|l| l.kind == abridge::compact::host::TYPE_COMPACTION_START)
         })
         .count()
 }
@@ -178,7 +178,7 @@ fn the_idle_trigger_runs_once_after_idle_minutes_without_activity() {
     // An append through the session itself (not the Harness) is activity
     // too, from the tick that sees it.
     for i in 0..40 {
-        abridge::compact::lock_session(harness.session())
+        abridge::compact::host::lock_session(harness.session())
             .append_message(Message::user(format!("more {i}: {}", "words ".repeat(60))))
             .unwrap();
     }
@@ -301,24 +301,27 @@ struct RecordingHooks {
 }
 
 #[async_trait::async_trait]
-impl abridge::compact::CompactionHooks for RecordingHooks {
+impl abridge::compact::host::CompactionHooks for RecordingHooks {
     async fn before_compaction(
         &self,
         _plan: &abridge::compact::Plan,
         method: &str,
-    ) -> abridge::compact::Before {
+    ) -> abridge::compact::host::Before {
         self.before.lock().unwrap().push(method.to_string());
         if self.cancel {
-            abridge::compact::Before::Cancel {
+            abridge::compact::host::Before::Cancel {
                 reason: "the host said no".into(),
             }
         } else {
-            abridge::compact::Before::Proceed
+            abridge::compact::host::Before::Proceed
         }
     }
 
-    async fn while_compacting(&self, _plan: &abridge::compact::Plan) -> abridge::compact::Extra {
-        abridge::compact::Extra {
+    async fn while_compacting(
+        &self,
+        _plan: &abridge::compact::Plan,
+    ) -> abridge::compact::host::Extra {
+        abridge::compact::host::Extra {
             context: Vec::new(),
             preserve: vec!["HOST-NOTE: the migration plan is in PLAN.md".into()],
         }

@@ -14,6 +14,8 @@ use abridge::Limits;
 use abridge::Maintenance;
 use abridge::MaintenanceEvent;
 use abridge::PassStatus;
+use abridge::compact::check::*;
+use abridge::compact::host::*;
 use abridge::compact::*;
 use abridge::llm::Block;
 use abridge::llm::Message;

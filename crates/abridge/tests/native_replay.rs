@@ -131,7 +131,7 @@ async fn the_responses_provider_gets_its_compaction_back_and_others_get_text() {
     // The checkpoint's text is not sent beside it: the output stands for
     // the span.
     let stored = {
-        let session = abridge::compact::lock_session(harness.session());
+        let session = abridge::compact::host::lock_session(harness.session());
         session.surface_messages()[0].plain_text()
     };
     let line = stored.lines().find(|l| l.len() > 20).unwrap().to_string();

@@ -505,7 +505,7 @@ fn a_shaken_block_reads_back_through_its_part_reference() {
         .unwrap();
     let pass = run(harness.compact(&[], None)).unwrap();
     assert_eq!(pass.outcomes.len(), 1, "{pass:?}");
-    let session = abridge::compact::lock_session(harness.session());
+    let session = abridge::compact::host::lock_session(harness.session());
     let placeholder = session
         .surface_messages()
         .iter()

@@ -8,7 +8,7 @@
 
 use abridge::Harness;
 use abridge::Settings;
-use abridge_compact::SecretKind;
+use abridge_compact::host::SecretKind;
 use abridge_test_support::secrets;
 
 fn run<T>(future: impl std::future::Future<Output = T>) -> T {
@@ -34,7 +34,7 @@ fn harness(methods: &str, extra: &str) -> Harness {
 
 /// Every event compaction appended after the fixture's, as logged.
 fn written(harness: &Harness, from: usize) -> String {
-    let session = abridge_compact::lock_session(harness.session());
+    let session = abridge_compact::host::lock_session(harness.session());
     (from as u64..session.len() as u64)
         .filter_map(|seq| session.event(seq))
         .map(|e| format!("{e:?}"))
@@ -44,7 +44,7 @@ fn written(harness: &Harness, from: usize) -> String {
 
 /// The fixture's own events, as logged.
 fn logged(harness: &Harness, to: usize) -> String {
-    let session = abridge_compact::lock_session(harness.session());
+    let session = abridge_compact::host::lock_session(harness.session());
     (0..to as u64)
         .filter_map(|seq| session.event(seq))
         .map(|e| format!("{e:?}"))
@@ -67,7 +67,7 @@ fn the_fixture_holds_one_secret_of_every_kind() {
 #[test]
 fn digest_checkpoint_holds_placeholders_not_secrets() {
     let harness = harness("\"digest\"", "");
-    let before = abridge_compact::lock_session(harness.session()).len();
+    let before = abridge_compact::host::lock_session(harness.session()).len();
     let pass = run(harness.compact(&[], None)).unwrap();
     assert!(pass.landed(), "{pass:?}");
     let text = written(&harness, before);
@@ -78,15 +78,15 @@ fn digest_checkpoint_holds_placeholders_not_secrets() {
         &["openai-key", "anthropic-key", "aws-access-key-id", "custom"],
     );
     secrets::assert_originals("the log", &logged(&harness, before));
-    let session = abridge_compact::lock_session(harness.session());
+    let session = abridge_compact::host::lock_session(harness.session());
     let checkpoint = session
         .surface_messages()
         .into_iter()
-        .find(|m| abridge_compact::is_checkpoint(m))
+        .find(|m| abridge_compact::host::is_checkpoint(m))
         .unwrap();
     insta::assert_snapshot!(
         "redacted_digest",
-        abridge_compact::checkpoint_body(&checkpoint)
+        abridge_compact::host::checkpoint_body(&checkpoint)
     );
 }
 

@@ -46,7 +46,7 @@ fn archive(redact: bool) -> Archive {
         .unwrap();
     let pass = run(harness.compact(&[], None)).unwrap();
     assert!(pass.landed(), "{pass:?}");
-    let session = abridge::compact::lock_session(harness.session());
+    let session = abridge::compact::host::lock_session(harness.session());
     let seq = session
         .surface()
         .seqs()
@@ -55,10 +55,10 @@ fn archive(redact: bool) -> Archive {
         .find(|seq| {
             session
                 .message(*seq)
-                .is_some_and(|m| abridge::compact::is_checkpoint(m))
+                .is_some_and(|m| abridge::compact::host::is_checkpoint(m))
         })
         .expect("a checkpoint on the surface");
-    let summary = abridge::compact::summary_of_checkpoint(&session, seq).unwrap();
+    let summary = abridge::compact::host::summary_of_checkpoint(&session, seq).unwrap();
     abridge_snapcompact::archive_from_summary(&summary.summary, &summary.details)
         .expect("the checkpoint's archive")
 }

@@ -145,11 +145,11 @@ fn assert_bodies_clean(what: &str, bodies: &[String]) {
 
 /// The checkpoint on the surface, and the fixture's originals in the log.
 fn assert_checkpoint_clean_and_log_intact(harness: &Harness) {
-    let session = abridge::compact::lock_session(harness.session());
+    let session = abridge::compact::host::lock_session(harness.session());
     let checkpoint = session
         .surface_messages()
         .into_iter()
-        .find(|m| abridge::compact::is_checkpoint(m))
+        .find(|m| abridge::compact::host::is_checkpoint(m))
         .expect("a checkpoint on the surface");
     let text = format!("{checkpoint:?}");
     secrets::assert_no_secret("the checkpoint", &text);

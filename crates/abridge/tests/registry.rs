@@ -20,16 +20,16 @@ use abridge::Settings;
 use abridge::SummarizerModel;
 use abridge::compact::Capabilities;
 use abridge::compact::Checkpoint;
-use abridge::compact::CheckpointExpansion;
 use abridge::compact::CompactError;
 use abridge::compact::CompactionMethod;
-use abridge::compact::Destination;
 use abridge::compact::ErrorKind;
-use abridge::compact::ExpansionError;
 use abridge::compact::MethodOutput;
 use abridge::compact::OutputKind;
 use abridge::compact::Plan;
-use abridge::compact::SurfaceMessage;
+use abridge::compact::host::CheckpointExpansion;
+use abridge::compact::host::Destination;
+use abridge::compact::host::ExpansionError;
+use abridge::compact::host::SurfaceMessage;
 use abridge::llm::Block;
 use abridge::llm::Message;
 use abridge::llm::Origin;
@@ -349,7 +349,7 @@ fn a_registered_expansion_shapes_the_request_and_only_for_its_registry() {
     );
     assert!(request[0].plain_text().ends_with(" for anyone"));
     // The built-in expansions leave a checkpoint they do not own alone.
-    let session = abridge::compact::lock_session(harness.session());
+    let session = abridge::compact::host::lock_session(harness.session());
     let plain = abridge::build_request(&session, &abridge::RequestTarget::default()).unwrap();
     assert!(plain[0].plain_text().contains("[tally]"));
 }
@@ -388,7 +388,7 @@ fn snapcompact_checkpoints_are_drawn_by_the_registered_expansion() {
         .unwrap();
     let pass = run(harness.compact(&["snapcompact".to_string()], None)).unwrap();
     let seq = pass.outcomes[0].checkpoint_seq.expect("a checkpoint");
-    let stored = abridge::compact::lock_session(harness.session())
+    let stored = abridge::compact::host::lock_session(harness.session())
         .message(seq)
         .unwrap()
         .as_ref()
@@ -401,7 +401,7 @@ fn snapcompact_checkpoints_are_drawn_by_the_registered_expansion() {
         .find(|m| matches!(&m.meta.origin, Some(Origin::Checkpoint { .. })))
         .unwrap();
     assert!(images(&sent) > 0, "the request carries the frames");
-    let session = abridge::compact::lock_session(harness.session());
+    let session = abridge::compact::host::lock_session(harness.session());
     let expanded = abridge::expand_frames(&session).unwrap();
     assert!(expanded.iter().any(|m| images(m) > 0));
 }

@@ -14,7 +14,7 @@ use abridge::Harness;
 use abridge::MaintenanceEvent;
 use abridge::PassStatus;
 use abridge::Settings;
-use abridge_compact::lock_session;
+use abridge_compact::host::lock_session;
 use abridge_session::MemoryStore;
 use abridge_session::Session;
 use abridge_test_support::samples::ALL;

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use abridge::Settings;
-use abridge_compact::Redactor;
+use abridge_compact::host::Redactor;
 
 /// The `--no-redact` flag of commands that write what a session holds.
 #[derive(Debug, Clone, clap::Args)]

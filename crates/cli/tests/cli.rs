@@ -57,7 +57,7 @@ fn import_compact_context_check_round_trip() {
     let context = abridge(&["context", path, "--json"]);
     assert!(context.status.success(), "{}", stderr(&context));
     let messages: Vec<abridge_llm::Message> = serde_json::from_slice(&context.stdout).unwrap();
-    assert!(messages.iter().any(abridge_compact::is_checkpoint));
+    assert!(messages.iter().any(abridge_compact::host::is_checkpoint));
 }
 
 #[test]
@@ -601,8 +601,8 @@ fn check_fails_on_a_stale_start_and_repair_closes_it() {
         let store = abridge_session::JsonlStore::open(&session, Default::default()).unwrap();
         let (mut s, _) = abridge_session::Session::open(Box::new(store)).unwrap();
         let policy = abridge_compact::Policy::default().with_keep_recent_tokens(200);
-        let plan = abridge_compact::plan(&s, &policy).unwrap();
-        let ticket = abridge_compact::begin(&mut s, plan, "digest").unwrap();
+        let plan = abridge_compact::host::plan(&s, &policy).unwrap();
+        let ticket = abridge_compact::host::begin(&mut s, plan, "digest").unwrap();
         // The process "dies" here: the ticket goes without an end.
         drop(ticket);
         s.sync().unwrap();

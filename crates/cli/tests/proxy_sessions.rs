@@ -142,7 +142,7 @@ fn stats_check_context_and_report_read_a_proxy_session() {
     assert!(context.status.success(), "{}", stderr(&context));
     let surface: Vec<abridge_llm::Message> = serde_json::from_slice(&context.stdout).unwrap();
     assert!(
-        surface.iter().any(abridge_compact::is_checkpoint),
+        surface.iter().any(abridge_compact::host::is_checkpoint),
         "the proxy compacted"
     );
 

@@ -93,7 +93,7 @@ fn drawn(session: &Path, redact: bool) -> Vec<Vec<u8>> {
     let mut messages = session.surface_messages();
     if redact {
         let redactor =
-            abridge_compact::Redactor::new(&[secrets::USER_PATTERN.to_string()]).unwrap();
+            abridge_compact::host::Redactor::new(&[secrets::USER_PATTERN.to_string()]).unwrap();
         messages = redactor.redact_messages(&messages);
     }
     let spec = FrameSpec::for_model("claude-sonnet-4-5");
@@ -146,7 +146,7 @@ fn render_of_text_redacts_it_too() {
         out.to_str().unwrap(),
         "--json",
     ]);
-    let redactor = abridge_compact::Redactor::builtin().unwrap();
+    let redactor = abridge_compact::host::Redactor::builtin().unwrap();
     let redacted = redactor.redact(&secrets::tool_output()).into_owned();
     let spec = FrameSpec::for_model("claude-sonnet-4-5");
     let expected: Vec<Vec<u8>> = abridge_snapcompact::render_text(&redacted, &spec)

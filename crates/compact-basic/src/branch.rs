@@ -4,15 +4,15 @@
 
 use std::sync::Arc;
 
-use abridge_compact::BeforeNavigation;
+use crate::summarizer::Summarizer;
+use crate::summarizer::SummaryRequest;
 use abridge_compact::CompactError;
-use abridge_compact::CompactionHooks;
 use abridge_compact::FileOps;
-use abridge_compact::Redactor;
-use abridge_compact::Summarizer;
-use abridge_compact::SummaryRequest;
 use abridge_compact::TokenCounter;
-use abridge_compact::redact_with;
+use abridge_compact::host::BeforeNavigation;
+use abridge_compact::host::CompactionHooks;
+use abridge_compact::host::Redactor;
+use abridge_compact::host::redact_with;
 use abridge_llm::Block;
 use abridge_llm::Message;
 use abridge_llm::Meta;

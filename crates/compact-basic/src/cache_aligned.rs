@@ -25,8 +25,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use crate::summarizer::SummaryRequest;
 use abridge_compact::Plan;
-use abridge_compact::SummaryRequest;
 use abridge_llm::Message;
 use abridge_llm::Purpose;
 use abridge_llm::Request;

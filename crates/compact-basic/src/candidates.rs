@@ -15,15 +15,15 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::summarizer::Summarizer;
+use crate::summarizer::Summary;
+use crate::summarizer::SummaryRequest;
 use abridge_compact::Availability;
 use abridge_compact::Capabilities;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
-use abridge_compact::Summarizer;
-use abridge_compact::Summary;
-use abridge_compact::SummaryRequest;
 use abridge_llm::LlmClient;
 use abridge_llm::Request;
 use abridge_llm::Response;

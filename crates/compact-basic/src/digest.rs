@@ -18,7 +18,7 @@ use abridge_compact::FileAccess;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
 use abridge_compact::PreviousCheckpoint;
-use abridge_compact::is_checkpoint;
+use abridge_compact::host::is_checkpoint;
 use abridge_llm::Block;
 use abridge_llm::Role;
 use abridge_llm::SharedMessage;

@@ -5,7 +5,7 @@
 //!
 //! Everything here plugs into the seam in [`abridge_compact`]: the methods
 //! implement [`CompactionMethod`](abridge_compact::CompactionMethod), the
-//! LLM summarizer implements [`Summarizer`](abridge_compact::Summarizer),
+//! LLM summarizer implements [`Summarizer`],
 //! and the `abridge` crate's Maintenance walks them in order.
 //!
 //! # Example: compact offline with `digest`
@@ -43,6 +43,7 @@ mod record;
 #[cfg(feature = "remote")]
 mod remote;
 mod soft;
+mod summarizer;
 mod transcript;
 mod transcript_request;
 mod work;
@@ -92,6 +93,11 @@ pub use remote::remote_method;
 pub use soft::SOFT;
 pub use soft::SoftConfig;
 pub use soft::SoftMethod;
+pub use summarizer::FnSummarizer;
+pub use summarizer::Summarizer;
+pub use summarizer::Summary;
+pub use summarizer::SummaryFuture;
+pub use summarizer::SummaryRequest;
 pub use work::is_build_or_test;
 pub use work::is_rule;
 pub use work::plan_items;

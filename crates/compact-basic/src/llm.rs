@@ -7,10 +7,10 @@
 
 use std::sync::Arc;
 
+use crate::summarizer::Summarizer;
+use crate::summarizer::Summary;
+use crate::summarizer::SummaryRequest;
 use abridge_compact::CompactError;
-use abridge_compact::Summarizer;
-use abridge_compact::Summary;
-use abridge_compact::SummaryRequest;
 use abridge_llm::LlmClient;
 use abridge_llm::Purpose;
 use abridge_llm::Request;

@@ -2,10 +2,10 @@
 //! to that provider: as its own output items, which the call paid for,
 //! instead of the text summary every other provider receives.
 
-use abridge_compact::CheckpointExpansion;
-use abridge_compact::Destination;
-use abridge_compact::ExpansionError;
-use abridge_compact::SurfaceMessage;
+use abridge_compact::host::CheckpointExpansion;
+use abridge_compact::host::Destination;
+use abridge_compact::host::ExpansionError;
+use abridge_compact::host::SurfaceMessage;
 use abridge_llm::Message;
 use abridge_llm::Origin;
 
@@ -29,7 +29,7 @@ impl CheckpointExpansion for NativeReplay {
         if !matches!(at.message.meta.origin, Some(Origin::Checkpoint { .. })) {
             return Ok(None);
         }
-        let Some(summary) = abridge_compact::summary_of_checkpoint(at.session, at.seq) else {
+        let Some(summary) = abridge_compact::host::summary_of_checkpoint(at.session, at.seq) else {
             return Ok(None);
         };
         Ok(replayed_checkpoint(

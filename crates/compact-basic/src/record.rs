@@ -20,7 +20,7 @@ use crate::attempts::Attempt;
 /// calls, and how often the input window was halved after an overflow.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SoftRecord {
-    /// The summarizer's name ([`Summarizer::name`](abridge_compact::Summarizer::name)):
+    /// The summarizer's name ([`Summarizer::name`](crate::summarizer::Summarizer::name)):
     /// with several configured (a chain, a per-session choice), which one
     /// wrote this checkpoint. Absent in records written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]

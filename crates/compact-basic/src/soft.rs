@@ -11,14 +11,14 @@
 
 use std::sync::Arc;
 
+use crate::summarizer::Summarizer;
+use crate::summarizer::SummaryRequest;
 use abridge_compact::Capabilities;
 use abridge_compact::Checkpoint;
 use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
-use abridge_compact::Summarizer;
-use abridge_compact::SummaryRequest;
 use abridge_llm::Block;
 use abridge_llm::SharedMessage;
 use abridge_llm::Usage;

@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use abridge_compact::checkpoint_body;
-use abridge_compact::is_checkpoint;
+use abridge_compact::host::checkpoint_body;
+use abridge_compact::host::is_checkpoint;
 use abridge_llm::Block;
 use abridge_llm::ImageSource;
 use abridge_llm::Message;

@@ -1,7 +1,7 @@
 //! The flattened-transcript summary request, and the tail every summary
 //! request ends with (both request modes share it).
 
-use abridge_compact::SummaryRequest;
+use crate::summarizer::SummaryRequest;
 use abridge_llm::Message;
 use abridge_llm::Purpose;
 use abridge_llm::Request;

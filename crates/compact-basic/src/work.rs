@@ -169,7 +169,7 @@ impl WorkLog {
     /// Rules from a user message the user typed, or from an instruction
     /// file a harness injected.
     fn rules_from(&mut self, message: &SharedMessage) {
-        if abridge_compact::is_checkpoint(message) {
+        if abridge_compact::host::is_checkpoint(message) {
             return;
         }
         let text = message.plain_text();

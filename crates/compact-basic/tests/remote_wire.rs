@@ -12,6 +12,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use abridge_compact::check::*;
+use abridge_compact::host::*;
 use abridge_compact::*;
 use abridge_compact_basic::prompts::*;
 use abridge_compact_basic::*;

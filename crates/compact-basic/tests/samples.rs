@@ -8,6 +8,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use abridge_compact::check::*;
+use abridge_compact::host::*;
 use abridge_compact::*;
 use abridge_compact_basic::DigestMethod;
 use abridge_import as import;

@@ -93,7 +93,7 @@ pub enum EndStatus {
     /// It failed; nothing else was written.
     Error,
     /// It was found unmatched after a crash and closed by
-    /// [`close_stale`](crate::close_stale).
+    /// [`close_stale`](crate::host::close_stale).
     Stale,
 }
 
@@ -140,9 +140,9 @@ fn compaction_id(data: &serde_json::Value) -> Option<&str> {
 
 /// Every `compaction/start` in the log with no matching end, oldest first.
 ///
-/// Stale starts are inert: they never block [`begin`](crate::begin) and
+/// Stale starts are inert: they never block [`begin`](crate::host::begin) and
 /// never change the surface. Report them (a crash happened mid-compaction),
-/// and optionally close them with [`close_stale`](crate::close_stale).
+/// and optionally close them with [`close_stale`](crate::host::close_stale).
 pub fn unmatched_starts(session: &Session) -> Vec<UnmatchedStart> {
     let mut open: HashMap<&str, Seq> = HashMap::new();
     for event in session.events() {

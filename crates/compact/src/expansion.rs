@@ -20,7 +20,7 @@ use abridge_session::Session;
 #[derive(Debug, Clone, Copy)]
 pub struct SurfaceMessage<'a> {
     /// The session the message is on (for its `compaction/summary`
-    /// event, see [`summary_of_checkpoint`](crate::summary_of_checkpoint)).
+    /// event, see [`summary_of_checkpoint`](crate::host::summary_of_checkpoint)).
     pub session: &'a Session,
     /// The message's seq.
     pub seq: Seq,

@@ -7,7 +7,7 @@ use abridge_session::Navigation;
 use abridge_session::Seq;
 use async_trait::async_trait;
 
-use crate::method::MethodOutput;
+use crate::contract::MethodOutput;
 use crate::plan::Plan;
 use crate::service::Outcome;
 

@@ -8,14 +8,14 @@
 
 use abridge_session::Session;
 
+use crate::contract::Availability;
+use crate::contract::CompactionMethod;
+use crate::contract::MethodOutput;
+use crate::contract::Prospect;
 use crate::error::CompactError;
 use crate::hooks::Before;
 use crate::hooks::CompactionHooks;
 use crate::hooks::NoHooks;
-use crate::method::Availability;
-use crate::method::CompactionMethod;
-use crate::method::MethodOutput;
-use crate::method::Prospect;
 use crate::plan::Plan;
 use crate::planner::plan_maximal;
 use crate::planner::plan_region;

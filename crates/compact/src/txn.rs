@@ -16,7 +16,7 @@
 //! to the session, not the process. Only live starts
 //! make `begin` answer [`CompactError::Busy`]. A session opened after a
 //! crash therefore has only stale starts: they are inert, reported by
-//! [`unmatched_starts`](crate::unmatched_starts) and the invariant checker,
+//! [`unmatched_starts`](crate::host::unmatched_starts) and the invariant checker,
 //! and can be closed with [`close_stale`].
 //!
 //! # Several processes
@@ -43,6 +43,9 @@ use abridge_session::Seq;
 use abridge_session::Session;
 use abridge_session::StoreError;
 
+use crate::contract::Checkpoint;
+use crate::contract::MethodOutput;
+use crate::contract::Rewrite;
 use crate::details::Details;
 use crate::error::CompactError;
 use crate::events::EndData;
@@ -54,9 +57,6 @@ use crate::events::TYPE_COMPACTION_START;
 use crate::events::TYPE_COMPACTION_SUMMARY;
 use crate::events::unmatched_starts;
 use crate::frame::frame_checkpoint;
-use crate::method::Checkpoint;
-use crate::method::MethodOutput;
-use crate::method::Rewrite;
 use crate::plan::Plan;
 use crate::saving::check_saving;
 use crate::service::Outcome;

@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use abridge_compact::check::*;
 use abridge_compact::*;
 use abridge_llm::Block;
 use abridge_llm::Message;

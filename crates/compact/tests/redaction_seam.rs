@@ -9,8 +9,8 @@ use std::sync::Arc;
 use abridge_compact::Checkpoint;
 use abridge_compact::MethodOutput;
 use abridge_compact::Policy;
-use abridge_compact::Redactor;
-use abridge_compact::SecretKind;
+use abridge_compact::host::Redactor;
+use abridge_compact::host::SecretKind;
 use abridge_llm::Message;
 use abridge_session::Session;
 
@@ -49,7 +49,7 @@ fn a_plan_hands_methods_redacted_history_and_the_log_keeps_the_original() {
     let policy = Policy::default()
         .with_keep_recent_tokens(150)
         .with_redactor(Arc::new(redactor()));
-    let plan = abridge_compact::plan(&session, &policy).unwrap();
+    let plan = abridge_compact::host::plan(&session, &policy).unwrap();
     let seen = serde_json::to_string(
         &plan
             .messages()
@@ -63,17 +63,19 @@ fn a_plan_hands_methods_redacted_history_and_the_log_keeps_the_original() {
     assert!(seen.contains("[redacted: anthropic-key]"));
     // Without a redactor, the plan is the log.
     let plain =
-        abridge_compact::plan(&session, &Policy::default().with_keep_recent_tokens(150)).unwrap();
+        abridge_compact::host::plan(&session, &Policy::default().with_keep_recent_tokens(150))
+            .unwrap();
     assert!(plain.messages()[0].plain_text().contains(&secret));
 
     // A method that echoes a secret anyway: commit redacts it.
-    let ticket = abridge_compact::begin(&mut session, plan, "echo").unwrap();
+    let ticket = abridge_compact::host::begin(&mut session, plan, "echo").unwrap();
     let output = MethodOutput::Checkpoint(Checkpoint::new(format!("the key was {secret}")));
-    let outcome = abridge_compact::commit(&mut session, ticket, output).unwrap();
+    let outcome = abridge_compact::host::commit(&mut session, ticket, output).unwrap();
     let checkpoint = session.message(outcome.checkpoint_seq.unwrap()).unwrap();
     assert!(!checkpoint.plain_text().contains(&secret));
     let summary =
-        abridge_compact::summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
+        abridge_compact::host::summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap())
+            .unwrap();
     assert_eq!(summary.summary, "the key was [redacted: anthropic-key]");
     // The kept messages on the surface are the logged originals.
     let kept_user = session.surface().seqs()[session.surface().len() - 2];

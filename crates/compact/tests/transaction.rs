@@ -8,6 +8,8 @@
 use std::sync::Arc;
 use std::sync::Mutex;
 
+use abridge_compact::check::*;
+use abridge_compact::host::*;
 use abridge_compact::*;
 use abridge_llm::Block;
 use abridge_llm::Message;

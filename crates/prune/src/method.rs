@@ -326,7 +326,7 @@ impl TrimMethod {
 mod tests {
     use abridge_compact::CompactError;
     use abridge_compact::Policy;
-    use abridge_compact::check_invariants;
+    use abridge_compact::check::check_invariants;
     use abridge_compact::compact_session;
     use serde_json::json;
 

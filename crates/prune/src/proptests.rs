@@ -3,7 +3,7 @@
 //! folds agree, and every original stays recoverable.
 
 use abridge_compact::EstimateCounter;
-use abridge_compact::check_invariants;
+use abridge_compact::check::check_invariants;
 use abridge_llm::Block;
 use abridge_llm::Message;
 use abridge_llm::Meta;

@@ -103,7 +103,7 @@ impl Report {
 /// The outcome of a pass: rewrites, one per target in surface order, and
 /// the report.
 ///
-/// Hand the rewrites to `abridge_compact::commit` as
+/// Hand the rewrites to `abridge_compact::host::commit` as
 /// `MethodOutput::Rewrites`, or append [`Reclaim::drafts`] with
 /// `Session::append_batch` (all or nothing) on the session they were
 /// computed from: each rewrites a seq that was visible then.

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use abridge_compact::EstimateCounter;
 use abridge_compact::TokenCounter;
-use abridge_compact::check_invariants;
+use abridge_compact::check::check_invariants;
 use abridge_prune::PassContext;
 use abridge_prune::PruneConfig;
 use abridge_prune::Rule;

@@ -102,7 +102,7 @@ impl Service {
         // patterns still apply rather than none.
         let redactor = config.settings.redactor().unwrap_or_else(|error| {
             tracing::warn!(%error, "redact_patterns unusable; redacting with the built-in patterns");
-            abridge_compact::Redactor::builtin().ok().map(Arc::new)
+            abridge_compact::host::Redactor::builtin().ok().map(Arc::new)
         });
         let limits = Arc::new(config.limits);
         let registry = Registry::new(

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::PoisonError;
 
-use abridge_compact::lock_session;
+use abridge_compact::host::lock_session;
 use abridge_session::Event;
 use abridge_session::Header;
 use abridge_session::LoadedLog;

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::sync::PoisonError;
 
 use abridge::MethodSources;
-use abridge_compact::Redactor;
+use abridge_compact::host::Redactor;
 use tokio::sync::watch;
 
 use crate::auth::Tenant;

@@ -2,10 +2,10 @@
 //! references drawn as PNG frames from the archive in its
 //! `compaction/summary` record (the log keeps source text, never pixels).
 
-use abridge_compact::CheckpointExpansion;
-use abridge_compact::Destination;
-use abridge_compact::ExpansionError;
-use abridge_compact::SurfaceMessage;
+use abridge_compact::host::CheckpointExpansion;
+use abridge_compact::host::Destination;
+use abridge_compact::host::ExpansionError;
+use abridge_compact::host::SurfaceMessage;
 use abridge_llm::Message;
 
 use crate::frame_cache::FrameCache;
@@ -27,7 +27,7 @@ impl CheckpointExpansion for FrameExpansion {
         if !is_snapcompact_checkpoint(at.message) {
             return Ok(None);
         }
-        let summary = abridge_compact::summary_of_checkpoint(at.session, at.seq)
+        let summary = abridge_compact::host::summary_of_checkpoint(at.session, at.seq)
             .ok_or_else(|| ExpansionError::new("it has no compaction/summary event"))?;
         let archive = archive_from_summary(&summary.summary, &summary.details)
             .ok_or_else(|| ExpansionError::new("its snapcompact archive cannot be read back"))?;

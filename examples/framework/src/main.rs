@@ -187,8 +187,8 @@ async fn agent_loop() -> Result<Tally, Box<dyn std::error::Error>> {
             return Err(format!("turn {turn}: the pass failed: {:?}", pass.failures).into());
         }
     }
-    let session = abridge::compact::lock_session(harness.session());
-    let report = abridge::compact::check_invariants(&session);
+    let session = abridge::compact::host::lock_session(harness.session());
+    let report = abridge::compact::check::check_invariants(&session);
     if !report.is_ok() {
         return Err(format!("the log breaks an invariant: {:?}", report.violations).into());
     }
@@ -198,7 +198,7 @@ async fn agent_loop() -> Result<Tally, Box<dyn std::error::Error>> {
         .events()
         .iter()
         .filter_map(|event| event.log())
-        .filter(|log| log.kind == abridge::compact::TYPE_COMPACTION_START)
+        .filter(|log| log.kind == abridge::compact::host::TYPE_COMPACTION_START)
         .count();
     drop(session);
     let mut tally = std::mem::take(

@@ -207,7 +207,7 @@ fn check_all(dir: &Path, sessions: usize) -> Vec<String> {
             .and_then(|store| Ok(Session::open(Box::new(store))?));
         match opened {
             Ok((session, _)) => {
-                let report = abridge_compact::check_invariants(&session);
+                let report = abridge_compact::check::check_invariants(&session);
                 if !report.is_ok() {
                     invalid.push(format!("{}: {:?}", path.display(), report.violations));
                 }

@@ -57,7 +57,7 @@ pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
 
     // The alternative: recount every surface message each turn (bytes/4).
     let recount = {
-        let session = abridge_compact::lock_session(harness.session());
+        let session = abridge_compact::host::lock_session(harness.session());
         let start = Instant::now();
         let mut total = 0u64;
         for seq in session.surface().seqs() {
@@ -134,10 +134,10 @@ fn commit_once(runtime: &tokio::runtime::Runtime, messages: usize) -> anyhow::Re
     }
     let shared = std::sync::Arc::new(std::sync::Mutex::new(session));
     let entry = abridge_llm::Catalog::builtin().lookup("gpt-4o").entry;
-    let counter = std::sync::Arc::new(abridge_compact::MeterCounter::for_model(&entry));
+    let counter = std::sync::Arc::new(abridge_compact::host::MeterCounter::for_model(&entry));
     let tokens = abridge_compact::TokenCounter::context_tokens(
         counter.as_ref(),
-        &abridge_compact::lock_session(&shared),
+        &abridge_compact::host::lock_session(&shared),
     );
     // The threshold just above the context: inside a 10% band now, over
     // it after one more message.
@@ -164,7 +164,7 @@ fn commit_once(runtime: &tokio::runtime::Runtime, messages: usize) -> anyhow::Re
         while !maintenance.speculation_ready() {
             tokio::task::yield_now().await;
         }
-        abridge_compact::lock_session(&shared)
+        abridge_compact::host::lock_session(&shared)
             .append_message(Message::user("one more request ".repeat(20)))?;
         let start = Instant::now();
         let pass = maintenance

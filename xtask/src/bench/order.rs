@@ -165,7 +165,7 @@ fn run_once(
         .build()?;
     let pass = runtime.block_on(harness.compact(&[], None))?;
     let text = {
-        let session = abridge_compact::lock_session(harness.session());
+        let session = abridge_compact::host::lock_session(harness.session());
         key(&context_text(&session))
     };
     let kept = sample.facts.iter().filter(|f| text.contains(*f)).count();
@@ -287,7 +287,7 @@ fn facts(session: &Session) -> Vec<String> {
 /// A user message the user wrote: not a checkpoint, not context a
 /// harness or an extension injected, not markup.
 fn typed_by_user(message: &Message) -> bool {
-    if abridge_compact::is_checkpoint(message) {
+    if abridge_compact::host::is_checkpoint(message) {
         return false;
     }
     let injected = matches!(
@@ -333,7 +333,7 @@ fn context_text(session: &Session) -> String {
         let Some(message) = session.message(seq) else {
             continue;
         };
-        let printed = abridge_compact::summary_of_checkpoint(session, seq).and_then(|data| {
+        let printed = abridge_compact::host::summary_of_checkpoint(session, seq).and_then(|data| {
             abridge_snapcompact::archive_from_summary(&data.summary, &data.details)
         });
         match printed {

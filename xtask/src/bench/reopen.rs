@@ -16,11 +16,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use std::time::Instant;
 
-use abridge_compact::MeterCounter;
 use abridge_compact::Policy;
 use abridge_compact::Trigger;
 use abridge_compact::compact_session;
-use abridge_compact::plan;
+use abridge_compact::host::MeterCounter;
+use abridge_compact::host::plan;
 use abridge_compact_basic::DigestMethod;
 use abridge_llm::Catalog;
 use abridge_meter::KeptCounts;

@@ -178,7 +178,7 @@ fn measure(
     figures.requests.sort();
     for i in 0..SESSIONS {
         let (session, _) = Session::open(reader(&id(i))?)?;
-        let report = abridge_compact::check_invariants(&session);
+        let report = abridge_compact::check::check_invariants(&session);
         if report.is_ok() && report.stale_starts.is_empty() {
             figures.valid += 1;
         }

@@ -96,7 +96,7 @@ pub(crate) fn derive(messages: &[Message]) -> Key {
 
 impl Walk {
     fn absorb(&mut self, message: &Message) {
-        if abridge_compact::is_checkpoint(message) {
+        if abridge_compact::host::is_checkpoint(message) {
             return;
         }
         match message.role {

@@ -111,7 +111,7 @@ fn context_text(harness: &Harness) -> anyhow::Result<(String, usize)> {
         out.push_str(&text_of(message));
         out.push('\n');
     }
-    let session = abridge_compact::lock_session(harness.session());
+    let session = abridge_compact::host::lock_session(harness.session());
     out.push_str(&printed_text(&session));
     Ok((out, checkpoint_tokens(&session)?))
 }
@@ -136,7 +136,7 @@ fn checkpoint_tokens(session: &Session) -> anyhow::Result<usize> {
 fn printed_text(session: &Session) -> String {
     let mut out = String::new();
     for &seq in session.surface().seqs() {
-        let archive = abridge_compact::summary_of_checkpoint(session, seq).and_then(|data| {
+        let archive = abridge_compact::host::summary_of_checkpoint(session, seq).and_then(|data| {
             abridge_snapcompact::archive_from_summary(&data.summary, &data.details)
         });
         if let Some(archive) = archive {

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::sync::Mutex;
 
-use abridge_compact::CompactionHooks;
 use abridge_compact::CompactionMethod;
-use abridge_compact::MeterCounter;
 use abridge_compact::Policy;
-use abridge_compact::SharedSession;
-use abridge_compact::lock_session;
+use abridge_compact::host::CompactionHooks;
+use abridge_compact::host::MeterCounter;
+use abridge_compact::host::SharedSession;
+use abridge_compact::host::lock_session;
 use abridge_llm::Catalog;
 use abridge_llm::LlmClient;
 use abridge_llm::Lookup;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use std::time::Instant;
 
 use abridge_compact::Trigger;
-use abridge_compact::lock_session;
+use abridge_compact::host::lock_session;
 
 use crate::Harness;
 use crate::error::HarnessError;

@@ -18,12 +18,12 @@ impl HarnessBuilder {
 impl super::Harness {
     /// The part of the context no compaction can reclaim: the overhead
     /// the meter carries beyond the log, plus the leading system
-    /// messages (see [`fixed_tokens`](abridge_compact::fixed_tokens)).
+    /// messages (see [`fixed_tokens`](abridge_compact::host::fixed_tokens)).
     /// Maintenance stops trying when it alone is at or above the
     /// threshold ([`PassStatus::FixedAboveThreshold`](crate::PassStatus::FixedAboveThreshold)).
     pub fn fixed_tokens(&self) -> u64 {
-        abridge_compact::fixed_tokens(
-            &abridge_compact::lock_session(&self.session),
+        abridge_compact::host::fixed_tokens(
+            &abridge_compact::host::lock_session(&self.session),
             self.counter.as_ref(),
         )
     }

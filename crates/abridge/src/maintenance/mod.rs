@@ -4,7 +4,7 @@
 //! A pass walks the method order. Each attempt plans afresh on the current
 //! surface (so a later method works on what an earlier one left), checks
 //! the method's availability, runs the hooks and is guarded against drop
-//! (see [`abridge_compact::attempt`]). A landed attempt that leaves the
+//! (see [`abridge_compact::host::attempt`]). A landed attempt that leaves the
 //! context above the pass's goal is kept, and the next method runs on the
 //! result. The pass succeeds when the context is at or below the goal:
 //! `target_percent` of the threshold, or, after an overflow or a length
@@ -45,16 +45,16 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 
 use abridge_compact::CompactError;
-use abridge_compact::CompactionHooks;
 use abridge_compact::CompactionMethod;
-use abridge_compact::NoHooks;
 use abridge_compact::Policy;
-use abridge_compact::SharedSession;
-use abridge_compact::Target;
 use abridge_compact::Trigger;
-use abridge_compact::attempt;
-use abridge_compact::fixed_tokens;
-use abridge_compact::lock_session;
+use abridge_compact::host::CompactionHooks;
+use abridge_compact::host::NoHooks;
+use abridge_compact::host::SharedSession;
+use abridge_compact::host::Target;
+use abridge_compact::host::attempt;
+use abridge_compact::host::fixed_tokens;
+use abridge_compact::host::lock_session;
 use tracing::Instrument;
 
 use crate::pass::MaintenanceEvent;
@@ -63,7 +63,7 @@ use crate::pass::Pass;
 use crate::pass::PassStatus;
 use crate::settings::Limits;
 use abridge_compact::ErrorKind;
-use abridge_compact::MethodFailure;
+use abridge_compact::host::MethodFailure;
 
 mod skip;
 mod speculate;

@@ -4,8 +4,8 @@
 
 use abridge_compact::CompactionMethod;
 use abridge_compact::ErrorKind;
-use abridge_compact::MethodFailure;
 use abridge_compact::Trigger;
+use abridge_compact::host::MethodFailure;
 
 /// The failure that records `method` skipped by a pass for `trigger`, or
 /// `None` when the method may run. On overflow a method that does not

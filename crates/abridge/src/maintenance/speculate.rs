@@ -10,11 +10,11 @@ use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::Outcome;
 use abridge_compact::Policy;
-use abridge_compact::SharedSession;
-use abridge_compact::Target;
 use abridge_compact::Trigger;
-use abridge_compact::attempt;
-use abridge_compact::lock_session;
+use abridge_compact::host::SharedSession;
+use abridge_compact::host::Target;
+use abridge_compact::host::attempt;
+use abridge_compact::host::lock_session;
 use tracing::Instrument;
 
 use super::Maintenance;
@@ -54,7 +54,7 @@ impl Maintenance {
         };
         let plan = {
             let session = lock_session(session);
-            abridge_compact::plan_for(&session, &self.policy_now(), Trigger::Threshold)
+            abridge_compact::host::plan_for(&session, &self.policy_now(), Trigger::Threshold)
         };
         let Some(plan) = plan else {
             return;

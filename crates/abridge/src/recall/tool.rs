@@ -146,7 +146,7 @@ pub struct Recall {
     index: RecallIndex,
     artifacts: Option<Arc<dyn ArtifactStore>>,
     page_chars: usize,
-    redactor: Option<Arc<abridge_compact::Redactor>>,
+    redactor: Option<Arc<abridge_compact::host::Redactor>>,
 }
 
 impl Recall {
@@ -164,7 +164,7 @@ impl Recall {
     /// Reads, search snippets and the table of contents go through
     /// `redactor` (the settings' `recall_originals` off), or show the
     /// logged originals (`None`).
-    pub fn with_redactor(mut self, redactor: Option<Arc<abridge_compact::Redactor>>) -> Self {
+    pub fn with_redactor(mut self, redactor: Option<Arc<abridge_compact::host::Redactor>>) -> Self {
         self.redactor = redactor;
         self
     }
@@ -236,7 +236,7 @@ impl Recall {
     /// `text` as recall may show it: redacted unless the settings allow
     /// the originals.
     fn redacted<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        abridge_compact::redact_with(self.redactor.as_deref(), text)
+        abridge_compact::host::redact_with(self.redactor.as_deref(), text)
     }
 
     /// Page `page` of the table of contents as text.

@@ -4,10 +4,10 @@
 //! such a checkpoint gets a typed error from `request()` rather than a
 //! request that silently lacks that history.
 
-use abridge_compact::CheckpointExpansion;
-use abridge_compact::Destination;
-use abridge_compact::ExpansionError;
-use abridge_compact::SurfaceMessage;
+use abridge_compact::host::CheckpointExpansion;
+use abridge_compact::host::Destination;
+use abridge_compact::host::ExpansionError;
+use abridge_compact::host::SurfaceMessage;
 use abridge_llm::Message;
 
 /// The name snapcompact writes its checkpoints under.

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use abridge_compact::Redactor;
+use abridge_compact::host::Redactor;
 
 use super::Settings;
 use super::SettingsError;

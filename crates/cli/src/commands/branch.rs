@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use abridge::basic::BranchConfig;
-use abridge::compact::MeterCounter;
-use abridge::compact::NoHooks;
+use abridge::compact::host::MeterCounter;
+use abridge::compact::host::NoHooks;
 use abridge::session::EventBody;
 use abridge::session::Seq;
 use abridge::session::Session;

@@ -36,7 +36,7 @@ struct Report {
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (session, loaded) = open_quietly(&args.session, false)?;
-    let invariants = abridge_compact::check_invariants(&session);
+    let invariants = abridge_compact::check::check_invariants(&session);
     let report = Report {
         // False for a torn log too, as the exit status says.
         ok: invariants.is_ok() && loaded.torn_tail.is_none(),

@@ -181,7 +181,7 @@ fn tokens_of(imported: import::Imported) -> u64 {
     };
     let model = crate::model::last_model(&session);
     let entry = crate::model::named_or_default(model.as_deref()).entry;
-    abridge::compact::MeterCounter::for_model(&entry)
+    abridge::compact::host::MeterCounter::for_model(&entry)
         .measure(&session)
         .tokens
 }

@@ -105,7 +105,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     };
     let (frames, chars) = if args.text {
         let text = read_text(&args.input)?;
-        let text = abridge_compact::redact_with(redactor.as_deref(), &text).into_owned();
+        let text = abridge_compact::host::redact_with(redactor.as_deref(), &text).into_owned();
         let runs = [Run::new(Ink::Normal, abridge_snapcompact::normalize(&text))];
         (
             abridge_snapcompact::render_runs_within(&runs, &spec, 0, args.max_frames)?,

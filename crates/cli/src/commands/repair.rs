@@ -87,7 +87,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         },
         _ => (Vec::new(), None),
     };
-    let closed = abridge_compact::close_stale(&mut session)?;
+    let closed = abridge_compact::host::close_stale(&mut session)?;
     session.sync()?;
     let report = Report {
         set_aside: set_aside.as_ref().map(|aside| Torn {

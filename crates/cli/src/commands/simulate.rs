@@ -25,8 +25,8 @@ use std::time::Instant;
 use abridge::Harness;
 use abridge::MethodFailure;
 use abridge::PassStatus;
-use abridge_compact::MeterCounter;
 use abridge_compact::Trigger;
+use abridge_compact::host::MeterCounter;
 use abridge_llm::Role;
 use abridge_meter::TokenMeter;
 use abridge_session::EventBody;
@@ -258,12 +258,13 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         progress.step();
     }
     progress.finish();
-    let violations =
-        abridge_compact::check_invariants(&abridge_compact::lock_session(harness.session()))
-            .violations
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+    let violations = abridge_compact::check::check_invariants(
+        &abridge_compact::host::lock_session(harness.session()),
+    )
+    .violations
+    .iter()
+    .map(ToString::to_string)
+    .collect();
     simulated.final_context = sim_tokens;
     baseline.final_context = base_tokens;
 

@@ -127,7 +127,7 @@ impl LlmClient for SummaryEndpoint {
     }
 }
 
-/// A [`Summarizer`](abridge_compact::Summarizer) over the summary service
+/// A [`Summarizer`](crate::summarizer::Summarizer) over the summary service
 /// at `url`, for callers that want summaries without a compaction method
 /// (branch summaries, a custom method). The service receives
 /// `{"system_prompt", "prompt", "max_tokens"}` and answers `{"summary"}`

@@ -87,7 +87,7 @@ async fn above_the_threshold_the_compacted_history_fits_the_window_with_pairs_in
     let last = got.last().unwrap().json();
     let first = last["messages"][0].to_string();
     assert!(
-        first.contains(abridge::compact::CHECKPOINT_OPENING.trim_end()),
+        first.contains(abridge::compact::host::CHECKPOINT_OPENING.trim_end()),
         "{first}"
     );
 }

@@ -140,7 +140,7 @@ fn run_method(
     config: PruneConfig,
 ) -> Result<abridge_compact::MethodOutput, CompactError> {
     let policy = Policy::default().with_keep_recent_tokens(0);
-    let plan = abridge_compact::plan(&b.session, &policy).expect("a plan");
+    let plan = abridge_compact::host::plan(&b.session, &policy).expect("a plan");
     futures::executor::block_on(PruneMethod::new(config).run(&plan))
 }
 

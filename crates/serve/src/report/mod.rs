@@ -8,7 +8,7 @@ mod chart;
 mod html;
 mod transcript;
 
-use abridge_compact::Redactor;
+use abridge_compact::host::Redactor;
 use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -349,7 +349,7 @@ fn expand(session: &Session, facts: &mut Facts, redactor: Option<&Redactor>) {
     match abridge::expand_frames(session) {
         Ok(expanded) => {
             for (seq, message) in session.surface().seqs().iter().zip(expanded) {
-                if abridge_compact::is_checkpoint(&message) {
+                if abridge_compact::host::is_checkpoint(&message) {
                     let message = redactor
                         .and_then(|r| r.redact_message(&message))
                         .unwrap_or(message);

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use abridge_compact::Redactor;
-use abridge_compact::redact_with;
+use abridge_compact::host::Redactor;
+use abridge_compact::host::redact_with;
 use abridge_llm::Block;
 use abridge_llm::ImageSource;
 use abridge_llm::Message;

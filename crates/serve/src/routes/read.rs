@@ -6,7 +6,7 @@
 
 use abridge::RequestTarget;
 use abridge::build_request_with;
-use abridge_compact::lock_session;
+use abridge_compact::host::lock_session;
 use abridge_llm::AnthropicClient;
 use abridge_llm::AnthropicOptions;
 use abridge_llm::ChatOptions;

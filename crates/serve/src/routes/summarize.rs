@@ -5,7 +5,7 @@
 //! In: `{"system_prompt", "prompt", "max_tokens"}`. Out: `{"summary",
 //! "model", "usage": {"input_tokens", "output_tokens"}}`.
 
-use abridge_compact::redact_with;
+use abridge_compact::host::redact_with;
 use abridge_llm::Message;
 use abridge_llm::Purpose;
 use abridge_llm::Request;

@@ -31,7 +31,7 @@ use abridge::MaintenanceEvent;
 use abridge::MethodRegistry;
 use abridge::MethodSources;
 use abridge::Settings;
-use abridge_compact::lock_session;
+use abridge_compact::host::lock_session;
 use abridge_llm::Message;
 use abridge_session::Draft;
 use abridge_session::Header;
@@ -292,7 +292,7 @@ impl Registry {
         // A torn log is refused here (`StoreError::Torn`, a 500 naming
         // `abridge repair`): the server never cuts a log.
         let (mut session, _) = Session::open(store)?;
-        let closed = abridge_compact::close_stale(&mut session)
+        let closed = abridge_compact::host::close_stale(&mut session)
             .map_err(|e| ApiError::Internal(e.to_string()))?;
         if !closed.is_empty() {
             tracing::warn!(session = id, ends = ?closed, "closed compaction starts a crash left open");
@@ -324,7 +324,7 @@ impl Registry {
     /// Appends `messages` (`bytes` of JSON as the log holds them) to
     /// `live` as one batch: within the tenant's byte quotas, and only when
     /// they keep the tool pairing after what the session holds (the rule
-    /// the invariant checker reports, `abridge_compact::Pairing`).
+    /// the invariant checker reports, `abridge_compact::check::Pairing`).
     ///
     /// # Errors
     /// [`ApiError::Quota`] or [`ApiError::Rejected`] (naming the message)
@@ -346,7 +346,7 @@ impl Registry {
         )?;
         let appended = {
             let mut session = lock_session(live.harness.session());
-            match abridge_compact::check_appended_pairing(&session, &messages) {
+            match abridge_compact::check::check_appended_pairing(&session, &messages) {
                 Err((index, fault)) => Err(ApiError::Rejected(format!(
                     "messages[{index}]: {fault}; nothing of the batch was written"
                 ))),

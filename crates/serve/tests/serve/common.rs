@@ -359,7 +359,7 @@ pub(crate) fn ends(session: &abridge_session::Session) -> Vec<(String, Option<St
         .iter()
         .filter_map(|event| {
             let log = event.log()?;
-            (log.kind == abridge_compact::TYPE_COMPACTION_END).then(|| {
+            (log.kind == abridge_compact::host::TYPE_COMPACTION_END).then(|| {
                 (
                     log.data["status"].as_str().unwrap_or("").to_string(),
                     log.data["kind"].as_str().map(str::to_string),

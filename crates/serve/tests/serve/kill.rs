@@ -313,7 +313,7 @@ async fn sigkill_mid_append_and_mid_compaction_loses_nothing_acknowledged() {
         "no answer from a killed server"
     );
     let crashed = open_log(&store, "s");
-    assert_eq!(abridge_compact::unmatched_starts(&crashed).len(), 1);
+    assert_eq!(abridge_compact::host::unmatched_starts(&crashed).len(), 1);
 
     // 3. Restarted: the stale start is closed on open, the next
     // compaction succeeds, and every acknowledged turn is still there.
@@ -322,7 +322,7 @@ async fn sigkill_mid_append_and_mid_compaction_loses_nothing_acknowledged() {
     let (status, _) = api.get("/v1/sessions/s/stats").await;
     assert_eq!(status, 200);
     let reopened = open_log(&store, "s");
-    assert!(abridge_compact::unmatched_starts(&reopened).is_empty());
+    assert!(abridge_compact::host::unmatched_starts(&reopened).is_empty());
     assert_eq!(ends(&reopened), vec![("stale".to_string(), None)]);
     let (status, pass) = api.post("/v1/sessions/s/compact", &json!({})).await;
     assert_eq!(status, 200, "{pass}");

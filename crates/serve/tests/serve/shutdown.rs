@@ -51,7 +51,7 @@ async fn a_running_compaction_finishes_within_the_grace_period() {
     assert_eq!(report.compactions.aborted, 0);
     let session = open_log(dir.path(), "s");
     assert_eq!(ends(&session), vec![("ok".to_string(), None)]);
-    assert!(abridge_compact::unmatched_starts(&session).is_empty());
+    assert!(abridge_compact::host::unmatched_starts(&session).is_empty());
 }
 
 #[tokio::test]
@@ -67,7 +67,7 @@ async fn past_the_grace_period_a_compaction_is_aborted_cleanly() {
     assert_eq!(status, 503, "{body}");
     let session = open_log(dir.path(), "s");
     assert!(
-        abridge_compact::unmatched_starts(&session).is_empty(),
+        abridge_compact::host::unmatched_starts(&session).is_empty(),
         "no start is left without its end"
     );
     let ends = ends(&session);

@@ -67,7 +67,7 @@ fn logged_markers(session: &Session) -> Vec<usize> {
 
 /// The log is valid: every invariant holds and no compaction is open.
 fn assert_valid(session: &Session) {
-    let report = abridge_compact::check_invariants(session);
+    let report = abridge_compact::check::check_invariants(session);
     assert!(report.is_ok(), "{:?}", report.violations);
 }
 
@@ -204,7 +204,7 @@ async fn a_compaction_on_one_worker_while_the_other_appends() {
     let session = read(&db.connect(LEASE), "s");
     assert_eq!(logged_markers(&session), (0..TURNS + 3).collect::<Vec<_>>());
     assert_valid(&session);
-    assert!(abridge_compact::unmatched_starts(&session).is_empty());
+    assert!(abridge_compact::host::unmatched_starts(&session).is_empty());
     one.shutdown().await;
     two.shutdown().await;
 }
@@ -268,7 +268,7 @@ async fn a_killed_worker_loses_nothing_acknowledged_and_the_other_compacts_next(
     assert_eq!(logged_markers(&session), acked);
     assert_valid(&session);
     assert!(
-        abridge_compact::unmatched_starts(&session).is_empty(),
+        abridge_compact::host::unmatched_starts(&session).is_empty(),
         "the dead worker's start was closed as stale"
     );
     survivor.shutdown().await;

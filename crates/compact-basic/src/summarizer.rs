@@ -10,7 +10,7 @@ use abridge_llm::SharedMessage;
 use abridge_llm::Usage;
 use async_trait::async_trait;
 
-use crate::error::CompactError;
+use abridge_compact::CompactError;
 
 /// What to summarize.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,7 +124,7 @@ pub type SummaryFuture = Pin<Box<dyn Future<Output = Result<Summary, CompactErro
 /// A summarizer made from a closure, so a test writes one in a line:
 ///
 /// ```
-/// use abridge_compact::{FnSummarizer, Summary};
+/// use abridge_compact_basic::{FnSummarizer, Summary};
 /// let fixed = FnSummarizer::new("fixed", |_request| Box::pin(async { Ok(Summary::text("goal: x")) }));
 /// # let _ = fixed;
 /// ```

@@ -27,7 +27,7 @@ use crate::types::FileOps;
 #[non_exhaustive]
 pub struct Checkpoint {
     /// What the model will see, without framing: commit wraps it in the
-    /// checkpoint framing (see [`frame_checkpoint`](crate::frame_checkpoint)).
+    /// checkpoint framing (see [`frame_checkpoint`](crate::host::frame_checkpoint)).
     /// Text for summaries; images for rendered frames.
     pub content: Vec<Block>,
     /// The full summary as text, for the log, reports and the next
@@ -217,7 +217,7 @@ pub enum Prospect {
 ///
 /// Dropping the future of `run` must leave nothing behind: no task keeps
 /// running, nothing is written anywhere. The transaction's ticket decides
-/// what the log records (see [`begin`](crate::begin)).
+/// what the log records (see [`begin`](crate::host::begin)).
 ///
 /// # Example: the wrong way and the right way
 ///
