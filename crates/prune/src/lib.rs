@@ -96,12 +96,6 @@ mod trim;
 
 #[cfg(test)]
 mod guards;
-#[cfg(test)]
-mod pass_tests;
-#[cfg(test)]
-mod proptests;
-#[cfg(test)]
-mod testkit;
 
 pub use artifact::ARTIFACT_SCHEME;
 pub use artifact::ArtifactId;

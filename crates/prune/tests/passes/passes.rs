@@ -23,7 +23,7 @@ use crate::testkit::Builder;
 use crate::testkit::check_pairing;
 use crate::testkit::result_text;
 use crate::testkit::text_for;
-use crate::*;
+use abridge_prune::*;
 
 fn run_prune(b: &Builder, config: &PruneConfig) -> Reclaim {
     prune(
@@ -507,7 +507,7 @@ fn read_back(session: &abridge_session::Session, reference: Reference) -> String
         Reference::Range { .. } => panic!("a placeholder names one result"),
     };
     let message = session.message(seq).unwrap();
-    let text = crate::result_text(message.tool_result_block().unwrap().1);
+    let text = abridge_prune::result_text(message.tool_result_block().unwrap().1);
     match range {
         None => text,
         Some((start, end)) => text.chars().skip(start).take(end - start).collect(),

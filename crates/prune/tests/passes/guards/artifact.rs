@@ -1,11 +1,11 @@
 //! Artifact stores and references, at the edges the older tests left open.
 
-use crate::ArtifactId;
-use crate::ArtifactRef;
-use crate::ArtifactStore;
-use crate::DirArtifactStore;
-use crate::MemoryArtifactStore;
-use crate::PruneError;
+use abridge_prune::ArtifactId;
+use abridge_prune::ArtifactRef;
+use abridge_prune::ArtifactStore;
+use abridge_prune::DirArtifactStore;
+use abridge_prune::MemoryArtifactStore;
+use abridge_prune::PruneError;
 
 fn id_of(bytes: &[u8]) -> ArtifactId {
     ArtifactId::for_content(bytes)

@@ -14,7 +14,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use crate::testkit::check_pairing;
-use crate::*;
+use abridge_prune::*;
 
 #[derive(Debug, Clone)]
 struct Call {

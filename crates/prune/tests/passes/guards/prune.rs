@@ -10,7 +10,7 @@ use abridge_compact::Policy;
 use serde_json::json;
 
 use crate::testkit::Builder;
-use crate::*;
+use abridge_prune::*;
 
 fn pass(b: &Builder, config: &PruneConfig, context: &PassContext) -> Reclaim {
     let counter = EstimateCounter::new();
