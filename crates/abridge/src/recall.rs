@@ -54,26 +54,26 @@ pub use tool::tool_spec;
 
 /// Starts every answer that reports a bad call, so a model (and a test)
 /// tells a miss from a result.
-pub const MISS_PREFIX: &str = include_str!("../../prompts/recall_miss_prefix.txt");
+pub const MISS_PREFIX: &str = include_str!("../prompts/recall_miss_prefix.txt");
 
 /// The answer to an empty query.
-pub const EMPTY_QUERY: &str = include_str!("../../prompts/recall_empty_query.txt");
+pub const EMPTY_QUERY: &str = include_str!("../prompts/recall_empty_query.txt");
 
 /// The answer when a search matches nothing (`{query}` is replaced).
-pub const NO_MATCHES: &str = include_str!("../../prompts/recall_no_matches.txt");
+pub const NO_MATCHES: &str = include_str!("../prompts/recall_no_matches.txt");
 
 /// Ends a list of search results.
-pub const SEARCH_FOOTER: &str = include_str!("../../prompts/recall_search_footer.txt");
+pub const SEARCH_FOOTER: &str = include_str!("../prompts/recall_search_footer.txt");
 
 /// The table of contents when no checkpoint is on the surface.
-pub const NOTHING_HIDDEN: &str = include_str!("../../prompts/recall_nothing_hidden.txt");
+pub const NOTHING_HIDDEN: &str = include_str!("../prompts/recall_nothing_hidden.txt");
 
 /// Stands in a transcript for an earlier recall result (`{ref}` is
 /// replaced), so reading back never nests old reads inside new ones.
-pub const RECALLED: &str = include_str!("../../prompts/recall_recalled.txt");
+pub const RECALLED: &str = include_str!("../prompts/recall_recalled.txt");
 
 /// Stands in a transcript for an earlier checkpoint (`{ref}` is replaced).
-pub const EARLIER_CHECKPOINT: &str = include_str!("../../prompts/recall_earlier_checkpoint.txt");
+pub const EARLIER_CHECKPOINT: &str = include_str!("../prompts/recall_earlier_checkpoint.txt");
 
 /// `template` with `{ref}` replaced by `recall://SEQ`.
 fn by_reference(template: &str, seq: abridge_session::Seq) -> String {

@@ -18,7 +18,7 @@ use axum::routing::post;
 use crate::state::AppState;
 
 /// The OpenAPI 3.1 document of the API, served at `/openapi.json`.
-pub const OPENAPI: &str = include_str!("../openapi.json");
+pub const OPENAPI: &str = include_str!("openapi.json");
 
 /// The router under construction and every `(method, path)` added to it.
 struct Api {
