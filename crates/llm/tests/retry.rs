@@ -1,5 +1,9 @@
 //! The retry and fallback wrappers, driven by a scripted client on tokio's
 //! paused clock, so waits are checked exactly without real sleeping.
+#![cfg(feature = "retry")]
+// Helpers outside `#[test]` functions are test code too; clippy.toml's
+// test allowance does not reach them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::sync::Mutex;

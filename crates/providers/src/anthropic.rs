@@ -1,29 +1,33 @@
 //! Anthropic Messages (`POST {base}/v1/messages`) with prompt-cache markers.
 
+pub(crate) mod compaction;
+pub(crate) mod count_tokens;
+pub(crate) mod decode;
+pub(crate) mod encode;
+
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
 
-use super::anthropic_decode::AnthropicDecoder;
-use super::anthropic_decode::WireUsage;
-use super::anthropic_decode::stop_reason;
-use super::anthropic_encode;
-use super::classify;
-use super::config::ProviderConfig;
-use super::fragments;
-use super::fragments::FragmentCache;
-use super::http::Auth;
-use super::http::Http;
-use super::stream;
-use super::wire;
-use crate::client::LlmClient;
-use crate::client::Request;
-use crate::client::Response;
-use crate::client::ResponseStream;
-use crate::error::LlmError;
-use crate::message::Block;
-use crate::usage::Usage;
+use crate::anthropic::decode::AnthropicDecoder;
+use crate::anthropic::decode::WireUsage;
+use crate::anthropic::decode::stop_reason;
+use crate::common::classify;
+use crate::common::config::ProviderConfig;
+use crate::common::fragments;
+use crate::common::fragments::FragmentCache;
+use crate::common::http::Auth;
+use crate::common::http::Http;
+use crate::common::stream;
+use crate::common::wire;
+use abridge_llm::LlmClient;
+use abridge_llm::Request;
+use abridge_llm::Response;
+use abridge_llm::ResponseStream;
+use abridge_llm::LlmError;
+use abridge_llm::Block;
+use abridge_llm::Usage;
 
 /// Public Anthropic API base (the client appends `/v1/messages`).
 pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
@@ -31,9 +35,9 @@ pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 /// The API version header value this client speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-pub use super::options::ANTHROPIC_COMPACTION_BETA;
+pub use crate::common::options::ANTHROPIC_COMPACTION_BETA;
 
-pub use super::options::AnthropicOptions;
+pub use crate::common::options::AnthropicOptions;
 
 /// A Messages API client.
 ///
@@ -63,7 +67,7 @@ pub struct AnthropicClient {
 
 impl AnthropicClient {
     /// Default provider name.
-    pub const NAME: &'static str = super::options::ANTHROPIC;
+    pub const NAME: &'static str = crate::common::options::ANTHROPIC;
 
     /// A client for `config`, posting to `{base_url}/v1/messages` (base
     /// defaults to [`ANTHROPIC_BASE_URL`]; a base ending in `/v1` is
@@ -96,7 +100,7 @@ impl AnthropicClient {
     ///
     /// # Errors
     /// `InvalidConfig` when the key is not a valid header value.
-    pub fn anthropic(api_key: impl Into<super::config::ApiKey>) -> Result<Self, LlmError> {
+    pub fn anthropic(api_key: impl Into<crate::common::config::ApiKey>) -> Result<Self, LlmError> {
         Self::new(
             ProviderConfig::default().with_api_key(api_key),
             AnthropicOptions::default(),
@@ -116,13 +120,13 @@ impl AnthropicClient {
     pub fn build_body(&self, request: &Request, streaming: bool) -> Result<Value, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
         let provider = self.http.provider();
-        let lead = anthropic_encode::leading_system(request);
+        let lead = encode::leading_system(request);
         let items = FragmentCache::uncached(
             &request.messages,
             |index, _| index >= lead,
-            |m| anthropic_encode::encode_message(provider, m),
+            |m| encode::encode_message(provider, m),
         )?;
-        let body = anthropic_encode::body(request, model, &self.options, streaming, &items);
+        let body = encode::body(request, model, &self.options, streaming, &items);
         wire::to_value(self.http.provider(), &body, &self.extra_body)
     }
 
@@ -135,13 +139,13 @@ impl AnthropicClient {
     pub fn encode_body(&self, request: &Request, streaming: bool) -> Result<Vec<u8>, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
         let provider = self.http.provider();
-        let lead = anthropic_encode::leading_system(request);
+        let lead = encode::leading_system(request);
         let items = self.fragments.items(
             &request.messages,
             |index, _| index >= lead,
-            |m| anthropic_encode::encode_message(provider, m),
+            |m| encode::encode_message(provider, m),
         )?;
-        let body = anthropic_encode::body(request, model, &self.options, streaming, &items);
+        let body = encode::body(request, model, &self.options, streaming, &items);
         wire::encode(
             provider,
             fragments::body_capacity(&items, request),
@@ -155,7 +159,7 @@ impl AnthropicClient {
     /// [`ANTHROPIC_COMPACTION_BETA`]) joined to those the configuration
     /// sends; empty when there are none.
     pub fn betas(&self, request: &Request) -> String {
-        self.http.betas(&anthropic_encode::betas(request))
+        self.http.betas(&encode::betas(request))
     }
 
     async fn send(
@@ -164,7 +168,7 @@ impl AnthropicClient {
         streaming: bool,
     ) -> Result<reqwest::Response, LlmError> {
         let bytes = self.encode_body(request, streaming)?;
-        let betas = anthropic_encode::betas(request);
+        let betas = encode::betas(request);
         self.http
             .post_with_betas(bytes, request.purpose, streaming, &betas)
             .await
@@ -199,7 +203,7 @@ fn block_from(wire: &Value) -> Option<Block> {
 
 /// Accepts a base written the OpenAI way (`.../v1`), since every path
 /// this client posts to adds it, and returns the provider name to use.
-pub(super) fn strip_v1(config: &mut ProviderConfig) -> String {
+pub(crate) fn strip_v1(config: &mut ProviderConfig) -> String {
     if let Some(base) = &mut config.base_url {
         let trimmed = base.trim_end_matches('/');
         if let Some(stripped) = trimmed.strip_suffix("/v1") {

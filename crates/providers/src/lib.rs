@@ -1,46 +1,64 @@
-//! HTTP clients for real providers (feature `providers`, on by default).
+//! The provider clients of abridge: OpenAI Chat Completions (also
+//! llama.cpp, vLLM, Ollama and gateways; see [`openai_compatible`]),
+//! OpenAI Responses and Anthropic Messages, over reqwest with rustls.
+//!
+//! `abridge-llm` holds the vocabulary and the [`LlmClient`] contract every
+//! other crate speaks; this crate is the volatile part that speaks each
+//! provider's wire, so a decoder change rebuilds only what sends requests.
+//!
+//! # Layout
+//!
+//! One folder a provider, each with what the provider's wire needs:
+//!
+//! - `anthropic/`: `encode` (request bodies and the provider's role and
+//!   ordering rules), `decode` (streamed events), `count_tokens`
+//!   ([`CountTokensClient`]) and `compaction` ([`AnthropicCompaction`], the
+//!   server-side compaction call).
+//! - `openai_chat/`: `encode` and `decode`.
+//! - `openai_responses/`: `encode`, the stream decoder beside the client,
+//!   and `compaction` ([`ResponsesCompaction`], `/responses/compact`).
+//! - `summary_endpoint`: a plain summary service driven like a model
+//!   ([`SummaryEndpoint`]).
+//! - `common/`: what every dialect shares: [`ProviderConfig`], the one
+//!   JSON-over-HTTP path ([`Http`]), server-sent events, the stream
+//!   assembly, error classification ([`classify_http_error`]), cached
+//!   message fragments, and the shape of a native compaction's answer
+//!   ([`NativeCompactor`]).
+//!
+//! [`LlmClient`]: abridge_llm::LlmClient
 
 mod anthropic;
-mod anthropic_decode;
-mod anthropic_encode;
-mod chat_decode;
-mod chat_encode;
-mod classify;
-mod config;
-mod count_tokens;
-mod fragments;
-mod http;
+mod common;
 mod openai_chat;
 mod openai_responses;
-mod options;
-#[cfg(test)]
-mod reference;
-mod responses_encode;
-mod scan;
-mod sse;
-mod stream;
-mod wire;
+mod summary_endpoint;
 
 pub use anthropic::ANTHROPIC_BASE_URL;
 pub use anthropic::ANTHROPIC_COMPACTION_BETA;
 pub use anthropic::ANTHROPIC_VERSION;
 pub use anthropic::AnthropicClient;
 pub use anthropic::AnthropicOptions;
-pub use classify::ANTHROPIC_OVERFLOW_PHRASES;
-pub use classify::CONTEXT_OVERFLOW_PHRASES;
-pub use classify::ErrorDialect;
-pub use classify::OPENAI_OVERFLOW_PHRASES;
-pub use classify::classify_http_error;
-pub use classify::classify_http_error_in;
-pub use classify::looks_like_context_overflow;
-pub use classify::parse_http_date;
-pub use classify::parse_retry_after;
-pub use config::ApiKey;
-pub use config::DEFAULT_MAX_RESPONSE_BYTES;
-pub use config::ProviderConfig;
-pub use count_tokens::CountTokensClient;
-pub use http::Auth;
-pub use http::Http;
+pub use anthropic::compaction::ANTHROPIC_MIN_TRIGGER;
+pub use anthropic::compaction::AnthropicCompaction;
+pub use common::native::COMPACTION_ITEM;
+pub use common::native::NativeAnswer;
+pub use common::native::NativeCompaction;
+pub use common::native::NativeCompactor;
+pub use common::classify::ANTHROPIC_OVERFLOW_PHRASES;
+pub use common::classify::CONTEXT_OVERFLOW_PHRASES;
+pub use common::classify::ErrorDialect;
+pub use common::classify::OPENAI_OVERFLOW_PHRASES;
+pub use common::classify::classify_http_error;
+pub use common::classify::classify_http_error_in;
+pub use common::classify::looks_like_context_overflow;
+pub use common::classify::parse_http_date;
+pub use common::classify::parse_retry_after;
+pub use common::config::ApiKey;
+pub use common::config::DEFAULT_MAX_RESPONSE_BYTES;
+pub use common::config::ProviderConfig;
+pub use anthropic::count_tokens::CountTokensClient;
+pub use common::http::Auth;
+pub use common::http::Http;
 pub use openai_chat::ChatOptions;
 pub use openai_chat::MaxTokensField;
 pub use openai_chat::OPENAI_BASE_URL;
@@ -48,7 +66,10 @@ pub use openai_chat::OpenAiChatClient;
 pub use openai_chat::TOOL_IMAGES_INTRO;
 pub use openai_responses::OpenAiResponsesClient;
 pub use openai_responses::ResponsesOptions;
-pub use wire::IMAGE_NOT_LOADED;
+pub use openai_responses::compaction::ResponsesCompaction;
+pub use summary_endpoint::SUMMARY_ENDPOINT;
+pub use summary_endpoint::SummaryEndpoint;
+pub use common::wire::IMAGE_NOT_LOADED;
 
 /// A Chat Completions client for an OpenAI-compatible server (llama.cpp,
 /// vLLM, Ollama, a gateway) at `base_url` (for example
@@ -63,7 +84,7 @@ pub fn openai_compatible(
     base_url: impl Into<String>,
     model: impl Into<String>,
     api_key: Option<String>,
-) -> Result<OpenAiChatClient, crate::LlmError> {
+) -> Result<OpenAiChatClient, abridge_llm::LlmError> {
     let mut config = ProviderConfig::new(base_url)
         .with_default_model(model)
         .with_name("openai-compatible");
@@ -100,7 +121,7 @@ impl ProviderKind {
     pub fn client(
         self,
         config: ProviderConfig,
-    ) -> Result<std::sync::Arc<dyn crate::LlmClient>, crate::LlmError> {
+    ) -> Result<std::sync::Arc<dyn abridge_llm::LlmClient>, abridge_llm::LlmError> {
         Ok(match self {
             ProviderKind::OpenAiChat => {
                 let options = if config.base_url.is_none() {

@@ -1,32 +1,33 @@
 //! OpenAI Chat Completions (`POST {base}/chat/completions`), the dialect
 //! llama.cpp, vLLM, Ollama and most gateways also speak.
 
+pub(crate) mod decode;
+pub(crate) mod encode;
+
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::chat_decode;
-use super::chat_encode;
-use super::classify;
-use super::config::ProviderConfig;
-use super::fragments;
-use super::fragments::FragmentCache;
-use super::http::Auth;
-use super::http::Http;
-use super::stream;
-use super::wire;
-use crate::client::LlmClient;
-use crate::client::Request;
-use crate::client::Response;
-use crate::client::ResponseStream;
-use crate::error::LlmError;
+use crate::common::classify;
+use crate::common::config::ProviderConfig;
+use crate::common::fragments;
+use crate::common::fragments::FragmentCache;
+use crate::common::http::Auth;
+use crate::common::http::Http;
+use crate::common::stream;
+use crate::common::wire;
+use abridge_llm::LlmClient;
+use abridge_llm::Request;
+use abridge_llm::Response;
+use abridge_llm::ResponseStream;
+use abridge_llm::LlmError;
 
 /// Public OpenAI API base.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 
-pub use super::options::ChatOptions;
-pub use super::options::MaxTokensField;
-pub use super::options::TOOL_IMAGES_INTRO;
+pub use crate::common::options::ChatOptions;
+pub use crate::common::options::MaxTokensField;
+pub use crate::common::options::TOOL_IMAGES_INTRO;
 
 /// A Chat Completions client.
 ///
@@ -85,7 +86,7 @@ impl OpenAiChatClient {
     ///
     /// # Errors
     /// `InvalidConfig` when the key is not a valid header value.
-    pub fn openai(api_key: impl Into<super::config::ApiKey>) -> Result<Self, LlmError> {
+    pub fn openai(api_key: impl Into<crate::common::config::ApiKey>) -> Result<Self, LlmError> {
         Self::new(
             ProviderConfig::default().with_api_key(api_key),
             ChatOptions::openai(),
@@ -105,11 +106,11 @@ impl OpenAiChatClient {
     pub fn build_body(&self, request: &Request, streaming: bool) -> Result<Value, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
         let (provider, options) = (self.http.provider(), &self.options);
-        let detail = chat_encode::chat_image_detail(model);
-        let items = FragmentCache::uncached(&request.messages, chat_encode::cacheable, |m| {
-            chat_encode::encode_message(provider, m, options, detail)
+        let detail = encode::chat_image_detail(model);
+        let items = FragmentCache::uncached(&request.messages, encode::cacheable, |m| {
+            encode::encode_message(provider, m, options, detail)
         })?;
-        let body = chat_encode::body(request, model, options, streaming, &items);
+        let body = encode::body(request, model, options, streaming, &items);
         wire::to_value(self.http.provider(), &body, &self.extra_body)
     }
 
@@ -122,14 +123,14 @@ impl OpenAiChatClient {
     pub fn encode_body(&self, request: &Request, streaming: bool) -> Result<Vec<u8>, LlmError> {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
         let (provider, options) = (self.http.provider(), &self.options);
-        let detail = chat_encode::chat_image_detail(model);
+        let detail = encode::chat_image_detail(model);
         let items = self.fragments.items_keyed(
             u64::from(detail.is_some()),
             &request.messages,
-            chat_encode::cacheable,
-            |m| chat_encode::encode_message(provider, m, options, detail),
+            encode::cacheable,
+            |m| encode::encode_message(provider, m, options, detail),
         )?;
-        let body = chat_encode::body(request, model, options, streaming, &items);
+        let body = encode::body(request, model, options, streaming, &items);
         wire::encode(
             provider,
             fragments::body_capacity(&items, request),
@@ -168,13 +169,13 @@ impl LlmClient for OpenAiChatClient {
         }
         // Read through `deserialize` (not `from_value`): the wire structs
         // borrow where they can, and from a `Value` they own.
-        let answer = chat_decode::WireAnswer::deserialize(value).map_err(|e| {
+        let answer = decode::WireAnswer::deserialize(value).map_err(|e| {
             self.http
                 .malformed(format!("the answer is not a chat completion ({e})"))
         })?;
         let requested =
             wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
-        Ok(chat_decode::answer_to_response(
+        Ok(decode::answer_to_response(
             self.http.provider(),
             requested,
             answer,
@@ -187,7 +188,7 @@ impl LlmClient for OpenAiChatClient {
                 .to_string();
         let response = self.send(request, true).await?;
         let decoder =
-            chat_decode::ChatDecoder::new(self.http.provider(), self.http.dialect(), requested);
+            decode::ChatDecoder::new(self.http.provider(), self.http.dialect(), requested);
         Ok(stream::drive(
             self.http.provider(),
             self.http.max_response_bytes(),

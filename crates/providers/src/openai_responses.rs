@@ -1,5 +1,8 @@
 //! OpenAI Responses (`POST {base}/responses`).
 
+pub(crate) mod compaction;
+pub(crate) mod encode;
+
 use std::collections::BTreeMap;
 
 use std::borrow::Cow;
@@ -9,36 +12,35 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
 
-use super::classify;
-use super::config::ProviderConfig;
-use super::fragments;
-use super::fragments::FragmentCache;
-use super::http::Auth;
-use super::http::Http;
-use super::openai_chat::OPENAI_BASE_URL;
-use super::responses_encode;
-use super::scan::QuickRead;
-use super::scan::Refill;
-use super::scan::Repeat;
-use super::scan::Scanner;
-use super::scan::lent;
-use super::scan::once;
-use super::scan::owned;
-use super::sse::SseEvent;
-use super::stream;
-use super::stream::Decoder;
-use super::wire;
-use crate::client::LlmClient;
-use crate::client::Request;
-use crate::client::Response;
-use crate::client::ResponseStream;
-use crate::client::StreamEvent;
-use crate::error::LlmError;
-use crate::message::Block;
-use crate::usage::StopReason;
-use crate::usage::Usage;
+use crate::common::classify;
+use crate::common::config::ProviderConfig;
+use crate::common::fragments;
+use crate::common::fragments::FragmentCache;
+use crate::common::http::Auth;
+use crate::common::http::Http;
+use crate::openai_chat::OPENAI_BASE_URL;
+use crate::common::scan::QuickRead;
+use crate::common::scan::Refill;
+use crate::common::scan::Repeat;
+use crate::common::scan::Scanner;
+use crate::common::scan::lent;
+use crate::common::scan::once;
+use crate::common::scan::owned;
+use crate::common::sse::SseEvent;
+use crate::common::stream;
+use crate::common::stream::Decoder;
+use crate::common::wire;
+use abridge_llm::LlmClient;
+use abridge_llm::Request;
+use abridge_llm::Response;
+use abridge_llm::ResponseStream;
+use abridge_llm::StreamEvent;
+use abridge_llm::LlmError;
+use abridge_llm::Block;
+use abridge_llm::StopReason;
+use abridge_llm::Usage;
 
-pub use super::options::ResponsesOptions;
+pub use crate::common::options::ResponsesOptions;
 
 /// A Responses API client.
 ///
@@ -65,7 +67,7 @@ pub struct OpenAiResponsesClient {
 
 impl OpenAiResponsesClient {
     /// Default provider name.
-    pub const NAME: &'static str = super::options::OPENAI_RESPONSES;
+    pub const NAME: &'static str = crate::common::options::OPENAI_RESPONSES;
 
     /// A client for `config`, posting to `{base_url}/responses` (base
     /// defaults to [`OPENAI_BASE_URL`]).
@@ -99,7 +101,7 @@ impl OpenAiResponsesClient {
     ///
     /// # Errors
     /// `InvalidConfig` when the key is not a valid header value.
-    pub fn openai(api_key: impl Into<super::config::ApiKey>) -> Result<Self, LlmError> {
+    pub fn openai(api_key: impl Into<crate::common::config::ApiKey>) -> Result<Self, LlmError> {
         Self::new(
             ProviderConfig::default().with_api_key(api_key),
             ResponsesOptions::default(),
@@ -120,10 +122,10 @@ impl OpenAiResponsesClient {
         let model = wire::model_for(self.http.provider(), request, self.default_model.as_deref())?;
         let provider = self.http.provider();
         let (options, detail) = (&self.options, wire::openai_image_detail(model));
-        let items = FragmentCache::uncached(&request.messages, responses_encode::cacheable, |m| {
-            responses_encode::encode_message(provider, m, options, detail)
+        let items = FragmentCache::uncached(&request.messages, encode::cacheable, |m| {
+            encode::encode_message(provider, m, options, detail)
         })?;
-        let body = responses_encode::body(request, model, &self.options, streaming, &items);
+        let body = encode::body(request, model, &self.options, streaming, &items);
         wire::to_value(self.http.provider(), &body, &self.extra_body)
     }
 
@@ -140,10 +142,10 @@ impl OpenAiResponsesClient {
         let items = self.fragments.items_keyed(
             u64::from(detail == "original"),
             &request.messages,
-            responses_encode::cacheable,
-            |m| responses_encode::encode_message(provider, m, &self.options, detail),
+            encode::cacheable,
+            |m| encode::encode_message(provider, m, &self.options, detail),
         )?;
-        let body = responses_encode::body(request, model, &self.options, streaming, &items);
+        let body = encode::body(request, model, &self.options, streaming, &items);
         wire::encode(
             provider,
             fragments::body_capacity(&items, request),
@@ -339,7 +341,7 @@ impl<'a> Refill<'a> for WireEvent<'a> {
 /// Stream decoder: named events ending in `response.completed`,
 /// `response.incomplete` or `response.failed`.
 #[derive(Debug)]
-pub(super) struct ResponsesDecoder {
+pub(crate) struct ResponsesDecoder {
     provider: String,
     dialect: classify::ErrorDialect,
     requested: String,
@@ -350,7 +352,7 @@ pub(super) struct ResponsesDecoder {
 
 impl ResponsesDecoder {
     /// A decoder for one answer to a request for `requested`.
-    pub(super) fn new(provider: &str, dialect: classify::ErrorDialect, requested: String) -> Self {
+    pub(crate) fn new(provider: &str, dialect: classify::ErrorDialect, requested: String) -> Self {
         ResponsesDecoder {
             provider: provider.to_string(),
             dialect,
@@ -490,8 +492,8 @@ impl LlmClient for OpenAiResponsesClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::scan::testing;
-    use crate::providers::scan::testing::pick;
+    use crate::common::scan::testing;
+    use crate::common::scan::testing::pick;
     use proptest::prelude::*;
 
     fn event() -> impl Strategy<Value = String> {
@@ -589,7 +591,7 @@ mod tests {
             &json!({"status": "completed"}),
             std::slice::from_ref(&item),
         );
-        let request = Request::new("m", vec![response.message], crate::Purpose::Turn);
+        let request = Request::new("m", vec![response.message], abridge_llm::Purpose::Turn);
         let client = OpenAiResponsesClient::new(
             ProviderConfig::new("http://127.0.0.1:1/v1"),
             ResponsesOptions::default(),

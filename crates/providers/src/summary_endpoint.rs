@@ -1,13 +1,8 @@
-//! A summary service driven like a model, so windows, retries and
-//! validation are the `soft` method's.
+//! A summary service driven like a model, so a summarizer's windows,
+//! retries and validation apply to it unchanged.
 
 use std::fmt;
-use std::sync::Arc;
 
-use abridge_llm::ApiKey;
-use abridge_llm::Auth;
-use abridge_llm::ErrorDialect;
-use abridge_llm::Http;
 use abridge_llm::LlmClient;
 use abridge_llm::LlmError;
 use abridge_llm::Message;
@@ -20,17 +15,20 @@ use async_trait::async_trait;
 use serde_json::Value;
 use serde_json::json;
 
-use super::native::remote_config;
-use crate::llm::LlmSummarizer;
+use crate::common::classify::ErrorDialect;
+use crate::common::config::ApiKey;
+use crate::common::http::Auth;
+use crate::common::http::Http;
+use crate::common::native::remote_config;
 
 /// Provider name of a [`SummaryEndpoint`] in errors and attempts.
-pub(crate) const SUMMARY_ENDPOINT: &str = "summary-endpoint";
+pub const SUMMARY_ENDPOINT: &str = "summary-endpoint";
 
 /// A summary service: the request's system messages become
 /// `system_prompt`, the rest of its text `prompt`, its output cap
 /// `max_tokens`; `{"summary"}` comes back as the assistant's text, with
 /// `usage` and `model` when the service reports them.
-pub(crate) struct SummaryEndpoint {
+pub struct SummaryEndpoint {
     http: Http,
 }
 
@@ -48,7 +46,7 @@ impl SummaryEndpoint {
     ///
     /// # Errors
     /// `InvalidConfig` for a URL that is not http(s) or a bad header.
-    pub(crate) fn new(
+    pub fn new(
         url: &str,
         key: Option<ApiKey>,
         headers: &[(String, String)],
@@ -125,24 +123,4 @@ impl LlmClient for SummaryEndpoint {
             native: None,
         })
     }
-}
-
-/// A [`Summarizer`](abridge_compact::Summarizer) over the summary service
-/// at `url`, for callers that want summaries without a compaction method
-/// (branch summaries, a custom method). The service receives
-/// `{"system_prompt", "prompt", "max_tokens"}` and answers `{"summary"}`
-/// (optionally `"usage": {"input_tokens", "output_tokens"}` and
-/// `"model"`). No retries: the `remote` method adds those; a caller of
-/// this function gets one call per summary.
-///
-/// # Errors
-/// `InvalidConfig` for a URL that is not http(s) or a bad header.
-pub fn endpoint_summarizer(
-    url: impl Into<String>,
-    key: Option<ApiKey>,
-) -> Result<LlmSummarizer, LlmError> {
-    Ok(LlmSummarizer::new(
-        Arc::new(SummaryEndpoint::new(&url.into(), key, &[])?),
-        "",
-    ))
 }

@@ -1,39 +1,36 @@
 //! Anthropic's server-side compaction (beta), asked for explicitly on
-//! `POST {base}/v1/messages`: the compaction block's text becomes the
-//! checkpoint and the block itself is kept for replay.
+//! `POST {base}/v1/messages`: the answer's compaction block carries a
+//! readable summary and is itself what a later request replays.
 
-use abridge_compact::Plan;
-use abridge_llm::ANTHROPIC_BASE_URL;
-use abridge_llm::ANTHROPIC_COMPACTION_BETA;
-use abridge_llm::ANTHROPIC_VERSION;
-use abridge_llm::AnthropicClient;
-use abridge_llm::AnthropicOptions;
-use abridge_llm::ApiKey;
-use abridge_llm::Auth;
-use abridge_llm::ErrorDialect;
-use abridge_llm::Http;
 use abridge_llm::LlmError;
-use abridge_llm::ProviderConfig;
 use abridge_llm::Purpose;
+use abridge_llm::Request;
 use abridge_llm::Usage;
 use async_trait::async_trait;
 use serde_json::Value;
 use serde_json::json;
 
-use super::native::COMPACTION_ITEM;
-use super::native::NativeAnswer;
-use super::native::NativeCompaction;
-use super::native::NativeReader;
-use super::native::NativeTarget;
-use super::native::compaction_request;
-use super::native::remote_config;
-use crate::cache_aligned::ConversationPrefix;
+use super::ANTHROPIC_BASE_URL;
+use super::ANTHROPIC_COMPACTION_BETA;
+use super::ANTHROPIC_VERSION;
+use super::AnthropicClient;
+use super::AnthropicOptions;
+use crate::common::classify::ErrorDialect;
+use crate::common::config::ApiKey;
+use crate::common::config::ProviderConfig;
+use crate::common::http::Auth;
+use crate::common::http::Http;
+use crate::common::native::COMPACTION_ITEM;
+use crate::common::native::NativeAnswer;
+use crate::common::native::NativeCompaction;
+use crate::common::native::NativeCompactor;
+use crate::common::native::remote_config;
 
 /// Anthropic's compaction strategy, as named in `context_management.edits`.
 const ANTHROPIC_COMPACTION_EDIT: &str = "compact_20260112";
 /// The smallest trigger Anthropic accepts, in input tokens: a span
 /// smaller than this is never sent there (the local summary is used).
-pub(crate) const ANTHROPIC_MIN_TRIGGER: u64 = 50_000;
+pub const ANTHROPIC_MIN_TRIGGER: u64 = 50_000;
 /// The user turn that closes an Anthropic compaction request whose span
 /// ends on the assistant: the models that compact reject a request ending
 /// on an assistant message (prefill), and the documented shape ends on the
@@ -45,21 +42,21 @@ const ANTHROPIC_CLOSING_TURN: &str = "Continue.";
 /// the smallest allowed and `pause_after_compaction`, so the answer is
 /// the compaction block alone (`stop_reason: "compaction"`).
 #[derive(Debug)]
-pub(crate) struct AnthropicCompact {
+pub struct AnthropicCompaction {
     http: Http,
     model: String,
     encoder: AnthropicClient,
 }
 
-impl AnthropicCompact {
+impl AnthropicCompaction {
     /// Provider name recorded with the native block.
-    pub(crate) const NAME: &'static str = AnthropicClient::NAME;
+    pub const NAME: &'static str = AnthropicClient::NAME;
 
     /// The Messages endpoint under `base` (empty: Anthropic's public API).
     ///
     /// # Errors
     /// `InvalidConfig` for a URL that is not http(s) or a bad header.
-    pub(crate) fn new(
+    pub fn new(
         base: &str,
         model: impl Into<String>,
         key: Option<ApiKey>,
@@ -84,7 +81,7 @@ impl AnthropicCompact {
             ],
         )?;
         let encoder = AnthropicClient::new(ProviderConfig::new(root), AnthropicOptions::default())?;
-        Ok(AnthropicCompact {
+        Ok(AnthropicCompaction {
             http,
             model: model.into(),
             encoder,
@@ -93,31 +90,20 @@ impl AnthropicCompact {
 
     /// The `anthropic-beta` header the call sends: the compaction flag and
     /// the caller's own.
-    pub(crate) fn beta(&self) -> String {
+    pub fn beta(&self) -> String {
         self.http.betas(&[])
     }
 
-    /// The JSON body for `plan`: the Messages encoding of `prefix`, the
-    /// session's leading system messages and the planned span (see
-    /// [`compaction_request`] for what of the span goes), plus the
-    /// compaction edit. A span that ends on the assistant is closed by a
-    /// short user turn, since the request must end on the user.
+    /// The JSON body for `request` (the conversation to compact, as the
+    /// caller chose it): its Messages encoding with `max_tokens` as the
+    /// output cap, plus the compaction edit. A conversation that ends on
+    /// the assistant is closed by a short user turn, since the request
+    /// must end on the user.
     ///
     /// # Errors
     /// `InvalidConfig` when no model is named.
-    pub(crate) fn body(
-        &self,
-        prefix: Option<&ConversationPrefix>,
-        plan: &Plan,
-        max_tokens: u32,
-    ) -> Result<Value, LlmError> {
-        let reader = NativeReader {
-            provider: self.http.provider(),
-            dialect: Self::NAME,
-            account: self.http.account(),
-            model: &self.model,
-        };
-        let mut request = compaction_request(reader, prefix, plan);
+    pub fn body(&self, request: &Request, max_tokens: u32) -> Result<Value, LlmError> {
+        let mut request = request.clone();
         request.max_output_tokens = Some(max_tokens);
         let mut body = self.encoder.build_body(&request, false)?;
         if let Some(turns) = body.get_mut("messages").and_then(Value::as_array_mut)
@@ -140,7 +126,7 @@ impl AnthropicCompact {
 }
 
 #[async_trait]
-impl NativeTarget for AnthropicCompact {
+impl NativeCompactor for AnthropicCompaction {
     fn name(&self) -> &str {
         self.http.provider()
     }
@@ -151,6 +137,10 @@ impl NativeTarget for AnthropicCompact {
 
     fn account(&self) -> &str {
         self.http.account()
+    }
+
+    fn model(&self) -> &str {
+        &self.model
     }
 
     async fn post(&self, body: &Value) -> Result<NativeAnswer, LlmError> {

@@ -14,19 +14,19 @@
 
 use serde_json::Value;
 
-use super::anthropic::ANTHROPIC_BASE_URL;
-use super::anthropic::ANTHROPIC_VERSION;
-use super::anthropic::AnthropicClient;
-use super::anthropic::AnthropicOptions;
-use super::anthropic::strip_v1;
-use super::anthropic_encode;
-use super::classify;
-use super::config::ProviderConfig;
-use super::http::Auth;
-use super::http::Http;
-use super::wire;
-use crate::client::Request;
-use crate::error::LlmError;
+use crate::anthropic::ANTHROPIC_BASE_URL;
+use crate::anthropic::ANTHROPIC_VERSION;
+use crate::anthropic::AnthropicClient;
+use crate::anthropic::AnthropicOptions;
+use crate::anthropic::strip_v1;
+use crate::anthropic::encode;
+use crate::common::classify;
+use crate::common::config::ProviderConfig;
+use crate::common::http::Auth;
+use crate::common::http::Http;
+use crate::common::wire;
+use abridge_llm::Request;
+use abridge_llm::LlmError;
 
 /// The body fields the counting endpoint reads.
 const COUNTED_FIELDS: &[&str] = &[
@@ -92,7 +92,7 @@ impl CountTokensClient {
     /// The `anthropic-beta` header counting `request` sends (see
     /// [`AnthropicClient::betas`]).
     pub fn betas(&self, request: &Request) -> String {
-        self.http.betas(&anthropic_encode::betas(request))
+        self.http.betas(&encode::betas(request))
     }
 
     /// The body exactly as it is sent, for tests and benchmarks.
@@ -118,7 +118,7 @@ impl CountTokensClient {
     pub async fn count(&self, request: &Request) -> Result<u64, LlmError> {
         let body = self.build_body(request)?;
         let bytes = wire::encode(self.http.provider(), 0, &body, &serde_json::Map::new())?;
-        let betas = anthropic_encode::betas(request);
+        let betas = encode::betas(request);
         let response = self
             .http
             .post_with_betas(bytes, request.purpose, false, &betas)

@@ -5,29 +5,29 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use super::classify;
-use super::scan::QuickRead;
-use super::scan::Refill;
-use super::scan::Repeat;
-use super::scan::Scanner;
-use super::scan::lent;
-use super::scan::lent_or_text;
-use super::scan::nullable;
-use super::scan::once;
-use super::scan::owned;
-use super::sse::SseEvent;
-use super::stream;
-use super::stream::Decoder;
-use super::stream::Partial;
-use crate::client::StreamEvent;
-use crate::error::LlmError;
-use crate::usage::StopReason;
-use crate::usage::Usage;
+use crate::common::classify;
+use crate::common::scan::QuickRead;
+use crate::common::scan::Refill;
+use crate::common::scan::Repeat;
+use crate::common::scan::Scanner;
+use crate::common::scan::lent;
+use crate::common::scan::lent_or_text;
+use crate::common::scan::nullable;
+use crate::common::scan::once;
+use crate::common::scan::owned;
+use crate::common::sse::SseEvent;
+use crate::common::stream;
+use crate::common::stream::Decoder;
+use crate::common::stream::Partial;
+use abridge_llm::StreamEvent;
+use abridge_llm::LlmError;
+use abridge_llm::StopReason;
+use abridge_llm::Usage;
 
 /// Stream decoder: `message_start`, content block start/delta/stop,
 /// `message_delta`, ending in `message_stop`.
 #[derive(Debug)]
-pub(super) struct AnthropicDecoder {
+pub(crate) struct AnthropicDecoder {
     provider: String,
     dialect: classify::ErrorDialect,
     model: String,
@@ -105,7 +105,7 @@ struct WireMessageStart {
 /// Anthropic's buckets are already disjoint: `input_tokens` excludes both
 /// cache buckets. Each field present replaces what was known.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub(super) struct WireUsage {
+pub(crate) struct WireUsage {
     #[serde(default)]
     input_tokens: Option<u64>,
     #[serde(default)]
@@ -117,7 +117,7 @@ pub(super) struct WireUsage {
 }
 
 impl WireUsage {
-    pub(super) fn apply(&self, usage: &mut Usage) {
+    pub(crate) fn apply(&self, usage: &mut Usage) {
         let pairs = [
             (self.input_tokens, &mut usage.input),
             (self.output_tokens, &mut usage.output),
@@ -232,7 +232,7 @@ impl<'a> WireDelta<'a> {
 }
 
 /// Our stop reason for Anthropic's `stop_reason`, streamed or whole.
-pub(super) fn stop_reason(reason: Option<&str>) -> StopReason {
+pub(crate) fn stop_reason(reason: Option<&str>) -> StopReason {
     match reason {
         None | Some("end_turn") => StopReason::EndTurn,
         Some("max_tokens") => StopReason::MaxTokens,
@@ -249,7 +249,7 @@ fn piece(text: Option<Cow<'_, str>>) -> String {
 
 impl AnthropicDecoder {
     /// A decoder for one answer to a request for `model`.
-    pub(super) fn new(provider: &str, dialect: classify::ErrorDialect, model: String) -> Self {
+    pub(crate) fn new(provider: &str, dialect: classify::ErrorDialect, model: String) -> Self {
         AnthropicDecoder {
             provider: provider.to_string(),
             dialect,
@@ -382,8 +382,8 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::providers::scan::testing;
-    use crate::providers::scan::testing::pick;
+    use crate::common::scan::testing;
+    use crate::common::scan::testing::pick;
 
     fn delta() -> BoxedStrategy<String> {
         let kinds = [

@@ -7,22 +7,22 @@ use serde::ser::SerializeMap;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::fragments;
-use super::fragments::Fragment;
-use super::fragments::Items;
-use super::options::ANTHROPIC;
-use super::options::AnthropicOptions;
-use super::wire;
-use super::wire::EPHEMERAL;
-use super::wire::Ephemeral;
-use super::wire::Schema;
-use crate::client::Request;
-use crate::client::ToolChoice;
-use crate::error::LlmError;
-use crate::message::Block;
-use crate::message::ImageSource;
-use crate::message::Message;
-use crate::message::Role;
+use crate::common::fragments;
+use crate::common::fragments::Fragment;
+use crate::common::fragments::Items;
+use crate::common::options::ANTHROPIC;
+use crate::common::options::AnthropicOptions;
+use crate::common::wire;
+use crate::common::wire::EPHEMERAL;
+use crate::common::wire::Ephemeral;
+use crate::common::wire::Schema;
+use abridge_llm::Request;
+use abridge_llm::ToolChoice;
+use abridge_llm::LlmError;
+use abridge_llm::Block;
+use abridge_llm::ImageSource;
+use abridge_llm::Message;
+use abridge_llm::Role;
 
 /// The whole body of one call.
 #[derive(Serialize)]
@@ -251,7 +251,7 @@ fn holds_compaction(message: &Message) -> bool {
 pub(crate) fn betas(request: &Request) -> Vec<&'static str> {
     let compaction = request.messages.iter().any(|m| holds_compaction(m));
     if compaction {
-        vec![super::options::ANTHROPIC_COMPACTION_BETA]
+        vec![crate::common::options::ANTHROPIC_COMPACTION_BETA]
     } else {
         Vec::new()
     }

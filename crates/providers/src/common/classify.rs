@@ -6,7 +6,7 @@
 use std::time::Duration;
 use std::time::SystemTime;
 
-use crate::error::LlmError;
+use abridge_llm::LlmError;
 
 /// Phrases (lower case) with which OpenAI's own API says "the prompt does
 /// not fit": the code `context_length_exceeded`; Chat Completions' "This

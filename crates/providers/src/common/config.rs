@@ -67,7 +67,7 @@ pub struct ProviderConfig {
     /// repeating it.
     pub default_model: Option<String>,
     /// When set, each request carries this header with the call's
-    /// [`Purpose`](crate::Purpose) (`turn`, `compaction`, `branch_summary`,
+    /// [`Purpose`](abridge_llm::Purpose) (`turn`, `compaction`, `branch_summary`,
     /// `handoff`), so a gateway can route or bill compaction work apart.
     pub purpose_header: Option<String>,
     /// Top-level JSON fields merged into every request body (for example
@@ -75,12 +75,12 @@ pub struct ProviderConfig {
     /// They override fields the client wrote.
     pub extra_body: serde_json::Map<String, serde_json::Value>,
     /// Time allowed to open the connection; `None` waits as long as the OS
-    /// does. The whole-call timeout belongs to [`RetryingClient`](crate::RetryingClient).
+    /// does. The whole-call timeout belongs to [`RetryingClient`](abridge_llm::RetryingClient).
     pub connect_timeout: Option<Duration>,
     /// The largest answer body read, in bytes; `None` uses
     /// [`DEFAULT_MAX_RESPONSE_BYTES`]. An answer (or stream) that grows past
     /// it is dropped as soon as it does, with
-    /// [`LlmError::Unusable`](crate::LlmError::Unusable) naming the cap, so a
+    /// [`LlmError::Unusable`](abridge_llm::LlmError::Unusable) naming the cap, so a
     /// broken or hostile endpoint cannot make the process hold an unbounded
     /// reply in memory.
     pub max_response_bytes: Option<usize>,

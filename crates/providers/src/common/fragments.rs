@@ -26,10 +26,10 @@ use std::sync::Mutex;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::client::Request;
-use crate::error::LlmError;
-use crate::message::Message;
-use crate::message::SharedMessage;
+use abridge_llm::Request;
+use abridge_llm::LlmError;
+use abridge_llm::Message;
+use abridge_llm::SharedMessage;
 
 /// Cache entries keyed by the address of the shared message they encode.
 type ByAddress = HashMap<usize, Entry, AddressHash>;

@@ -14,11 +14,11 @@ use reqwest::header::HeaderMap;
 use reqwest::header::HeaderName;
 use reqwest::header::HeaderValue;
 
-use super::classify;
-use super::config::ApiKey;
-use super::config::ProviderConfig;
-use crate::client::Purpose;
-use crate::error::LlmError;
+use crate::common::classify;
+use crate::common::config::ApiKey;
+use crate::common::config::ProviderConfig;
+use abridge_llm::Purpose;
+use abridge_llm::LlmError;
 
 /// How the key of a [`ProviderConfig`] is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub enum Auth {
 
 /// One configured JSON endpoint: its URL, headers (key and extras marked
 /// sensitive), error dialect and connect timeout. Sending never retries;
-/// wrap the caller in a [`RetryingClient`](crate::RetryingClient) for
+/// wrap the caller in a [`RetryingClient`](abridge_llm::RetryingClient) for
 /// that. Failed answers come back as classified [`LlmError`]s with the key
 /// scrubbed from their text.
 pub struct Http {
@@ -158,7 +158,7 @@ impl Http {
             purpose_header,
             max_response_bytes: config
                 .max_response_bytes
-                .unwrap_or(super::config::DEFAULT_MAX_RESPONSE_BYTES),
+                .unwrap_or(crate::common::config::DEFAULT_MAX_RESPONSE_BYTES),
         })
     }
 

@@ -4,14 +4,14 @@
 
 /// The provider name the Anthropic client answers to by default, and the
 /// provider a native Anthropic item belongs to.
-pub(super) const ANTHROPIC: &str = "anthropic";
+pub(crate) const ANTHROPIC: &str = "anthropic";
 /// The `anthropic-beta` flag under which the Messages API reads (and
 /// writes) server-side compaction blocks: sent with every request that
 /// replays one, and with the compaction call itself.
 pub const ANTHROPIC_COMPACTION_BETA: &str = "compact-2026-01-12";
 /// The provider name the Responses client answers to by default, and the
 /// provider a native Responses item belongs to.
-pub(super) const OPENAI_RESPONSES: &str = "openai-responses";
+pub(crate) const OPENAI_RESPONSES: &str = "openai-responses";
 
 /// Dialect switches for the Messages API.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +52,7 @@ impl MaxTokensField {
     /// `max_tokens` otherwise (what llama.cpp, vLLM, Ollama and most
     /// gateways read; some ignore the newer field).
     pub fn for_model(model: &str) -> Self {
-        if crate::catalog::Catalog::shared()
+        if abridge_llm::Catalog::shared()
             .lookup(model)
             .entry
             .is_openai_reasoning()
@@ -120,7 +120,7 @@ impl ResponsesOptions {
     /// Whether a request for `model` asks for encrypted reasoning.
     pub fn includes_encrypted_reasoning(&self, model: &str) -> bool {
         self.include_encrypted_reasoning.unwrap_or_else(|| {
-            crate::catalog::Catalog::shared()
+            abridge_llm::Catalog::shared()
                 .lookup(model)
                 .entry
                 .reasoning

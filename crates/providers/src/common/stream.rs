@@ -8,22 +8,22 @@ use std::task::Poll;
 
 use futures::StreamExt;
 
-use super::classify;
-use super::scan::Refill;
-use super::scan::Repeat;
-use super::sse::SseEvent;
-use super::sse::SseParser;
-use crate::client::Response;
-use crate::client::ResponseStream;
-use crate::client::StreamEvent;
-use crate::error::LlmError;
-use crate::message::Block;
-use crate::message::Message;
-use crate::message::Meta;
-use crate::message::Origin;
-use crate::message::Role;
-use crate::usage::StopReason;
-use crate::usage::Usage;
+use crate::common::classify;
+use crate::common::scan::Refill;
+use crate::common::scan::Repeat;
+use crate::common::sse::SseEvent;
+use crate::common::sse::SseParser;
+use abridge_llm::Response;
+use abridge_llm::ResponseStream;
+use abridge_llm::StreamEvent;
+use abridge_llm::LlmError;
+use abridge_llm::Block;
+use abridge_llm::Message;
+use abridge_llm::Meta;
+use abridge_llm::Origin;
+use abridge_llm::Role;
+use abridge_llm::StopReason;
+use abridge_llm::Usage;
 
 /// Turns one provider's SSE events into [`StreamEvent`]s.
 pub(crate) trait Decoder: Send + 'static {
@@ -150,7 +150,7 @@ impl<D: Decoder + Unpin> futures::Stream for Driver<D> {
             match std::task::ready!(this.body.poll_next_unpin(cx)) {
                 Some(Ok(chunk)) if chunk.len() > this.budget => {
                     this.queue
-                        .push_back(Err(super::http::too_large(&this.provider, this.cap)));
+                        .push_back(Err(crate::common::http::too_large(&this.provider, this.cap)));
                     this.ended = true;
                     // Let go of the connection now, not when the caller
                     // drops the stream.

@@ -15,10 +15,10 @@ use serde::Serialize;
 use serde::Serializer;
 use serde_json::Value;
 
-use crate::client::Request;
-use crate::error::LlmError;
-use crate::message::Block;
-use crate::message::ImageSource;
+use abridge_llm::Request;
+use abridge_llm::LlmError;
+use abridge_llm::Block;
+use abridge_llm::ImageSource;
 
 /// Sent in place of an image whose bytes are still in a blob file: stores
 /// resolve blobs when they load, so this shows a caller skipped that step,
@@ -217,9 +217,9 @@ pub(crate) fn to_value<T: Serialize>(
 /// catalog bills the model's images at ([`ImageBilling::openai_detail`]),
 /// so the count and the bill agree.
 ///
-/// [`ImageBilling::openai_detail`]: crate::ImageBilling::openai_detail
+/// [`ImageBilling::openai_detail`]: abridge_llm::ImageBilling::openai_detail
 pub(crate) fn openai_image_detail(model: &str) -> &'static str {
-    crate::catalog::Catalog::shared()
+    abridge_llm::Catalog::shared()
         .lookup(model)
         .entry
         .image_billing

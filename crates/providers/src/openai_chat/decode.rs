@@ -11,25 +11,25 @@ use serde::de::SeqAccess;
 use serde::de::Visitor;
 use serde_json::Value;
 
-use super::classify;
-use super::scan::QuickRead;
-use super::scan::Refill;
-use super::scan::Repeat;
-use super::scan::Scanner;
-use super::scan::lent;
-use super::scan::lent_or_text;
-use super::scan::once;
-use super::scan::owned;
-use super::sse::SseEvent;
-use super::stream;
-use super::stream::Decoder;
-use super::stream::Partial;
-use crate::client::Response;
-use crate::client::StreamEvent;
-use crate::error::LlmError;
-use crate::message::Block;
-use crate::usage::StopReason;
-use crate::usage::Usage;
+use crate::common::classify;
+use crate::common::scan::QuickRead;
+use crate::common::scan::Refill;
+use crate::common::scan::Repeat;
+use crate::common::scan::Scanner;
+use crate::common::scan::lent;
+use crate::common::scan::lent_or_text;
+use crate::common::scan::once;
+use crate::common::scan::owned;
+use crate::common::sse::SseEvent;
+use crate::common::stream;
+use crate::common::stream::Decoder;
+use crate::common::stream::Partial;
+use abridge_llm::Response;
+use abridge_llm::StreamEvent;
+use abridge_llm::LlmError;
+use abridge_llm::Block;
+use abridge_llm::StopReason;
+use abridge_llm::Usage;
 
 fn stop_reason(finish: Option<&str>) -> StopReason {
     match finish {
@@ -531,8 +531,8 @@ impl Decoder for ChatDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::scan::testing;
-    use crate::providers::scan::testing::pick;
+    use crate::common::scan::testing;
+    use crate::common::scan::testing::pick;
     use proptest::prelude::*;
     use serde_json::json;
 

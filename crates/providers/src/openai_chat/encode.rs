@@ -5,22 +5,22 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::fragments;
-use super::fragments::Fragment;
-use super::fragments::Items;
-use super::options::ChatOptions;
-use super::options::MaxTokensField;
-use super::options::TOOL_IMAGES_INTRO;
-use super::wire;
-use super::wire::ArgumentsText;
-use super::wire::ImageUrl;
-use super::wire::Schema;
-use crate::client::Request;
-use crate::client::ToolChoice;
-use crate::error::LlmError;
-use crate::message::Block;
-use crate::message::Message;
-use crate::message::Role;
+use crate::common::fragments;
+use crate::common::fragments::Fragment;
+use crate::common::fragments::Items;
+use crate::common::options::ChatOptions;
+use crate::common::options::MaxTokensField;
+use crate::common::options::TOOL_IMAGES_INTRO;
+use crate::common::wire;
+use crate::common::wire::ArgumentsText;
+use crate::common::wire::ImageUrl;
+use crate::common::wire::Schema;
+use abridge_llm::Request;
+use abridge_llm::ToolChoice;
+use abridge_llm::LlmError;
+use abridge_llm::Block;
+use abridge_llm::Message;
+use abridge_llm::Role;
 
 /// The whole body of one call.
 #[derive(Serialize)]

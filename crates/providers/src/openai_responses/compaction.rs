@@ -2,52 +2,49 @@
 //! `{"model", "input": [items]}`, answered by `output` items of which one
 //! is an opaque `{"type": "compaction", "encrypted_content"}`.
 
-use abridge_compact::Plan;
-use abridge_llm::ApiKey;
-use abridge_llm::Auth;
-use abridge_llm::ErrorDialect;
-use abridge_llm::Http;
 use abridge_llm::LlmError;
-use abridge_llm::OPENAI_BASE_URL;
-use abridge_llm::OpenAiResponsesClient;
-use abridge_llm::ProviderConfig;
 use abridge_llm::Purpose;
-use abridge_llm::ResponsesOptions;
+use abridge_llm::Request;
 use abridge_llm::Usage;
 use async_trait::async_trait;
 use serde_json::Value;
 use serde_json::json;
 
-use super::native::COMPACTION_ITEM;
-use super::native::NativeAnswer;
-use super::native::NativeCompaction;
-use super::native::NativeReader;
-use super::native::NativeTarget;
-use super::native::compaction_request;
-use super::native::remote_config;
-use crate::cache_aligned::ConversationPrefix;
+use super::OpenAiResponsesClient;
+use super::ResponsesOptions;
+use crate::common::classify::ErrorDialect;
+use crate::common::config::ApiKey;
+use crate::common::config::ProviderConfig;
+use crate::common::http::Auth;
+use crate::common::http::Http;
+use crate::common::native::COMPACTION_ITEM;
+use crate::common::native::NativeAnswer;
+use crate::common::native::NativeCompaction;
+use crate::common::native::NativeCompactor;
+use crate::common::native::remote_config;
+use crate::openai_chat::OPENAI_BASE_URL;
 
 /// Path OpenAI's native compaction is posted to, after the base URL.
 const RESPONSES_COMPACT_PATH: &str = "/responses/compact";
 
 /// OpenAI's native compaction endpoint.
 #[derive(Debug)]
-pub(crate) struct ResponsesCompact {
+pub struct ResponsesCompaction {
     http: Http,
     model: String,
     encoder: OpenAiResponsesClient,
 }
 
-impl ResponsesCompact {
+impl ResponsesCompaction {
     /// Provider name recorded with the native output.
-    pub(crate) const NAME: &'static str = OpenAiResponsesClient::NAME;
+    pub const NAME: &'static str = OpenAiResponsesClient::NAME;
 
     /// The endpoint under `base` (empty: OpenAI's public API; a URL
     /// already ending in `/responses/compact` is used as it is).
     ///
     /// # Errors
     /// `InvalidConfig` for a URL that is not http(s) or a bad header.
-    pub(crate) fn new(
+    pub fn new(
         base: &str,
         model: impl Into<String>,
         key: Option<ApiKey>,
@@ -73,34 +70,22 @@ impl ResponsesCompact {
         )?;
         let encoder =
             OpenAiResponsesClient::new(ProviderConfig::new(root), ResponsesOptions::default())?;
-        Ok(ResponsesCompact {
+        Ok(ResponsesCompaction {
             http,
             model: model.into(),
             encoder,
         })
     }
 
-    /// The JSON body for `plan`: `{model, input}`, the input items being
-    /// the Responses encoding of `prefix`'s system messages, the session's
-    /// leading system messages and the planned span (see
-    /// [`compaction_request`]: a previous OpenAI compaction at its head
-    /// goes as its `compaction` item).
+    /// The JSON body for `request` (the conversation to compact, as the
+    /// caller chose it): `{model, input}`, the input items being its
+    /// Responses encoding, so a previous compaction the conversation
+    /// replays goes as its `compaction` item.
     ///
     /// # Errors
     /// `InvalidConfig` when no model is named.
-    pub(crate) fn body(
-        &self,
-        prefix: Option<&ConversationPrefix>,
-        plan: &Plan,
-    ) -> Result<Value, LlmError> {
-        let reader = NativeReader {
-            provider: self.http.provider(),
-            dialect: Self::NAME,
-            account: self.http.account(),
-            model: &self.model,
-        };
-        let request = compaction_request(reader, prefix, plan);
-        let encoded = self.encoder.build_body(&request, false)?;
+    pub fn body(&self, request: &Request) -> Result<Value, LlmError> {
+        let encoded = self.encoder.build_body(request, false)?;
         Ok(json!({
             "model": self.model,
             "input": encoded.get("input").cloned().unwrap_or(Value::Array(Vec::new())),
@@ -109,7 +94,7 @@ impl ResponsesCompact {
 }
 
 #[async_trait]
-impl NativeTarget for ResponsesCompact {
+impl NativeCompactor for ResponsesCompaction {
     fn name(&self) -> &str {
         self.http.provider()
     }
@@ -120,6 +105,10 @@ impl NativeTarget for ResponsesCompact {
 
     fn account(&self) -> &str {
         self.http.account()
+    }
+
+    fn model(&self) -> &str {
+        &self.model
     }
 
     async fn post(&self, body: &Value) -> Result<NativeAnswer, LlmError> {

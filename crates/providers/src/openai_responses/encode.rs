@@ -7,21 +7,21 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::fragments;
-use super::fragments::Fragment;
-use super::fragments::Items;
-use super::options::OPENAI_RESPONSES;
-use super::options::ResponsesOptions;
-use super::wire;
-use super::wire::ArgumentsText;
-use super::wire::ImageUrl;
-use super::wire::Schema;
-use crate::client::Request;
-use crate::client::ToolChoice;
-use crate::error::LlmError;
-use crate::message::Block;
-use crate::message::Message;
-use crate::message::Role;
+use crate::common::fragments;
+use crate::common::fragments::Fragment;
+use crate::common::fragments::Items;
+use crate::common::options::OPENAI_RESPONSES;
+use crate::common::options::ResponsesOptions;
+use crate::common::wire;
+use crate::common::wire::ArgumentsText;
+use crate::common::wire::ImageUrl;
+use crate::common::wire::Schema;
+use abridge_llm::Request;
+use abridge_llm::ToolChoice;
+use abridge_llm::LlmError;
+use abridge_llm::Block;
+use abridge_llm::Message;
+use abridge_llm::Role;
 
 /// The whole body of one call.
 #[derive(Serialize)]
@@ -334,12 +334,12 @@ mod tests {
     #[test]
     fn reasoning_round_trips_through_the_signature() {
         let item = json!({"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "plan"}], "encrypted_content": "gAAA"});
-        let mut message = crate::message::Message::assistant("");
+        let mut message = abridge_llm::Message::assistant("");
         message.content = vec![Block::Thinking {
             thinking: "plan".into(),
             signature: Some(item.to_string()),
         }];
-        let request = Request::new("m", vec![message], crate::Purpose::Turn);
+        let request = Request::new("m", vec![message], abridge_llm::Purpose::Turn);
         assert_eq!(items_json(&request), vec![item]);
     }
 
@@ -366,7 +366,7 @@ mod tests {
             provider: provider.to_string(),
             item: item.clone(),
         };
-        let mut checkpoint = crate::message::Message::user("");
+        let mut checkpoint = abridge_llm::Message::user("");
         checkpoint.content = vec![
             native(OPENAI_RESPONSES, &kept),
             native(OPENAI_RESPONSES, &compaction),
@@ -374,8 +374,8 @@ mod tests {
         ];
         let request = Request::new(
             "m",
-            vec![checkpoint, crate::message::Message::user("go on")],
-            crate::Purpose::Turn,
+            vec![checkpoint, abridge_llm::Message::user("go on")],
+            abridge_llm::Purpose::Turn,
         );
         let items = items_json(&request);
         assert_eq!(items.len(), 3, "{items:#?}");
