@@ -1,24 +1,27 @@
 //! The encoders as they were before typed wire structs: each request body
 //! built as a `serde_json::Value`. Kept only for tests, as the reference the
-//! typed encoders must agree with.
+//! typed encoders must agree with; the clients are asked through their
+//! public `build_body` (the value path) and `encode_body` (the bytes sent,
+//! through the client's fragment cache).
+// Helpers outside `#[test]` functions are test code too; clippy.toml's
+// test allowance does not reach them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use abridge_llm::Block;
+use abridge_llm::ImageSource;
+use abridge_llm::Request;
+use abridge_llm::Role;
+use abridge_llm::ToolChoice;
+use abridge_providers::AnthropicClient;
+use abridge_providers::AnthropicOptions;
+use abridge_providers::ChatOptions;
+use abridge_providers::IMAGE_NOT_LOADED;
+use abridge_providers::MaxTokensField;
+use abridge_providers::OpenAiResponsesClient;
+use abridge_providers::ResponsesOptions;
+use abridge_providers::TOOL_IMAGES_INTRO;
 use serde_json::Value;
 use serde_json::json;
-
-use super::anthropic::AnthropicClient;
-use super::anthropic::AnthropicOptions;
-use super::openai_chat::ChatOptions;
-use super::openai_chat::MaxTokensField;
-use super::openai_chat::TOOL_IMAGES_INTRO;
-use super::openai_responses::OpenAiResponsesClient;
-use super::openai_responses::ResponsesOptions;
-use crate::client::Request;
-use crate::client::ToolChoice;
-use crate::message::Block;
-use crate::message::ImageSource;
-use crate::message::Role;
-
-const IMAGE_NOT_LOADED: &str = super::IMAGE_NOT_LOADED;
 
 fn image_url(source: &ImageSource) -> Option<String> {
     match source {
@@ -57,7 +60,7 @@ fn merge_extra(body: &mut Value, extra: &serde_json::Map<String, Value>) {
     }
 }
 
-pub(crate) fn chat(
+fn chat(
     request: &Request,
     model: &str,
     options: &ChatOptions,
@@ -222,7 +225,7 @@ fn arguments_text(arguments: &Value) -> String {
     }
 }
 
-pub(crate) fn anthropic(
+fn anthropic(
     request: &Request,
     model: &str,
     options: &AnthropicOptions,
@@ -438,7 +441,7 @@ fn split_messages(request: &Request) -> (Vec<Value>, Vec<Value>) {
     (system, messages)
 }
 
-pub(crate) fn responses(
+fn responses(
     request: &Request,
     model: &str,
     options: &ResponsesOptions,
@@ -608,26 +611,25 @@ mod agreement {
     use serde_json::Value;
     use serde_json::json;
 
-    use super::super::anthropic_encode;
     use std::sync::Arc;
 
-    use super::super::chat_encode;
-    use super::super::fragments::FragmentCache;
-    use super::super::openai_chat::ChatOptions;
-    use super::super::openai_chat::MaxTokensField;
-    use super::super::responses_encode;
-    use super::super::wire;
-    use super::AnthropicOptions;
-    use super::ResponsesOptions;
-    use crate::client::Purpose;
-    use crate::client::Request;
-    use crate::client::ToolChoice;
-    use crate::client::ToolSpec;
-    use crate::message::Block;
-    use crate::message::ImageSource;
-    use crate::message::Message;
-    use crate::message::Meta;
-    use crate::message::Role;
+    use abridge_llm::Block;
+    use abridge_llm::ImageSource;
+    use abridge_llm::Message;
+    use abridge_llm::Meta;
+    use abridge_llm::Purpose;
+    use abridge_llm::Request;
+    use abridge_llm::Role;
+    use abridge_llm::ToolChoice;
+    use abridge_llm::ToolSpec;
+    use abridge_providers::AnthropicClient;
+    use abridge_providers::AnthropicOptions;
+    use abridge_providers::ChatOptions;
+    use abridge_providers::MaxTokensField;
+    use abridge_providers::OpenAiChatClient;
+    use abridge_providers::OpenAiResponsesClient;
+    use abridge_providers::ProviderConfig;
+    use abridge_providers::ResponsesOptions;
 
     fn text() -> impl Strategy<Value = String> {
         prop_oneof![
@@ -784,10 +786,18 @@ mod agreement {
         map
     }
 
-    fn sent<T: serde::Serialize>(body: &T, extra: &serde_json::Map<String, Value>) -> Value {
-        let bytes = wire::encode("p", 0, body, extra).unwrap();
+    /// A client's configuration named `p` with `extra` merged into every
+    /// body.
+    fn config(extra: &serde_json::Map<String, Value>) -> ProviderConfig {
+        let mut config = ProviderConfig::new("http://127.0.0.1:9").with_name("p");
+        config.extra_body = extra.clone();
+        config
+    }
+
+    /// The body as sent (bytes through the client's fragment cache),
+    /// checked against the value path.
+    fn sent(bytes: Vec<u8>, as_value: Value) -> Value {
         let from_bytes: Value = serde_json::from_slice(&bytes).unwrap();
-        let as_value = wire::to_value("p", body, extra).unwrap();
         assert_eq!(from_bytes, as_value, "bytes and build_body disagree");
         from_bytes
     }
@@ -815,10 +825,9 @@ mod agreement {
                 stream_usage: usage,
             };
             let extra = extra(with_extra);
-            let cache = FragmentCache::default();
+            let client = OpenAiChatClient::new(config(&extra), options.clone()).unwrap();
             for request in turns(&request).iter().chain(&turns(&request)) {
-                let items = cache.items(&request.messages, chat_encode::cacheable, |m| chat_encode::encode_message("p", m, &options, None)).unwrap();
-                let typed = sent(&chat_encode::body(request, "m-1", &options, streaming, &items), &extra);
+                let typed = sent(client.encode_body(request, streaming).unwrap(), client.build_body(request, streaming).unwrap());
                 prop_assert_eq!(typed, super::chat(request, "m-1", &options, &extra, streaming));
             }
         }
@@ -828,10 +837,9 @@ mod agreement {
                             streaming in any::<bool>(), with_extra in any::<bool>()) {
             let options = ResponsesOptions { store, include_encrypted_reasoning: include };
             let extra = extra(with_extra);
-            let cache = FragmentCache::default();
+            let client = OpenAiResponsesClient::new(config(&extra), options.clone()).unwrap();
             for request in turns(&request).iter().chain(&turns(&request)) {
-                let items = cache.items(&request.messages, responses_encode::cacheable, |m| responses_encode::encode_message("p", m, &options, "auto")).unwrap();
-                let typed = sent(&responses_encode::body(request, "m-1", &options, streaming, &items), &extra);
+                let typed = sent(client.encode_body(request, streaming).unwrap(), client.build_body(request, streaming).unwrap());
                 prop_assert_eq!(typed, super::responses(request, "m-1", &options, &extra, streaming));
             }
         }
@@ -840,11 +848,9 @@ mod agreement {
         fn anthropic_agrees(request in request(), cache in any::<bool>(), streaming in any::<bool>(), with_extra in any::<bool>()) {
             let options = AnthropicOptions { default_max_tokens: 4096, prompt_cache: cache };
             let extra = extra(with_extra);
-            let cache = FragmentCache::default();
+            let client = AnthropicClient::new(config(&extra), options.clone()).unwrap();
             for request in turns(&request).iter().chain(&turns(&request)) {
-                let lead = anthropic_encode::leading_system(request);
-                let items = cache.items(&request.messages, |i, _| i >= lead, |m| anthropic_encode::encode_message("p", m)).unwrap();
-                let typed = sent(&anthropic_encode::body(request, "m-1", &options, streaming, &items), &extra);
+                let typed = sent(client.encode_body(request, streaming).unwrap(), client.build_body(request, streaming).unwrap());
                 prop_assert_eq!(typed, super::anthropic(request, "m-1", &options, &extra, streaming));
             }
         }

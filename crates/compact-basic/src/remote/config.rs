@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use abridge_compact::CompactionMethod;
-use abridge_llm::ApiKey;
+use abridge_providers::ApiKey;
 use abridge_llm::RetryPolicy;
 
 use crate::cache_aligned::ConversationPrefix;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use abridge_llm::CountTokensClient;
+use abridge_providers::CountTokensClient;
 use abridge_llm::LlmError;
 use abridge_llm::Purpose;
 use pretty_assertions::assert_eq;

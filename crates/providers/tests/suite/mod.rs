@@ -5,7 +5,6 @@ mod cancel;
 mod caps;
 mod count_tokens;
 mod faults;
-mod retry;
 mod secrets;
 mod shapes;
 mod support;

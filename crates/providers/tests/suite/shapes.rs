@@ -214,9 +214,9 @@ async fn anthropic_accepts_a_base_ending_in_v1() {
 /// forces it either way.
 #[test]
 fn encrypted_reasoning_is_asked_of_reasoning_models_only() {
-    use abridge_llm::OpenAiResponsesClient;
-    use abridge_llm::ProviderConfig;
-    use abridge_llm::ResponsesOptions;
+    use abridge_providers::OpenAiResponsesClient;
+    use abridge_providers::ProviderConfig;
+    use abridge_providers::ResponsesOptions;
     let body = |model: &str, include: Option<bool>| {
         let client = OpenAiResponsesClient::new(
             ProviderConfig::new("http://127.0.0.1:1/v1"),
@@ -245,10 +245,10 @@ fn encrypted_reasoning_is_asked_of_reasoning_models_only() {
 /// model from the catalog is `max_completion_tokens` for them only.
 #[test]
 fn the_output_cap_field_follows_the_catalog() {
-    use abridge_llm::ChatOptions;
-    use abridge_llm::MaxTokensField;
-    use abridge_llm::OpenAiChatClient;
-    use abridge_llm::ProviderConfig;
+    use abridge_providers::ChatOptions;
+    use abridge_providers::MaxTokensField;
+    use abridge_providers::OpenAiChatClient;
+    use abridge_providers::ProviderConfig;
     let body = |model: &str| {
         let options = ChatOptions {
             max_tokens_field: MaxTokensField::for_model(model),
@@ -286,11 +286,11 @@ async fn native_items_reach_only_their_own_provider() {
         let mut replay = abridge_llm::Message::assistant("");
         replay.content = vec![
             Block::Native {
-                provider: abridge_llm::OpenAiResponsesClient::NAME.to_string(),
+                provider: abridge_providers::OpenAiResponsesClient::NAME.to_string(),
                 item: openai.clone(),
             },
             Block::Native {
-                provider: abridge_llm::AnthropicClient::NAME.to_string(),
+                provider: abridge_providers::AnthropicClient::NAME.to_string(),
                 item: anthropic.clone(),
             },
         ];
@@ -301,8 +301,8 @@ async fn native_items_reach_only_their_own_provider() {
         let body: Value = serde_json::from_slice(&sent.body).unwrap();
         let text = body.to_string();
         let (own, other) = match client.provider() {
-            p if p == abridge_llm::OpenAiResponsesClient::NAME => (Some(&openai), &anthropic),
-            p if p == abridge_llm::AnthropicClient::NAME => (Some(&anthropic), &openai),
+            p if p == abridge_providers::OpenAiResponsesClient::NAME => (Some(&openai), &anthropic),
+            p if p == abridge_providers::AnthropicClient::NAME => (Some(&anthropic), &openai),
             _ => (None, &openai),
         };
         if let Some(own) = own {

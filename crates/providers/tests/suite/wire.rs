@@ -3,19 +3,19 @@
 
 use std::time::Duration;
 
-use abridge_llm::ANTHROPIC_COMPACTION_BETA;
-use abridge_llm::AnthropicClient;
-use abridge_llm::AnthropicOptions;
+use abridge_providers::ANTHROPIC_COMPACTION_BETA;
+use abridge_providers::AnthropicClient;
+use abridge_providers::AnthropicOptions;
 use abridge_llm::Block;
-use abridge_llm::CountTokensClient;
+use abridge_providers::CountTokensClient;
 use abridge_llm::LlmClient;
 use abridge_llm::LlmError;
 use abridge_llm::Message;
-use abridge_llm::OpenAiResponsesClient;
-use abridge_llm::ProviderConfig;
+use abridge_providers::OpenAiResponsesClient;
+use abridge_providers::ProviderConfig;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
-use abridge_llm::ResponsesOptions;
+use abridge_providers::ResponsesOptions;
 use abridge_llm::StreamEvent;
 use futures::StreamExt;
 use pretty_assertions::assert_eq;
@@ -341,9 +341,9 @@ fn images_are_sent_at_the_detail_they_are_billed_at() {
         ResponsesOptions::default(),
     )
     .unwrap();
-    let chat = abridge_llm::OpenAiChatClient::new(
+    let chat = abridge_providers::OpenAiChatClient::new(
         ProviderConfig::new("http://127.0.0.1:1/v1"),
-        abridge_llm::ChatOptions::openai(),
+        abridge_providers::ChatOptions::openai(),
     )
     .unwrap();
     let gpt5 = with_image();
