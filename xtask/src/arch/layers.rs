@@ -17,13 +17,15 @@ use serde_json::Value;
 
 use super::Finding;
 
-/// docs/architecture.md "The layers", lowest first: `llm <- session <- {import,
-/// meter} <- compact <- {compact-basic, prune, snapcompact} <- abridge <-
-/// serve <- proxy <- cli` (the CLI runs both faces), with `store-postgres`
-/// beside the session's consumers.
+/// docs/architecture.md "The layers", lowest first: `llm <- {session,
+/// providers} <- {import, meter} <- compact <- {compact-basic, prune,
+/// snapcompact} <- abridge <- serve <- proxy <- cli` (the CLI runs both
+/// faces), with `store-postgres` beside the session's consumers.
 const LAYERS: &[&[&str]] = &[
     &["abridge-llm"],
-    &["abridge-session"],
+    // The provider clients speak only the vocabulary: beside the log, so a
+    // decoder change rebuilds only what sends requests.
+    &["abridge-session", "abridge-providers"],
     &["abridge-import", "abridge-meter", "abridge-store-postgres"],
     &["abridge-compact"],
     &[
