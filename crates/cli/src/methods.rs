@@ -11,11 +11,11 @@ use abridge::SummarizerModel;
 use abridge_compact_basic::RemoteConfig;
 use abridge_compact_basic::RemoteKind;
 use abridge_compact_basic::SoftConfig;
-use abridge_providers::CountTokensClient;
 use abridge_llm::LlmClient;
+use abridge_llm::RetryPolicy;
+use abridge_providers::CountTokensClient;
 use abridge_providers::ProviderConfig;
 use abridge_providers::ProviderKind;
-use abridge_llm::RetryPolicy;
 use abridge_prune::MemoryArtifactStore;
 use anyhow::bail;
 

@@ -15,11 +15,11 @@ use abridge_compact_basic::prompts::*;
 use abridge_compact_basic::*;
 use abridge_llm::LlmClient;
 use abridge_llm::Message;
-use abridge_providers::OpenAiChatClient;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
 use abridge_llm::RetryPolicy;
 use abridge_llm::ToolSpec;
+use abridge_providers::OpenAiChatClient;
 use abridge_session::Session;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
@@ -99,7 +99,8 @@ async fn server(template: ResponseTemplate) -> (MockServer, Arc<dyn LlmClient>) 
         .mount(&server)
         .await;
     let client = Arc::new(
-        abridge_providers::openai_compatible(format!("{}/v1", server.uri()), "live-1", None).unwrap(),
+        abridge_providers::openai_compatible(format!("{}/v1", server.uri()), "live-1", None)
+            .unwrap(),
     );
     (server, client)
 }

@@ -17,11 +17,11 @@ use abridge_compact_basic::prompts::*;
 use abridge_compact_basic::*;
 use abridge_llm::LlmClient;
 use abridge_llm::Message;
-use abridge_providers::OpenAiChatClient;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
 use abridge_llm::RetryPolicy;
 use abridge_llm::ToolSpec;
+use abridge_providers::OpenAiChatClient;
 use abridge_session::Session;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
@@ -39,9 +39,11 @@ use wiremock::matchers::path;
 fn responses_account(base: &str, key: Option<&str>) -> String {
     let mut config = abridge_providers::ProviderConfig::new(base);
     config.api_key = key.map(Into::into);
-    let client =
-        abridge_providers::OpenAiResponsesClient::new(config, abridge_providers::ResponsesOptions::default())
-            .unwrap();
+    let client = abridge_providers::OpenAiResponsesClient::new(
+        config,
+        abridge_providers::ResponsesOptions::default(),
+    )
+    .unwrap();
     client.native_account().unwrap().to_string()
 }
 
@@ -50,9 +52,11 @@ fn responses_account(base: &str, key: Option<&str>) -> String {
 fn anthropic_account(base: &str, key: Option<&str>) -> String {
     let mut config = abridge_providers::ProviderConfig::new(base);
     config.api_key = key.map(Into::into);
-    let client =
-        abridge_providers::AnthropicClient::new(config, abridge_providers::AnthropicOptions::default())
-            .unwrap();
+    let client = abridge_providers::AnthropicClient::new(
+        config,
+        abridge_providers::AnthropicOptions::default(),
+    )
+    .unwrap();
     client.native_account().unwrap().to_string()
 }
 
@@ -153,7 +157,8 @@ async fn server_answering(template: ResponseTemplate) -> MockServer {
 
 fn chat_client(server: &MockServer) -> Arc<dyn LlmClient> {
     Arc::new(
-        abridge_providers::openai_compatible(format!("{}/v1", server.uri()), "summ-1", None).unwrap(),
+        abridge_providers::openai_compatible(format!("{}/v1", server.uri()), "summ-1", None)
+            .unwrap(),
     )
 }
 

@@ -21,12 +21,12 @@ use crate::common::http::Auth;
 use crate::common::http::Http;
 use crate::common::stream;
 use crate::common::wire;
+use abridge_llm::Block;
 use abridge_llm::LlmClient;
+use abridge_llm::LlmError;
 use abridge_llm::Request;
 use abridge_llm::Response;
 use abridge_llm::ResponseStream;
-use abridge_llm::LlmError;
-use abridge_llm::Block;
 use abridge_llm::Usage;
 
 /// Public Anthropic API base (the client appends `/v1/messages`).

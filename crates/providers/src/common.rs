@@ -8,7 +8,6 @@ pub(crate) mod fragments;
 pub(crate) mod http;
 pub(crate) mod native;
 pub(crate) mod options;
-pub(crate) mod scan;
 pub(crate) mod sse;
 pub(crate) mod stream;
 pub(crate) mod wire;

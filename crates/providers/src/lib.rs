@@ -40,10 +40,7 @@ pub use anthropic::AnthropicClient;
 pub use anthropic::AnthropicOptions;
 pub use anthropic::compaction::ANTHROPIC_MIN_TRIGGER;
 pub use anthropic::compaction::AnthropicCompaction;
-pub use common::native::COMPACTION_ITEM;
-pub use common::native::NativeAnswer;
-pub use common::native::NativeCompaction;
-pub use common::native::NativeCompactor;
+pub use anthropic::count_tokens::CountTokensClient;
 pub use common::classify::ANTHROPIC_OVERFLOW_PHRASES;
 pub use common::classify::CONTEXT_OVERFLOW_PHRASES;
 pub use common::classify::ErrorDialect;
@@ -56,9 +53,13 @@ pub use common::classify::parse_retry_after;
 pub use common::config::ApiKey;
 pub use common::config::DEFAULT_MAX_RESPONSE_BYTES;
 pub use common::config::ProviderConfig;
-pub use anthropic::count_tokens::CountTokensClient;
 pub use common::http::Auth;
 pub use common::http::Http;
+pub use common::native::COMPACTION_ITEM;
+pub use common::native::NativeAnswer;
+pub use common::native::NativeCompaction;
+pub use common::native::NativeCompactor;
+pub use common::wire::IMAGE_NOT_LOADED;
 pub use openai_chat::ChatOptions;
 pub use openai_chat::MaxTokensField;
 pub use openai_chat::OPENAI_BASE_URL;
@@ -69,7 +70,6 @@ pub use openai_responses::ResponsesOptions;
 pub use openai_responses::compaction::ResponsesCompaction;
 pub use summary_endpoint::SUMMARY_ENDPOINT;
 pub use summary_endpoint::SummaryEndpoint;
-pub use common::wire::IMAGE_NOT_LOADED;
 
 /// A Chat Completions client for an OpenAI-compatible server (llama.cpp,
 /// vLLM, Ollama, a gateway) at `base_url` (for example

@@ -17,10 +17,10 @@ use crate::common::http::Http;
 use crate::common::stream;
 use crate::common::wire;
 use abridge_llm::LlmClient;
+use abridge_llm::LlmError;
 use abridge_llm::Request;
 use abridge_llm::Response;
 use abridge_llm::ResponseStream;
-use abridge_llm::LlmError;
 
 /// Public OpenAI API base.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";

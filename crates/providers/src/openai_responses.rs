@@ -18,26 +18,19 @@ use crate::common::fragments;
 use crate::common::fragments::FragmentCache;
 use crate::common::http::Auth;
 use crate::common::http::Http;
-use crate::openai_chat::OPENAI_BASE_URL;
-use crate::common::scan::QuickRead;
-use crate::common::scan::Refill;
-use crate::common::scan::Repeat;
-use crate::common::scan::Scanner;
-use crate::common::scan::lent;
-use crate::common::scan::once;
-use crate::common::scan::owned;
 use crate::common::sse::SseEvent;
 use crate::common::stream;
 use crate::common::stream::Decoder;
 use crate::common::wire;
+use crate::openai_chat::OPENAI_BASE_URL;
+use abridge_llm::Block;
 use abridge_llm::LlmClient;
+use abridge_llm::LlmError;
 use abridge_llm::Request;
 use abridge_llm::Response;
 use abridge_llm::ResponseStream;
-use abridge_llm::StreamEvent;
-use abridge_llm::LlmError;
-use abridge_llm::Block;
 use abridge_llm::StopReason;
+use abridge_llm::StreamEvent;
 use abridge_llm::Usage;
 
 pub use crate::common::options::ResponsesOptions;
@@ -290,54 +283,6 @@ struct WireEvent<'a> {
     response: Option<Value>,
 }
 
-impl<'a> QuickRead<'a> for WireEvent<'a> {
-    /// Events without an item or a response: the text, reasoning and
-    /// argument deltas that make up most of a stream.
-    fn read(scanner: &mut Scanner<'a>) -> Option<Self> {
-        let (mut kind, mut delta, mut output_index) = (None, None, None);
-        let (mut item, mut response) = (None, None);
-        scanner.object(|s, key| match key {
-            "type" => once(&mut kind, s.optional_string()?),
-            "delta" => once(&mut delta, s.text_hole()?),
-            "output_index" => once(&mut output_index, s.optional_u64()?),
-            "item" => once(&mut item, s.null().then_some(())?),
-            "response" => once(&mut response, s.null().then_some(())?),
-            _ => s.skip(),
-        })?;
-        Some(WireEvent {
-            kind: kind.flatten(),
-            delta: delta.flatten().map(Cow::into_owned),
-            output_index: output_index.flatten(),
-            item: None,
-            response: None,
-        })
-    }
-}
-
-impl<'a> Refill<'a> for WireEvent<'a> {
-    type Kept = WireEvent<'static>;
-
-    fn keep(&self) -> Self::Kept {
-        WireEvent {
-            kind: owned(&self.kind),
-            delta: self.delta.clone(),
-            output_index: self.output_index,
-            item: None,
-            response: None,
-        }
-    }
-
-    fn refill(kept: &'a Self::Kept, text: Cow<'a, str>) -> Self {
-        WireEvent {
-            kind: lent(&kept.kind),
-            delta: Some(text.into_owned()),
-            output_index: kept.output_index,
-            item: None,
-            response: None,
-        }
-    }
-}
-
 /// Stream decoder: named events ending in `response.completed`,
 /// `response.incomplete` or `response.failed`.
 #[derive(Debug)]
@@ -346,8 +291,6 @@ pub(crate) struct ResponsesDecoder {
     dialect: classify::ErrorDialect,
     requested: String,
     items: BTreeMap<u64, Value>,
-    /// The last delta, to rebuild the next one of the same shape.
-    repeat: Repeat<WireEvent<'static>>,
 }
 
 impl ResponsesDecoder {
@@ -358,7 +301,6 @@ impl ResponsesDecoder {
             dialect,
             requested,
             items: BTreeMap::new(),
-            repeat: Repeat::default(),
         }
     }
 }
@@ -369,7 +311,7 @@ impl Decoder for ResponsesDecoder {
         event: SseEvent<'_>,
         out: &mut stream::Out<'_>,
     ) -> Result<bool, LlmError> {
-        let wire: WireEvent<'_> = stream::read_event(&self.provider, event.data, &mut self.repeat)?;
+        let wire: WireEvent<'_> = stream::parse_event(&self.provider, event.data)?;
         let kind = wire.kind.as_deref().or(event.event).unwrap_or("");
         let delta = wire.delta.unwrap_or_default();
         match kind {
@@ -492,95 +434,6 @@ impl LlmClient for OpenAiResponsesClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::scan::testing;
-    use crate::common::scan::testing::pick;
-    use proptest::prelude::*;
-
-    fn event() -> impl Strategy<Value = String> {
-        let kinds = [
-            "\"response.output_text.delta\"",
-            "\"response.reasoning_summary_text.delta\"",
-            "\"response.function_call_arguments.delta\"",
-            "\"response.completed\"",
-            "null",
-        ];
-        let members = testing::members(vec![
-            ("type", pick(&kinds)),
-            ("delta", testing::text_value().boxed()),
-            ("output_index", pick(&["0", "2", "null", "1.0"])),
-            ("item", pick(&["null", "null", "{\"type\":\"message\"}"])),
-            (
-                "response",
-                pick(&["null", "null", "{\"status\":\"completed\"}"]),
-            ),
-            ("content_index", pick(&["0"])),
-            ("item_id", pick(&["\"msg_1\""])),
-        ]);
-        testing::event_text(members)
-    }
-
-    /// The quick reader and serde read every generated event alike.
-    #[test]
-    fn quick_reads_agree_with_serde() {
-        testing::agree_on(event(), 128, |text| testing::agrees::<WireEvent<'_>>(text));
-    }
-
-    /// A delta as OpenAI streams it: a piece of text, reasoning or
-    /// arguments, with its sequence number, item id and indexes.
-    fn streamed_delta() -> impl Strategy<Value = String> {
-        testing::event_text(testing::members_kept(
-            vec![
-                (
-                    "type",
-                    pick(&[
-                        "\"response.output_text.delta\"",
-                        "\"response.function_call_arguments.delta\"",
-                    ]),
-                ),
-                ("sequence_number", pick(&["4", "57", "1203"])),
-                ("item_id", pick(&["\"msg_1\"", "\"fc_2\""])),
-                ("output_index", pick(&["0", "1"])),
-                ("content_index", pick(&["0"])),
-                ("delta", pick(&["\"word \""])),
-                ("logprobs", pick(&["[]"])),
-            ],
-            1.0,
-        ))
-    }
-
-    /// A delta rebuilt from the last one's shape equals serde's reading
-    /// of it, and events that differ where the shape may not are read
-    /// afresh.
-    #[test]
-    fn repeated_shapes_agree_with_serde() {
-        testing::agree_on(
-            testing::pairs(prop_oneof![3 => streamed_delta().boxed(), 1 => event().boxed()]),
-            128,
-            |(first, second)| {
-                testing::repeats_agree::<WireEvent<'_>>(
-                    first,
-                    second,
-                    &mut Repeat::default(),
-                    &mut Repeat::default(),
-                )
-            },
-        );
-    }
-
-    /// Deltas as OpenAI streams them take the quick path; events that
-    /// carry an item or the whole response go to serde.
-    #[test]
-    fn documented_deltas_take_the_quick_path() {
-        let quick = [
-            r#"{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hello","logprobs":[],"obfuscation":"Zx"}"#,
-            r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"{\"path\":"}"#,
-            r#"{"type":"response.reasoning_summary_text.delta","item_id":"rs_1","output_index":0,"summary_index":0,"delta":"**Plan**\n"}"#,
-        ];
-        let slow = r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","call_id":"c","name":"f"}}"#;
-        testing::assert_paths(&quick, &[slow], |text| {
-            testing::agrees::<WireEvent<'_>>(text)
-        });
-    }
 
     #[test]
     fn reasoning_round_trips_through_the_signature() {

@@ -796,9 +796,9 @@ mod agreement {
 
     /// The body as sent (bytes through the client's fragment cache),
     /// checked against the value path.
-    fn sent(bytes: Vec<u8>, as_value: Value) -> Value {
-        let from_bytes: Value = serde_json::from_slice(&bytes).unwrap();
-        assert_eq!(from_bytes, as_value, "bytes and build_body disagree");
+    fn sent(bytes: &[u8], as_value: &Value) -> Value {
+        let from_bytes: Value = serde_json::from_slice(bytes).unwrap();
+        assert_eq!(&from_bytes, as_value, "bytes and build_body disagree");
         from_bytes
     }
 
@@ -827,7 +827,7 @@ mod agreement {
             let extra = extra(with_extra);
             let client = OpenAiChatClient::new(config(&extra), options.clone()).unwrap();
             for request in turns(&request).iter().chain(&turns(&request)) {
-                let typed = sent(client.encode_body(request, streaming).unwrap(), client.build_body(request, streaming).unwrap());
+                let typed = sent(&client.encode_body(request, streaming).unwrap(), &client.build_body(request, streaming).unwrap());
                 prop_assert_eq!(typed, super::chat(request, "m-1", &options, &extra, streaming));
             }
         }
@@ -839,7 +839,7 @@ mod agreement {
             let extra = extra(with_extra);
             let client = OpenAiResponsesClient::new(config(&extra), options.clone()).unwrap();
             for request in turns(&request).iter().chain(&turns(&request)) {
-                let typed = sent(client.encode_body(request, streaming).unwrap(), client.build_body(request, streaming).unwrap());
+                let typed = sent(&client.encode_body(request, streaming).unwrap(), &client.build_body(request, streaming).unwrap());
                 prop_assert_eq!(typed, super::responses(request, "m-1", &options, &extra, streaming));
             }
         }
@@ -850,7 +850,7 @@ mod agreement {
             let extra = extra(with_extra);
             let client = AnthropicClient::new(config(&extra), options.clone()).unwrap();
             for request in turns(&request).iter().chain(&turns(&request)) {
-                let typed = sent(client.encode_body(request, streaming).unwrap(), client.build_body(request, streaming).unwrap());
+                let typed = sent(&client.encode_body(request, streaming).unwrap(), &client.build_body(request, streaming).unwrap());
                 prop_assert_eq!(typed, super::anthropic(request, "m-1", &options, &extra, streaming));
             }
         }

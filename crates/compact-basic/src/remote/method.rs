@@ -13,12 +13,8 @@ use abridge_compact::Details;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
 use abridge_llm::Block;
-use abridge_providers::ChatOptions;
 use abridge_llm::LlmClient;
 use abridge_llm::LlmError;
-use abridge_providers::MaxTokensField;
-use abridge_providers::OpenAiChatClient;
-use abridge_providers::ProviderConfig;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
 use abridge_llm::Response;
@@ -26,7 +22,11 @@ use abridge_llm::RetryPolicy;
 use abridge_llm::Usage;
 use abridge_providers::ANTHROPIC_MIN_TRIGGER;
 use abridge_providers::AnthropicCompaction;
+use abridge_providers::ChatOptions;
+use abridge_providers::MaxTokensField;
 use abridge_providers::NativeCompactor;
+use abridge_providers::OpenAiChatClient;
+use abridge_providers::ProviderConfig;
 use abridge_providers::ResponsesCompaction;
 use abridge_providers::SummaryEndpoint;
 use async_trait::async_trait;
@@ -222,7 +222,11 @@ impl RemoteMethod {
     ) -> Result<MethodOutput, CompactError> {
         let target: Arc<dyn NativeCompactor> = Arc::clone(compact) as Arc<dyn NativeCompactor>;
         let (native, log) = match self
-            .attempt_native(target, responses_body(compact, self.prefix.as_ref(), plan), plan)
+            .attempt_native(
+                target,
+                responses_body(compact, self.prefix.as_ref(), plan),
+                plan,
+            )
             .await
         {
             NativeAttempt::Answered(response, log) => (response, log),

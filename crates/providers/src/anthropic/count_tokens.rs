@@ -18,15 +18,15 @@ use crate::anthropic::ANTHROPIC_BASE_URL;
 use crate::anthropic::ANTHROPIC_VERSION;
 use crate::anthropic::AnthropicClient;
 use crate::anthropic::AnthropicOptions;
-use crate::anthropic::strip_v1;
 use crate::anthropic::encode;
+use crate::anthropic::strip_v1;
 use crate::common::classify;
 use crate::common::config::ProviderConfig;
 use crate::common::http::Auth;
 use crate::common::http::Http;
 use crate::common::wire;
-use abridge_llm::Request;
 use abridge_llm::LlmError;
+use abridge_llm::Request;
 
 /// The body fields the counting endpoint reads.
 const COUNTED_FIELDS: &[&str] = &[

@@ -16,13 +16,13 @@ use crate::common::wire;
 use crate::common::wire::EPHEMERAL;
 use crate::common::wire::Ephemeral;
 use crate::common::wire::Schema;
-use abridge_llm::Request;
-use abridge_llm::ToolChoice;
-use abridge_llm::LlmError;
 use abridge_llm::Block;
 use abridge_llm::ImageSource;
+use abridge_llm::LlmError;
 use abridge_llm::Message;
+use abridge_llm::Request;
 use abridge_llm::Role;
+use abridge_llm::ToolChoice;
 
 /// The whole body of one call.
 #[derive(Serialize)]

@@ -26,9 +26,9 @@ use std::sync::Mutex;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use abridge_llm::Request;
 use abridge_llm::LlmError;
 use abridge_llm::Message;
+use abridge_llm::Request;
 use abridge_llm::SharedMessage;
 
 /// Cache entries keyed by the address of the shared message they encode.

@@ -17,8 +17,8 @@ use reqwest::header::HeaderValue;
 use crate::common::classify;
 use crate::common::config::ApiKey;
 use crate::common::config::ProviderConfig;
-use abridge_llm::Purpose;
 use abridge_llm::LlmError;
+use abridge_llm::Purpose;
 
 /// How the key of a [`ProviderConfig`] is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

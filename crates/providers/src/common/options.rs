@@ -119,11 +119,7 @@ pub struct ResponsesOptions {
 impl ResponsesOptions {
     /// Whether a request for `model` asks for encrypted reasoning.
     pub fn includes_encrypted_reasoning(&self, model: &str) -> bool {
-        self.include_encrypted_reasoning.unwrap_or_else(|| {
-            abridge_llm::Catalog::shared()
-                .lookup(model)
-                .entry
-                .reasoning
-        })
+        self.include_encrypted_reasoning
+            .unwrap_or_else(|| abridge_llm::Catalog::shared().lookup(model).entry.reasoning)
     }
 }

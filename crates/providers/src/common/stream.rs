@@ -9,20 +9,18 @@ use std::task::Poll;
 use futures::StreamExt;
 
 use crate::common::classify;
-use crate::common::scan::Refill;
-use crate::common::scan::Repeat;
 use crate::common::sse::SseEvent;
 use crate::common::sse::SseParser;
-use abridge_llm::Response;
-use abridge_llm::ResponseStream;
-use abridge_llm::StreamEvent;
-use abridge_llm::LlmError;
 use abridge_llm::Block;
+use abridge_llm::LlmError;
 use abridge_llm::Message;
 use abridge_llm::Meta;
 use abridge_llm::Origin;
+use abridge_llm::Response;
+use abridge_llm::ResponseStream;
 use abridge_llm::Role;
 use abridge_llm::StopReason;
+use abridge_llm::StreamEvent;
 use abridge_llm::Usage;
 
 /// Turns one provider's SSE events into [`StreamEvent`]s.
@@ -149,8 +147,10 @@ impl<D: Decoder + Unpin> futures::Stream for Driver<D> {
             }
             match std::task::ready!(this.body.poll_next_unpin(cx)) {
                 Some(Ok(chunk)) if chunk.len() > this.budget => {
-                    this.queue
-                        .push_back(Err(crate::common::http::too_large(&this.provider, this.cap)));
+                    this.queue.push_back(Err(crate::common::http::too_large(
+                        &this.provider,
+                        this.cap,
+                    )));
                     this.ended = true;
                     // Let go of the connection now, not when the caller
                     // drops the stream.
@@ -352,24 +352,6 @@ pub(crate) fn parse_event<'a, T: serde::Deserialize<'a>>(
             message: format!("malformed stream event ({e})"),
         },
     })
-}
-
-/// Reads one event's JSON data: rebuilt from the stream's last delta when
-/// it has that delta's shape, read by the type's quick reader when it
-/// knows the shape (most text deltas), and by serde otherwise; all three
-/// give the same value (see `QuickRead` and [`Refill`] in `scan`).
-///
-/// # Errors
-/// As [`parse_event`], for data the quick reader leaves to serde.
-pub(crate) fn read_event<'a, T: Refill<'a> + serde::Deserialize<'a>>(
-    provider: &str,
-    data: &'a str,
-    repeat: &'a mut Repeat<T::Kept>,
-) -> Result<T, LlmError> {
-    match repeat.read(data) {
-        Some(event) => Ok(event),
-        None => parse_event(provider, data),
-    }
 }
 
 fn clip(text: &str) -> String {

@@ -15,10 +15,10 @@ use serde::Serialize;
 use serde::Serializer;
 use serde_json::Value;
 
-use abridge_llm::Request;
-use abridge_llm::LlmError;
 use abridge_llm::Block;
 use abridge_llm::ImageSource;
+use abridge_llm::LlmError;
+use abridge_llm::Request;
 
 /// Sent in place of an image whose bytes are still in a blob file: stores
 /// resolve blobs when they load, so this shows a caller skipped that step,

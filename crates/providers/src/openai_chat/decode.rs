@@ -12,23 +12,15 @@ use serde::de::Visitor;
 use serde_json::Value;
 
 use crate::common::classify;
-use crate::common::scan::QuickRead;
-use crate::common::scan::Refill;
-use crate::common::scan::Repeat;
-use crate::common::scan::Scanner;
-use crate::common::scan::lent;
-use crate::common::scan::lent_or_text;
-use crate::common::scan::once;
-use crate::common::scan::owned;
 use crate::common::sse::SseEvent;
 use crate::common::stream;
 use crate::common::stream::Decoder;
 use crate::common::stream::Partial;
-use abridge_llm::Response;
-use abridge_llm::StreamEvent;
-use abridge_llm::LlmError;
 use abridge_llm::Block;
+use abridge_llm::LlmError;
+use abridge_llm::Response;
 use abridge_llm::StopReason;
+use abridge_llm::StreamEvent;
 use abridge_llm::Usage;
 
 fn stop_reason(finish: Option<&str>) -> StopReason {
@@ -189,139 +181,6 @@ pub(crate) struct WireAnswer<'a> {
     usage: Option<WireUsage>,
 }
 
-impl<'a> QuickRead<'a> for WireAnswer<'a> {
-    /// Chunks whose choices carry text or reasoning deltas (and the
-    /// finish reason); a chunk with usage, an error or tool calls is left
-    /// to serde.
-    fn read(scanner: &mut Scanner<'a>) -> Option<Self> {
-        let (mut model, mut error, mut choices, mut usage) = (None, None, None, None);
-        scanner.object(|s, key| match key {
-            "model" => once(&mut model, s.optional_string()?),
-            "error" => once(&mut error, s.null().then_some(())?),
-            "usage" => once(&mut usage, s.null().then_some(())?),
-            "choices" => {
-                let mut list = Vec::new();
-                s.elements(|s| {
-                    list.push(WireChoice::quick(s)?);
-                    Some(())
-                })?;
-                once(&mut choices, list)
-            }
-            _ => s.skip(),
-        })?;
-        Some(WireAnswer {
-            model: model.flatten(),
-            error: None,
-            choices: choices.unwrap_or_default(),
-            usage: None,
-        })
-    }
-}
-
-impl<'a> Refill<'a> for WireAnswer<'a> {
-    type Kept = WireAnswer<'static>;
-
-    fn keep(&self) -> Self::Kept {
-        WireAnswer {
-            model: owned(&self.model),
-            error: None,
-            choices: self
-                .choices
-                .iter()
-                .map(|choice| WireChoice {
-                    message: WireMessage {
-                        content: choice
-                            .message
-                            .content
-                            .as_ref()
-                            .map(|c| WireContent(Cow::Owned(c.0.to_string()))),
-                        reasoning_content: owned(&choice.message.reasoning_content),
-                        reasoning: owned(&choice.message.reasoning),
-                        refusal: owned(&choice.message.refusal),
-                        tool_calls: None,
-                    },
-                    finish_reason: owned(&choice.finish_reason),
-                })
-                .collect(),
-            usage: None,
-        }
-    }
-
-    fn refill(kept: &'a Self::Kept, text: Cow<'a, str>) -> Self {
-        let mut text = Some(text);
-        let choices = kept
-            .choices
-            .iter()
-            .map(|choice| {
-                let message = &choice.message;
-                // The text goes into the first slot that held one, as in
-                // the kept event; every other string is lent from it.
-                let content = match &message.content {
-                    Some(_) if text.is_some() => text.take().map(WireContent),
-                    content => content.as_ref().map(|c| WireContent(Cow::Borrowed(&c.0))),
-                };
-                WireChoice {
-                    message: WireMessage {
-                        content,
-                        reasoning_content: lent_or_text(&message.reasoning_content, &mut text),
-                        reasoning: lent_or_text(&message.reasoning, &mut text),
-                        refusal: lent_or_text(&message.refusal, &mut text),
-                        tool_calls: None,
-                    },
-                    finish_reason: lent(&choice.finish_reason),
-                }
-            })
-            .collect();
-        WireAnswer {
-            model: lent(&kept.model),
-            error: None,
-            choices,
-            usage: None,
-        }
-    }
-}
-
-impl<'a> WireChoice<'a> {
-    fn quick(s: &mut Scanner<'a>) -> Option<Self> {
-        let (mut message, mut finish_reason) = (None, None);
-        s.members(|s, key| match key {
-            "message" | "delta" => once(&mut message, WireMessage::quick(s)?),
-            "finish_reason" => once(&mut finish_reason, s.optional_string()?),
-            _ => s.skip(),
-        })?;
-        Some(WireChoice {
-            message: message.unwrap_or_default(),
-            finish_reason: finish_reason.flatten(),
-        })
-    }
-}
-
-impl<'a> WireMessage<'a> {
-    fn quick(s: &mut Scanner<'a>) -> Option<Self> {
-        let mut texts: [Option<Option<Cow<'a, str>>>; 4] = Default::default();
-        let mut tool_calls = None;
-        s.members(|s, key| {
-            let slot = match key {
-                "content" => 0,
-                "reasoning_content" => 1,
-                "reasoning" => 2,
-                "refusal" => 3,
-                "tool_calls" => return once(&mut tool_calls, s.null().then_some(())?),
-                _ => return s.skip(),
-            };
-            once(&mut texts[slot], s.text_hole()?)
-        })?;
-        let [content, reasoning_content, reasoning, refusal] = texts.map(Option::flatten);
-        Some(WireMessage {
-            content: content.map(WireContent),
-            reasoning_content,
-            reasoning,
-            refusal,
-            tool_calls: None,
-        })
-    }
-}
-
 fn content_text<'a>(content: Option<WireContent<'a>>) -> Cow<'a, str> {
     content.map(|c| c.0).unwrap_or_default()
 }
@@ -396,8 +255,6 @@ pub(crate) struct ChatDecoder {
     tool_slots: HashMap<usize, usize>,
     finish: Option<String>,
     usage: Usage,
-    /// The last delta, to rebuild the next one of the same shape.
-    repeat: Repeat<WireAnswer<'static>>,
 }
 
 impl ChatDecoder {
@@ -413,7 +270,6 @@ impl ChatDecoder {
             tool_slots: HashMap::new(),
             finish: None,
             usage: Usage::default(),
-            repeat: Repeat::default(),
         }
     }
 }
@@ -456,8 +312,7 @@ impl Decoder for ChatDecoder {
             ));
             return Ok(true);
         }
-        let chunk: WireAnswer<'_> =
-            stream::read_event(&self.provider, event.data, &mut self.repeat)?;
+        let chunk: WireAnswer<'_> = stream::parse_event(&self.provider, event.data)?;
         if chunk.error.is_some() {
             return Err(stream::reported_error(
                 &self.provider,
@@ -531,138 +386,7 @@ impl Decoder for ChatDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::scan::testing;
-    use crate::common::scan::testing::pick;
-    use proptest::prelude::*;
     use serde_json::json;
-
-    fn message() -> BoxedStrategy<String> {
-        let mut known = vec![
-            ("role", pick(&["\"assistant\"", "null"])),
-            (
-                "content",
-                prop_oneof![6 => testing::text_value(), 1 => Just("[{\"type\":\"text\",\"text\":\"a\"}]".to_string()), 1 => Just("{}".to_string())]
-                    .boxed(),
-            ),
-            (
-                "tool_calls",
-                pick(&["null", "null", "[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]"]),
-            ),
-        ];
-        known.extend(
-            ["reasoning_content", "reasoning", "refusal"]
-                .map(|key| (key, testing::text_value().boxed())),
-        );
-        testing::members(known)
-            .prop_map(|m| testing::object(m, ""))
-            .boxed()
-    }
-
-    fn choice() -> BoxedStrategy<String> {
-        testing::members(vec![
-            ("index", pick(&["0", "1"])),
-            (
-                "delta",
-                prop_oneof![6 => message(), 1 => Just("null".to_string())].boxed(),
-            ),
-            ("message", message()),
-            (
-                "finish_reason",
-                pick(&["null", "null", "\"stop\"", "\"length\"", "3"]),
-            ),
-            ("logprobs", pick(&["null"])),
-        ])
-        .prop_map(|m| testing::object(m, ""))
-        .boxed()
-    }
-
-    fn chunk() -> impl Strategy<Value = String> {
-        let choices =
-            prop::collection::vec(choice(), 0..3).prop_map(|c| format!("[{}]", c.join(",")));
-        let members = testing::members(vec![
-            ("model", testing::text_value().boxed()),
-            ("error", pick(&["null", "null", "{\"message\":\"boom\"}"])),
-            (
-                "usage",
-                pick(&[
-                    "null",
-                    "null",
-                    "{\"prompt_tokens\":5,\"completion_tokens\":1}",
-                ]),
-            ),
-            (
-                "choices",
-                prop_oneof![8 => choices, 1 => Just("null".to_string())].boxed(),
-            ),
-        ]);
-        testing::event_text(members)
-    }
-
-    /// The quick reader and serde read every generated chunk alike.
-    #[test]
-    fn quick_reads_agree_with_serde() {
-        testing::agree_on(chunk(), 128, |text| testing::agrees::<WireAnswer<'_>>(text));
-    }
-
-    /// A chunk as OpenAI-compatible servers stream it: one choice with a
-    /// piece of text or reasoning, among ids, counters and unknown
-    /// members.
-    fn streamed_chunk() -> impl Strategy<Value = String> {
-        let choice = pick(&[
-            "[{\"index\":0,\"delta\":{\"content\":\"word \"},\"logprobs\":null,\"finish_reason\":null}]",
-            "[{\"index\":0,\"delta\":{\"reasoning_content\":\"word \"},\"finish_reason\":null}]",
-            "[{\"delta\": {\"role\": \"assistant\", \"content\": \"word \"}, \"index\": 0}]",
-        ]);
-        testing::event_text(testing::members_kept(
-            vec![
-                ("id", pick(&["\"chatcmpl-1\"", "\"chatcmpl-2\""])),
-                ("object", pick(&["\"chat.completion.chunk\""])),
-                ("created", pick(&["1731", "1764633600"])),
-                ("model", pick(&["\"gpt-4o-mini\"", "\"smollm2\""])),
-                ("choices", choice),
-            ],
-            1.0,
-        ))
-    }
-
-    /// A delta rebuilt from the last one's shape equals serde's reading
-    /// of it, and events that differ where the shape may not are read
-    /// afresh.
-    #[test]
-    fn repeated_shapes_agree_with_serde() {
-        testing::agree_on(
-            testing::pairs(prop_oneof![3 => streamed_chunk().boxed(), 1 => chunk().boxed()]),
-            128,
-            |(first, second)| {
-                testing::repeats_agree::<WireAnswer<'_>>(
-                    first,
-                    second,
-                    &mut Repeat::default(),
-                    &mut Repeat::default(),
-                )
-            },
-        );
-    }
-
-    /// Text chunks as OpenAI, llama.cpp and vLLM stream them take the
-    /// quick path; a chunk with usage or tool calls goes to serde.
-    #[test]
-    fn common_text_chunks_take_the_quick_path() {
-        let quick = [
-            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1731,"model":"gpt-4o-mini","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]}"#,
-            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1731,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":" line\nnext"},"logprobs":null,"finish_reason":null}],"obfuscation":"x1"}"#,
-            r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":"Hi"}}],"created":1731,"id":"chatcmpl-2","model":"smollm2","object":"chat.completion.chunk"}"#,
-            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"think"}}],"model":"deepseek-reasoner"}"#,
-            r#"{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}"#,
-        ];
-        let slow = [
-            r#"{"id":"c","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2}}"#,
-            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":""}}]}}]}"#,
-        ];
-        testing::assert_paths(&quick, &slow, |text| {
-            testing::agrees::<WireAnswer<'_>>(text)
-        });
-    }
 
     /// Content as text (plain or escaped), as parts, or null, read from
     /// a chunk's bytes and from a parsed value alike.

@@ -16,12 +16,12 @@ use crate::common::wire;
 use crate::common::wire::ArgumentsText;
 use crate::common::wire::ImageUrl;
 use crate::common::wire::Schema;
-use abridge_llm::Request;
-use abridge_llm::ToolChoice;
-use abridge_llm::LlmError;
 use abridge_llm::Block;
+use abridge_llm::LlmError;
 use abridge_llm::Message;
+use abridge_llm::Request;
 use abridge_llm::Role;
+use abridge_llm::ToolChoice;
 
 /// The whole body of one call.
 #[derive(Serialize)]

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use abridge_providers::CountTokensClient;
 use abridge_llm::LlmError;
 use abridge_llm::Purpose;
+use abridge_providers::CountTokensClient;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 use serde_json::json;

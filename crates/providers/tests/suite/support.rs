@@ -4,22 +4,22 @@
 
 use std::sync::Arc;
 
-use abridge_providers::AnthropicClient;
-use abridge_providers::AnthropicOptions;
 use abridge_llm::Block;
-use abridge_providers::ChatOptions;
 use abridge_llm::ImageSource;
 use abridge_llm::LlmClient;
 use abridge_llm::Message;
-use abridge_providers::OpenAiChatClient;
-use abridge_providers::OpenAiResponsesClient;
-use abridge_providers::ProviderConfig;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
-use abridge_providers::ResponsesOptions;
 use abridge_llm::Role;
 use abridge_llm::ToolChoice;
 use abridge_llm::ToolSpec;
+use abridge_providers::AnthropicClient;
+use abridge_providers::AnthropicOptions;
+use abridge_providers::ChatOptions;
+use abridge_providers::OpenAiChatClient;
+use abridge_providers::OpenAiResponsesClient;
+use abridge_providers::ProviderConfig;
+use abridge_providers::ResponsesOptions;
 use serde_json::Value;
 use serde_json::json;
 

@@ -3,20 +3,20 @@
 
 use std::time::Duration;
 
-use abridge_providers::ANTHROPIC_COMPACTION_BETA;
-use abridge_providers::AnthropicClient;
-use abridge_providers::AnthropicOptions;
 use abridge_llm::Block;
-use abridge_providers::CountTokensClient;
 use abridge_llm::LlmClient;
 use abridge_llm::LlmError;
 use abridge_llm::Message;
-use abridge_providers::OpenAiResponsesClient;
-use abridge_providers::ProviderConfig;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
-use abridge_providers::ResponsesOptions;
 use abridge_llm::StreamEvent;
+use abridge_providers::ANTHROPIC_COMPACTION_BETA;
+use abridge_providers::AnthropicClient;
+use abridge_providers::AnthropicOptions;
+use abridge_providers::CountTokensClient;
+use abridge_providers::OpenAiResponsesClient;
+use abridge_providers::ProviderConfig;
+use abridge_providers::ResponsesOptions;
 use futures::StreamExt;
 use pretty_assertions::assert_eq;
 use serde_json::Value;

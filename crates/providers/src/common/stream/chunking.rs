@@ -10,9 +10,9 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::anthropic::decode::AnthropicDecoder;
+use crate::common::sse::cut;
 use crate::openai_chat::decode::ChatDecoder;
 use crate::openai_responses::ResponsesDecoder;
-use crate::common::sse::cut;
 
 /// Every event the driver yields for `body` cut at `cuts`, up to the end.
 fn events<D: Decoder + Unpin>(body: &[u8], cuts: &[usize], decoder: D) -> Vec<StreamEvent> {
