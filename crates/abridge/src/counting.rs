@@ -82,9 +82,9 @@ pub trait CountEndpoint: Send + Sync + fmt::Debug {
 
 #[cfg(feature = "providers")]
 #[async_trait]
-impl CountEndpoint for abridge_llm::CountTokensClient {
+impl CountEndpoint for abridge_providers::CountTokensClient {
     async fn count(&self, request: &Request) -> Result<u64, LlmError> {
-        abridge_llm::CountTokensClient::count(self, request).await
+        abridge_providers::CountTokensClient::count(self, request).await
     }
 }
 

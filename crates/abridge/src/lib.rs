@@ -47,7 +47,7 @@
 //!
 //! | module | crate | what it is |
 //! |---|---|---|
-//! | [`llm`] | abridge-llm | messages, the `LlmClient` contract, provider clients, the model catalog |
+//! | [`llm`] | abridge-llm, abridge-providers | messages, the `LlmClient` contract, the model catalog; the provider clients (feature `providers`) |
 //! | [`session`] | abridge-session | the event log, the surface, branches, stores |
 //! | [`import`] | abridge-import | other agents' session files (pi, Claude Code, Codex, SWE-agent, aider, OpenHands) to logs |
 //! | [`meter`] | abridge-meter | tokenizers, message and image cost, the incremental meter |
@@ -164,8 +164,16 @@ pub use abridge_compact_basic as basic;
 #[cfg(feature = "import")]
 #[doc(inline)]
 pub use abridge_import as import;
-#[doc(inline)]
-pub use abridge_llm as llm;
+/// The message vocabulary, the `LlmClient` contract and the model catalog
+/// (abridge-llm), with the provider clients (abridge-providers, feature
+/// `providers`) beside them, so one path names both.
+pub mod llm {
+    #[doc(inline)]
+    pub use abridge_llm::*;
+    #[cfg(feature = "providers")]
+    #[doc(inline)]
+    pub use abridge_providers::*;
+}
 #[doc(inline)]
 pub use abridge_meter as meter;
 #[doc(inline)]

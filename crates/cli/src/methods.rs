@@ -11,11 +11,11 @@ use abridge::SummarizerModel;
 use abridge_compact_basic::RemoteConfig;
 use abridge_compact_basic::RemoteKind;
 use abridge_compact_basic::SoftConfig;
-use abridge_llm::CountTokensClient;
 use abridge_llm::LlmClient;
-use abridge_llm::ProviderConfig;
-use abridge_llm::ProviderKind;
 use abridge_llm::RetryPolicy;
+use abridge_providers::CountTokensClient;
+use abridge_providers::ProviderConfig;
+use abridge_providers::ProviderKind;
 use abridge_prune::MemoryArtifactStore;
 use anyhow::bail;
 
@@ -176,7 +176,7 @@ pub(crate) fn sources(
             }
         };
         let mut config = RemoteConfig::new(kind, url, model);
-        config.api_key = llm.key()?.map(abridge_llm::ApiKey::new);
+        config.api_key = llm.key()?.map(abridge_providers::ApiKey::new);
         config.retry = llm.retry();
         config.soft = llm.soft_config();
         Some(abridge_compact_basic::remote_method(config)?)

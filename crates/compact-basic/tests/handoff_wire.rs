@@ -17,11 +17,11 @@ use abridge_compact_basic::prompts::*;
 use abridge_compact_basic::*;
 use abridge_llm::LlmClient;
 use abridge_llm::Message;
-use abridge_llm::OpenAiChatClient;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
 use abridge_llm::RetryPolicy;
 use abridge_llm::ToolSpec;
+use abridge_providers::OpenAiChatClient;
 use abridge_session::Session;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
@@ -101,7 +101,8 @@ async fn server(template: ResponseTemplate) -> (MockServer, Arc<dyn LlmClient>) 
         .mount(&server)
         .await;
     let client = Arc::new(
-        abridge_llm::openai_compatible(format!("{}/v1", server.uri()), "live-1", None).unwrap(),
+        abridge_providers::openai_compatible(format!("{}/v1", server.uri()), "live-1", None)
+            .unwrap(),
     );
     (server, client)
 }
@@ -159,8 +160,8 @@ async fn handoff_replays_the_live_turn_and_lands_a_checkpoint_and_a_file() {
     let mut session = session();
 
     let live = OpenAiChatClient::new(
-        abridge_llm::ProviderConfig::new(format!("{}/v1", server.uri())),
-        abridge_llm::ChatOptions::default(),
+        abridge_providers::ProviderConfig::new(format!("{}/v1", server.uri())),
+        abridge_providers::ChatOptions::default(),
     )
     .unwrap();
     let mut turn_messages = vec![Message::system("You are a coding agent.")];

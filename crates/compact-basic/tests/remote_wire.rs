@@ -19,11 +19,11 @@ use abridge_compact_basic::prompts::*;
 use abridge_compact_basic::*;
 use abridge_llm::LlmClient;
 use abridge_llm::Message;
-use abridge_llm::OpenAiChatClient;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
 use abridge_llm::RetryPolicy;
 use abridge_llm::ToolSpec;
+use abridge_providers::OpenAiChatClient;
 use abridge_session::Session;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
@@ -39,22 +39,26 @@ use wiremock::matchers::path;
 /// The account a Responses turn client at `base` with `key` replays
 /// native output for.
 fn responses_account(base: &str, key: Option<&str>) -> String {
-    let mut config = abridge_llm::ProviderConfig::new(base);
+    let mut config = abridge_providers::ProviderConfig::new(base);
     config.api_key = key.map(Into::into);
-    let client =
-        abridge_llm::OpenAiResponsesClient::new(config, abridge_llm::ResponsesOptions::default())
-            .unwrap();
+    let client = abridge_providers::OpenAiResponsesClient::new(
+        config,
+        abridge_providers::ResponsesOptions::default(),
+    )
+    .unwrap();
     client.native_account().unwrap().to_string()
 }
 
 /// The account an Anthropic turn client at `base` with `key` replays
 /// native output for.
 fn anthropic_account(base: &str, key: Option<&str>) -> String {
-    let mut config = abridge_llm::ProviderConfig::new(base);
+    let mut config = abridge_providers::ProviderConfig::new(base);
     config.api_key = key.map(Into::into);
-    let client =
-        abridge_llm::AnthropicClient::new(config, abridge_llm::AnthropicOptions::default())
-            .unwrap();
+    let client = abridge_providers::AnthropicClient::new(
+        config,
+        abridge_providers::AnthropicOptions::default(),
+    )
+    .unwrap();
     client.native_account().unwrap().to_string()
 }
 
@@ -155,7 +159,8 @@ async fn server_answering(template: ResponseTemplate) -> MockServer {
 
 fn chat_client(server: &MockServer) -> Arc<dyn LlmClient> {
     Arc::new(
-        abridge_llm::openai_compatible(format!("{}/v1", server.uri()), "summ-1", None).unwrap(),
+        abridge_providers::openai_compatible(format!("{}/v1", server.uri()), "summ-1", None)
+            .unwrap(),
     )
 }
 
@@ -309,8 +314,8 @@ async fn cache_aligned_mode_request_shape() {
 /// The body of the turn the live agent would send for `session` now.
 fn turn_body(server: &MockServer, session: &Session) -> Value {
     let client = OpenAiChatClient::new(
-        abridge_llm::ProviderConfig::new(format!("{}/v1", server.uri())),
-        abridge_llm::ChatOptions::default(),
+        abridge_providers::ProviderConfig::new(format!("{}/v1", server.uri())),
+        abridge_providers::ChatOptions::default(),
     )
     .unwrap();
     let mut messages = prefix().system;

@@ -174,7 +174,7 @@ pub trait LlmClient: Send + Sync + Debug {
     /// to (OpenAI's encrypted compaction output works only for the
     /// organization and backend that made it): a string that two clients
     /// share exactly when one may replay what the other received. `None`
-    /// (the default) replays nothing native. See `Http::account` for the
+    /// (the default) replays nothing native. See abridge-providers' `Http::account` for the
     /// provider clients' form.
     fn native_account(&self) -> Option<&str> {
         None

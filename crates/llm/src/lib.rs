@@ -11,11 +11,10 @@
 //!   sent back to which model (a signature is bound to its model).
 //! - [`LlmClient`]: one call to a model, whole or streamed, with errors
 //!   ([`LlmError`]) classified by what the caller does next.
-//! - Feature `providers` (on by default in this crate; the workspace
-//!   dependency turns it off, so ask for it): `OpenAiChatClient` (also
-//!   llama.cpp, vLLM, Ollama, gateways; see `openai_compatible`),
-//!   `OpenAiResponsesClient` and `AnthropicClient` over reqwest with rustls.
-//! - Feature `retry` (implied by `providers`): `RetryingClient` (backoff,
+//! - The provider clients (OpenAI Chat, OpenAI Responses, Anthropic) live
+//!   in their own crate, `abridge-providers`, so the vocabulary every
+//!   crate builds on does not rebuild when a decoder changes.
+//! - Feature `retry`: `RetryingClient` (backoff,
 //!   Retry-After, per-call timeout, early give-up) around any
 //!   `Arc<dyn LlmClient>`, on any executor: under tokio its waits use
 //!   tokio's clock (feature `tokio`), elsewhere a background timer thread.
@@ -23,8 +22,6 @@
 //!   is the summarizer's business (abridge-compact-basic's candidates),
 //!   which can also move on from an unusable answer.
 //! - `testing` (feature `testing`): a scripted `LlmClient` for tests.
-//! - `Http` (feature `providers`): the one JSON-over-HTTP path the
-//!   provider clients share, for other model services to reuse.
 //!
 //! # Example
 //!
@@ -44,8 +41,6 @@ mod continuation;
 mod error;
 mod image;
 mod message;
-#[cfg(feature = "providers")]
-mod providers;
 mod replay;
 #[cfg(feature = "retry")]
 mod retry;
@@ -103,6 +98,3 @@ pub use retry::RetryObserver;
 pub use retry::RetryPolicy;
 #[cfg(feature = "retry")]
 pub use retry::RetryingClient;
-
-#[cfg(feature = "providers")]
-pub use providers::*;

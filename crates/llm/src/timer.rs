@@ -6,7 +6,7 @@
 //! loop), which is where a framework author often starts. So the waits go
 //! through this layer:
 //!
-//! - inside a tokio runtime (feature `tokio`, on with `providers`), tokio's
+//! - inside a tokio runtime (feature `tokio`, on for abridge-providers), tokio's
 //!   own timer, so a paused test clock and `tokio::time::advance` see every
 //!   wait exactly;
 //! - anywhere else, one background thread (`abridge-timer`, started on the

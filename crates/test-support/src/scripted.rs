@@ -10,9 +10,9 @@ pub use abridge_llm::testing::*;
 #[cfg(feature = "providers")]
 pub fn unreachable_anthropic() -> std::sync::Arc<dyn abridge_llm::LlmClient> {
     std::sync::Arc::new(
-        abridge_llm::AnthropicClient::new(
-            abridge_llm::ProviderConfig::new("http://127.0.0.1:9"),
-            abridge_llm::AnthropicOptions::default(),
+        abridge_providers::AnthropicClient::new(
+            abridge_providers::ProviderConfig::new("http://127.0.0.1:9"),
+            abridge_providers::AnthropicOptions::default(),
         )
         .expect("an Anthropic client for a fixed loopback url"),
     )

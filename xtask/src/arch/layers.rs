@@ -17,14 +17,16 @@ use serde_json::Value;
 
 use super::Finding;
 
-/// docs/architecture.md "The layers", lowest first: `llm <- {session, redact} <- {import,
-/// meter} <- compact <- {compact-basic, prune, snapcompact} <- abridge <-
-/// serve <- proxy <- cli` (the CLI runs both faces), with `store-postgres`
-/// beside the session's consumers.
+/// docs/architecture.md "The layers", lowest first: `llm <- {session,
+/// providers, redact} <- {import, meter} <- compact <- {compact-basic,
+/// prune, snapcompact} <- abridge <- serve <- proxy <- cli` (the CLI runs
+/// both faces), with `store-postgres` beside the session's consumers.
 const LAYERS: &[&[&str]] = &[
     &["abridge-llm"],
-    // Redaction needs only the vocabulary; the seam applies it.
-    &["abridge-session", "abridge-redact"],
+    // The provider clients speak only the vocabulary: beside the log, so a
+    // decoder change rebuilds only what sends requests. Redaction, too,
+    // needs only the vocabulary; the seam applies it.
+    &["abridge-session", "abridge-providers", "abridge-redact"],
     &["abridge-import", "abridge-meter", "abridge-store-postgres"],
     &["abridge-compact"],
     &[

@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use abridge_compact::CompactionMethod;
-use abridge_llm::ApiKey;
 use abridge_llm::RetryPolicy;
+use abridge_providers::ApiKey;
 
 use crate::cache_aligned::ConversationPrefix;
 use crate::soft::SoftConfig;

@@ -13,30 +13,32 @@ use abridge_compact::Details;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
 use abridge_llm::Block;
-use abridge_llm::ChatOptions;
 use abridge_llm::LlmClient;
 use abridge_llm::LlmError;
-use abridge_llm::MaxTokensField;
-use abridge_llm::OpenAiChatClient;
-use abridge_llm::ProviderConfig;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
 use abridge_llm::Response;
 use abridge_llm::RetryPolicy;
 use abridge_llm::Usage;
+use abridge_providers::ANTHROPIC_MIN_TRIGGER;
+use abridge_providers::AnthropicCompaction;
+use abridge_providers::ChatOptions;
+use abridge_providers::MaxTokensField;
+use abridge_providers::NativeCompactor;
+use abridge_providers::OpenAiChatClient;
+use abridge_providers::ProviderConfig;
+use abridge_providers::ResponsesCompaction;
+use abridge_providers::SummaryEndpoint;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::anthropic::ANTHROPIC_MIN_TRIGGER;
-use super::anthropic::AnthropicCompact;
 use super::config::REMOTE;
 use super::config::RemoteConfig;
 use super::config::RemoteKind;
 use super::config::kind_name;
-use super::endpoint::SummaryEndpoint;
 use super::native::NativeOnce;
-use super::native::NativeTarget;
-use super::responses::ResponsesCompact;
+use super::native::anthropic_body;
+use super::native::responses_body;
 use crate::attempts::AttemptLog;
 use crate::attempts::AttemptsRecord;
 use crate::cache_aligned::ConversationPrefix;
@@ -59,8 +61,8 @@ enum NativeAttempt {
 
 enum Writer {
     Soft(CandidateSoftMethod),
-    OpenAi(Arc<ResponsesCompact>),
-    Anthropic(Arc<AnthropicCompact>),
+    OpenAi(Arc<ResponsesCompaction>),
+    Anthropic(Arc<AnthropicCompaction>),
 }
 
 /// The remote compaction method.
@@ -158,7 +160,7 @@ impl RemoteMethod {
     /// in, carrying what the failed calls cost.
     async fn attempt_native(
         &self,
-        target: Arc<dyn NativeTarget>,
+        target: Arc<dyn NativeCompactor>,
         body: Result<Value, LlmError>,
         plan: &Plan,
     ) -> NativeAttempt {
@@ -193,7 +195,7 @@ impl RemoteMethod {
     /// One native call under the retry policy, recorded.
     async fn call_native(
         &self,
-        target: Arc<dyn NativeTarget>,
+        target: Arc<dyn NativeCompactor>,
         body: Value,
         log: &AttemptLog,
     ) -> Result<Response, LlmError> {
@@ -215,12 +217,16 @@ impl RemoteMethod {
     /// local method's.
     async fn openai(
         &self,
-        compact: &Arc<ResponsesCompact>,
+        compact: &Arc<ResponsesCompaction>,
         plan: &Plan,
     ) -> Result<MethodOutput, CompactError> {
-        let target: Arc<dyn NativeTarget> = Arc::clone(compact) as Arc<dyn NativeTarget>;
+        let target: Arc<dyn NativeCompactor> = Arc::clone(compact) as Arc<dyn NativeCompactor>;
         let (native, log) = match self
-            .attempt_native(target, compact.body(self.prefix.as_ref(), plan), plan)
+            .attempt_native(
+                target,
+                responses_body(compact, self.prefix.as_ref(), plan),
+                plan,
+            )
             .await
         {
             NativeAttempt::Answered(response, log) => (response, log),
@@ -238,7 +244,7 @@ impl RemoteMethod {
             attempts: log.attempts(),
         })?;
         checkpoint.details.insert(&NativeRecord {
-            provider: ResponsesCompact::NAME.to_string(),
+            provider: ResponsesCompaction::NAME.to_string(),
             endpoint: compact.url().to_string(),
             account: Some(compact.account().to_string()),
             model: native.model,
@@ -251,7 +257,7 @@ impl RemoteMethod {
     /// itself goes to `details.native`.
     async fn anthropic(
         &self,
-        compact: &Arc<AnthropicCompact>,
+        compact: &Arc<AnthropicCompaction>,
         plan: &Plan,
     ) -> Result<MethodOutput, CompactError> {
         let input = plan.tokens().head + plan.tokens().hidden;
@@ -264,11 +270,11 @@ impl RemoteMethod {
             };
             return self.fall_back(plan, error).await;
         }
-        let target: Arc<dyn NativeTarget> = Arc::clone(compact) as Arc<dyn NativeTarget>;
+        let target: Arc<dyn NativeCompactor> = Arc::clone(compact) as Arc<dyn NativeCompactor>;
         let (native, log) = match self
             .attempt_native(
                 target,
-                compact.body(self.prefix.as_ref(), plan, self.max_tokens),
+                anthropic_body(compact, self.prefix.as_ref(), plan, self.max_tokens),
                 plan,
             )
             .await
@@ -289,7 +295,7 @@ impl RemoteMethod {
                 attempts: log.attempts(),
             })?
             .with(&NativeRecord {
-                provider: AnthropicCompact::NAME.to_string(),
+                provider: AnthropicCompaction::NAME.to_string(),
                 endpoint: compact.url().to_string(),
                 account: Some(compact.account().to_string()),
                 model: native.model.clone(),
@@ -369,26 +375,31 @@ pub fn native_request(
 ) -> Result<Option<NativeRequest>, LlmError> {
     Ok(match config.kind {
         RemoteKind::ResponsesCompact => {
-            let compact = ResponsesCompact::new(
+            let compact = ResponsesCompaction::new(
                 &config.url,
                 config.model.clone(),
                 config.api_key.clone(),
                 &config.headers,
             )?;
             Some(NativeRequest {
-                body: compact.body(config.prefix.as_ref(), plan)?,
+                body: responses_body(&compact, config.prefix.as_ref(), plan)?,
                 beta: String::new(),
             })
         }
         RemoteKind::AnthropicCompaction => {
-            let compact = AnthropicCompact::new(
+            let compact = AnthropicCompaction::new(
                 &config.url,
                 config.model.clone(),
                 config.api_key.clone(),
                 &config.headers,
             )?;
             Some(NativeRequest {
-                body: compact.body(config.prefix.as_ref(), plan, config.soft.max_summary_tokens)?,
+                body: anthropic_body(
+                    &compact,
+                    config.prefix.as_ref(),
+                    plan,
+                    config.soft.max_summary_tokens,
+                )?,
                 beta: compact.beta(),
             })
         }
@@ -443,13 +454,13 @@ pub fn remote_method(config: RemoteConfig) -> Result<Arc<dyn CompactionMethod>, 
                 config.prefix.clone(),
             ))
         }
-        RemoteKind::ResponsesCompact => Writer::OpenAi(Arc::new(ResponsesCompact::new(
+        RemoteKind::ResponsesCompact => Writer::OpenAi(Arc::new(ResponsesCompaction::new(
             &config.url,
             config.model.clone(),
             config.api_key.clone(),
             &config.headers,
         )?)),
-        RemoteKind::AnthropicCompaction => Writer::Anthropic(Arc::new(AnthropicCompact::new(
+        RemoteKind::AnthropicCompaction => Writer::Anthropic(Arc::new(AnthropicCompaction::new(
             &config.url,
             config.model.clone(),
             config.api_key.clone(),

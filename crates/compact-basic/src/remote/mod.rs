@@ -10,7 +10,7 @@
 //!   [`SummaryEndpoint`], so windows, retries and validation are the
 //!   `soft` method's.
 //! - [`RemoteKind::ChatCompletions`]: any OpenAI-compatible
-//!   `/chat/completions` URL, through abridge-llm's `OpenAiChatClient`
+//!   `/chat/completions` URL, through abridge-providers' `OpenAiChatClient`
 //!   and the `soft` method (cache-aligned when a prefix is given).
 //! - [`RemoteKind::ResponsesCompact`]: OpenAI's `POST
 //!   {base}/responses/compact` with `{"model", "input": [items]}`. The
@@ -28,12 +28,10 @@
 //! it is final, never retried, and its cost counts in the checkpoint's
 //! usage.
 
-mod anthropic;
 mod config;
 mod endpoint;
 mod method;
 mod native;
-mod responses;
 
 pub use config::REMOTE;
 pub use config::RemoteConfig;

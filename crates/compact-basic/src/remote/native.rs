@@ -1,81 +1,31 @@
-//! What native compaction targets share: the answer's shape, the call
-//! shaped as a model call (so the retry wrapper and the attempt log
-//! apply), and the replay of the opaque output to the same provider.
+//! The method's side of native compaction: the provider's call shaped as
+//! a model call (so the retry wrapper and the attempt log apply), and the
+//! conversation a plan sends, with earlier native output replayed to the
+//! same provider. The wire (bodies, answers) is abridge-providers'.
 
 use std::fmt;
 use std::sync::Arc;
 
 use abridge_compact::Plan;
-use abridge_llm::ApiKey;
 use abridge_llm::LlmClient;
 use abridge_llm::LlmError;
 use abridge_llm::Message;
-use abridge_llm::ProviderConfig;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
 use abridge_llm::Response;
 use abridge_llm::StopReason;
-use abridge_llm::Usage;
+use abridge_providers::AnthropicCompaction;
+use abridge_providers::NativeAnswer;
+use abridge_providers::NativeCompactor;
+use abridge_providers::ResponsesCompaction;
 use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::cache_aligned::ConversationPrefix;
 
-/// Output item type of OpenAI's opaque compaction, and content block type
-/// of Anthropic's compaction.
-pub(crate) const COMPACTION_ITEM: &str = "compaction";
 /// Stop reason with which [`NativeOnce`] reports an answer that holds no
 /// usable compaction (its text says why).
 const NO_COMPACTION: &str = "no_compaction";
-
-/// What a provider's native compaction returned.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct NativeCompaction {
-    /// A readable summary, when the provider writes one (Anthropic does;
-    /// OpenAI's output is opaque).
-    pub(crate) text: Option<String>,
-    /// The answer's `output` items, in order, verbatim.
-    pub(crate) output: Vec<Value>,
-    /// What the call cost.
-    pub(crate) usage: Usage,
-    /// The model that answered.
-    pub(crate) model: String,
-}
-
-/// What a provider answered to a native compaction request.
-pub(crate) enum NativeAnswer {
-    /// The compaction, with what it cost.
-    Compacted(NativeCompaction),
-    /// A success answer (billed) without a usable compaction.
-    Missing {
-        /// What the answer lacks.
-        reason: String,
-        /// What the call cost.
-        usage: Usage,
-        /// The model that answered.
-        model: String,
-    },
-}
-
-/// A provider-native compaction target: posts a prepared body and reads
-/// the answer into a [`NativeCompaction`].
-///
-/// Implementors send exactly one request per `post` (retries are the
-/// caller's) and report a billed answer without a compaction as
-/// [`NativeAnswer::Missing`], never as an error.
-#[async_trait]
-pub(crate) trait NativeTarget: Send + Sync + fmt::Debug {
-    /// Provider name for errors, attempts and `details.native.provider`.
-    fn name(&self) -> &str;
-    /// The address posted to, recorded as `details.native.endpoint`.
-    fn url(&self) -> &str;
-    /// The endpoint and credentials posted with (`Http::account`),
-    /// recorded as `details.native.account`: the output is replayed only
-    /// to a client of the same account.
-    fn account(&self) -> &str;
-    /// Posts `body` and reads the answer.
-    async fn post(&self, body: &Value) -> Result<NativeAnswer, LlmError>;
-}
 
 /// One native compaction call shaped as a model call, so the retry
 /// wrapper and the attempt log apply. The output items ride in
@@ -84,7 +34,7 @@ pub(crate) trait NativeTarget: Send + Sync + fmt::Debug {
 /// back as a response with no `native`, stop reason [`NO_COMPACTION`] and
 /// the reason as its text.
 pub(crate) struct NativeOnce {
-    pub(crate) target: Arc<dyn NativeTarget>,
+    pub(crate) target: Arc<dyn NativeCompactor>,
     pub(crate) body: Value,
 }
 
@@ -128,19 +78,6 @@ impl LlmClient for NativeOnce {
     }
 }
 
-/// The configuration of a remote at `base` (without the endpoint path)
-/// with the caller's key and extra headers.
-pub(crate) fn remote_config(
-    base: &str,
-    key: Option<ApiKey>,
-    headers: &[(String, String)],
-) -> ProviderConfig {
-    let mut config = ProviderConfig::new(base);
-    config.api_key = key;
-    config.headers = headers.to_vec();
-    config
-}
-
 /// Where a native compaction request goes: what decides which of the
 /// span's provider data it may carry.
 #[derive(Debug, Clone, Copy)]
@@ -149,7 +86,7 @@ pub(crate) struct NativeReader<'a> {
     pub(crate) provider: &'a str,
     /// The wire dialect, whose earlier compaction output is replayed.
     pub(crate) dialect: &'a str,
-    /// The target's account (see [`NativeTarget::account`]).
+    /// The target's account (see [`NativeCompactor::account`]).
     pub(crate) account: &'a str,
     /// The model asked.
     pub(crate) model: &'a str,
@@ -203,4 +140,39 @@ pub(crate) fn compaction_request(
     let mut request = Request::new(reader.model, messages, Purpose::Compaction);
     request.tools = prefix.map(|p| p.tools.clone()).unwrap_or_default();
     request
+}
+
+impl<'a> NativeReader<'a> {
+    /// The reader for `target`, whose stored output is `dialect`'s.
+    fn of(target: &'a dyn NativeCompactor, dialect: &'a str) -> Self {
+        NativeReader {
+            provider: target.name(),
+            dialect,
+            account: target.account(),
+            model: target.model(),
+        }
+    }
+}
+
+/// OpenAI's compaction body for `plan` (see [`compaction_request`]: a
+/// previous OpenAI compaction at the span's head goes as its item).
+pub(crate) fn responses_body(
+    compact: &ResponsesCompaction,
+    prefix: Option<&ConversationPrefix>,
+    plan: &Plan,
+) -> Result<Value, LlmError> {
+    let reader = NativeReader::of(compact, ResponsesCompaction::NAME);
+    compact.body(&compaction_request(reader, prefix, plan))
+}
+
+/// Anthropic's compaction body for `plan`, its summary capped at
+/// `max_tokens`.
+pub(crate) fn anthropic_body(
+    compact: &AnthropicCompaction,
+    prefix: Option<&ConversationPrefix>,
+    plan: &Plan,
+    max_tokens: u32,
+) -> Result<Value, LlmError> {
+    let reader = NativeReader::of(compact, AnthropicCompaction::NAME);
+    compact.body(&compaction_request(reader, prefix, plan), max_tokens)
 }

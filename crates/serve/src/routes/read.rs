@@ -7,19 +7,19 @@
 use abridge::RequestTarget;
 use abridge::build_request_with;
 use abridge_compact::host::lock_session;
-use abridge_llm::AnthropicClient;
-use abridge_llm::AnthropicOptions;
-use abridge_llm::ChatOptions;
 use abridge_llm::LlmClient;
 use abridge_llm::LlmError;
 use abridge_llm::Message;
-use abridge_llm::OpenAiChatClient;
-use abridge_llm::OpenAiResponsesClient;
-use abridge_llm::ProviderConfig;
-use abridge_llm::ProviderKind;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
 use abridge_llm::SharedMessage;
+use abridge_providers::AnthropicClient;
+use abridge_providers::AnthropicOptions;
+use abridge_providers::ChatOptions;
+use abridge_providers::OpenAiChatClient;
+use abridge_providers::OpenAiResponsesClient;
+use abridge_providers::ProviderConfig;
+use abridge_providers::ProviderKind;
 use abridge_session::Seq;
 use axum::Extension;
 use axum::Json;
@@ -147,7 +147,7 @@ impl Encoder {
             }
             ProviderKind::OpenAiResponses => Encoder::Responses(OpenAiResponsesClient::new(
                 config,
-                abridge_llm::ResponsesOptions::default(),
+                abridge_providers::ResponsesOptions::default(),
             )?),
             ProviderKind::Anthropic => {
                 Encoder::Anthropic(AnthropicClient::new(config, AnthropicOptions::default())?)

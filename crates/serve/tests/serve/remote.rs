@@ -6,8 +6,8 @@ use abridge::PassStatus;
 use abridge::Settings;
 use abridge_compact_basic::RemoteConfig;
 use abridge_compact_basic::RemoteKind;
-use abridge_llm::ApiKey;
 use abridge_llm::Message;
+use abridge_providers::ApiKey;
 use abridge_session::Session;
 use abridge_test_support::scripted::ScriptedClient;
 
