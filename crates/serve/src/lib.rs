@@ -52,7 +52,6 @@ mod limits;
 mod middleware;
 mod off_worker;
 mod open;
-pub mod report;
 mod routes;
 mod server;
 mod sessions;
@@ -60,6 +59,10 @@ mod state;
 mod stores;
 mod stores_pg;
 mod tasks;
+
+/// The report and the census are `abridge-views`'s, shared with the
+/// command line; re-exported under their old name.
+pub use abridge_views as report;
 
 pub use app::DEFAULT_GRACE;
 pub use app::Service;

@@ -35,6 +35,9 @@ const LAYERS: &[&[&str]] = &[
         "abridge-snapcompact",
     ],
     &["abridge"],
+    // The views read a session for people (with the room's settings and
+    // frame expansion); both faces print them.
+    &["abridge-views"],
     // The CLI's `serve` subcommand calls the service, so serve sits below it.
     &["abridge-serve"],
     // The proxy is a face like serve, one step above it: it reuses serve's

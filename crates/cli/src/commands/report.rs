@@ -1,13 +1,13 @@
 //! `abridge report`: one self-contained HTML page showing a session — the
 //! active path's transcript with compaction dividers and frames inline, and
 //! a chart of the surface's tokens after every event. The page is drawn by
-//! [`abridge_serve::report`], which `abridge serve` also answers with.
+//! [`abridge_views`], which `abridge serve` also answers with.
 
 use std::path::Path;
 use std::path::PathBuf;
 
-use abridge_serve::report;
-use abridge_serve::report::Summary;
+use abridge_views as report;
+use abridge_views::Summary;
 use anyhow::Context as _;
 use serde::Serialize;
 

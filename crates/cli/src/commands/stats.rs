@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use abridge_serve::report::Stats;
-use abridge_serve::report::collect;
-use abridge_serve::report::preview;
+use abridge_views::Stats;
+use abridge_views::collect;
+use abridge_views::preview;
 use serde::Serialize;
 
 use crate::limits::WindowArg;

@@ -345,13 +345,13 @@ pub(super) async fn report(
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     let copy = blocking(move || snapshot(&live)).await?;
     Ok(streamed("text/html; charset=utf-8", turn, move |out| {
-        crate::report::write(
+        abridge_views::write(
             &copy,
             &label,
             &model,
             &entry,
             redactor.as_deref(),
-            crate::report::DEFAULT_MAX_REPORT_BYTES,
+            abridge_views::DEFAULT_MAX_REPORT_BYTES,
             out,
         )
         .map(drop)

@@ -3,19 +3,19 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use abridge_compact::host::Redactor;
-use abridge_compact::host::redact_with;
 use abridge_llm::Block;
 use abridge_llm::ImageSource;
 use abridge_llm::Message;
 use abridge_llm::Origin;
+use abridge_redact::Redactor;
+use abridge_redact::redact_with;
 use abridge_session::EventBody;
 use abridge_session::LogEvent;
 use abridge_session::Seq;
 use abridge_session::Session;
 use abridge_session::SurfaceOp;
 
-use super::html::escape;
+use crate::html::escape;
 
 /// A tool result longer than this (characters or lines) is folded into
 /// `<details>` so the transcript stays scannable.
@@ -50,8 +50,8 @@ pub(crate) fn render(
     session: &Session,
     facts: &Facts,
     redactor: Option<&Redactor>,
-    sink: &mut dyn FnMut(&str) -> Result<(), super::ReportError>,
-) -> Result<(), super::ReportError> {
+    sink: &mut dyn FnMut(&str) -> Result<(), crate::ReportError>,
+) -> Result<(), crate::ReportError> {
     let mut out = String::from("<section class=\"transcript\">\n<h2>Transcript</h2>\n");
     for seq in session.active_path() {
         let Some(event) = session.event(seq) else {

@@ -8,7 +8,7 @@ mod chart;
 mod html;
 mod transcript;
 
-use abridge_compact::host::Redactor;
+use abridge_redact::Redactor;
 use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::fmt::Write as _;
