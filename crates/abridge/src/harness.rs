@@ -14,6 +14,7 @@ mod builder;
 mod idle;
 mod kept;
 mod overhead;
+mod pins;
 mod recovery;
 
 use std::sync::Arc;
@@ -43,6 +44,7 @@ use crate::error::HarnessError;
 pub use crate::harness::builder::HarnessBuilder;
 use crate::harness::idle::IdleClock;
 pub use crate::harness::recovery::Recovery;
+pub use crate::harness::pins::USER_PIN;
 use crate::maintenance::Maintenance;
 use crate::model_compaction::Pending;
 use crate::pass::Pass;
