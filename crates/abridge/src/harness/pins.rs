@@ -24,12 +24,13 @@ impl super::Harness {
     pub fn pin_message(&self, seq: Seq) -> Result<Seq, HarnessError> {
         let mut session = lock_session(self.session());
         let on_path = session.active_path().contains(&seq);
-        let message = session
-            .message(seq)
-            .filter(|_| on_path)
-            .ok_or_else(|| HarnessError::Pin {
-                reason: format!("seq {seq} is not a message on the active path"),
-            })?;
+        let message =
+            session
+                .message(seq)
+                .filter(|_| on_path)
+                .ok_or_else(|| HarnessError::Pin {
+                    reason: format!("seq {seq} is not a message on the active path"),
+                })?;
         if abridge_session::pinned_text(message).trim().is_empty() {
             return Err(HarnessError::Pin {
                 reason: format!("the message at seq {seq} has no text to pin"),
