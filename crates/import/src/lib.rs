@@ -71,6 +71,7 @@ mod document;
 mod error;
 mod format;
 mod injected;
+mod instructions;
 mod input;
 mod json;
 mod openhands;

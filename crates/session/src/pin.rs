@@ -46,6 +46,11 @@ pub struct Pin {
     /// The pinned text, for a pin of free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// For a pin of a message: the one content block it keeps (an
+    /// instruction file's reminder inside a user's request), counted from
+    /// 0; `None`: the whole message's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<usize>,
     /// Who pinned it: `user` (a host or the command line), or the
     /// instruction file an importer found (`claude-md`, `agents-md`,
     /// `codex-user-instructions`).
@@ -60,6 +65,7 @@ impl Pin {
     pub fn message(seq: Seq, origin: impl Into<String>) -> Self {
         Pin {
             seq: Some(seq),
+            block: None,
             text: None,
             origin: origin.into(),
             label: None,
@@ -70,6 +76,7 @@ impl Pin {
     pub fn text(text: impl Into<String>, origin: impl Into<String>) -> Self {
         Pin {
             seq: None,
+            block: None,
             text: Some(text.into()),
             origin: origin.into(),
             label: None,
@@ -82,12 +89,20 @@ impl Pin {
         self
     }
 
+    /// Keeps only content block `block` of the pinned message.
+    pub fn with_block(mut self, block: usize) -> Self {
+        self.block = Some(block);
+        self
+    }
+
+    /// The pin event's data.
+    pub fn data(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
     /// The log event that records it.
     pub fn draft(&self) -> Draft {
-        Draft::log(
-            TYPE_PIN,
-            serde_json::to_value(self).unwrap_or(serde_json::Value::Null),
-        )
+        Draft::log(TYPE_PIN, self.data())
     }
 }
 
@@ -197,7 +212,7 @@ impl Session {
                 Err(reason) => faults.push(PinFault { at, reason }),
                 Ok(active) => {
                     let fresh = match active.pin.seq {
-                        Some(seq) => seen_seqs.insert(seq),
+                        Some(seq) => seen_seqs.insert((seq, active.pin.block)),
                         None => seen_texts.insert(active.text.clone()),
                     };
                     if fresh {
@@ -219,7 +234,14 @@ impl Session {
                     .then(|| self.message(seq))
                     .flatten()
                     .ok_or_else(|| format!("seq {seq} is not an earlier message"))?;
-                (pinned_text(message), self.surface().contains(seq))
+                let text = match pin.block {
+                    None => pinned_text(message),
+                    Some(block) => match message.content.get(block) {
+                        Some(Block::Text { text }) => text.clone(),
+                        _ => return Err(format!("seq {seq} has no text block {block}")),
+                    },
+                };
+                (text, self.surface().contains(seq))
             }
             (None, Some(text)) => (text.clone(), false),
             (Some(_), Some(_)) => return Err("names both a seq and a text".to_string()),
