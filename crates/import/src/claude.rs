@@ -436,7 +436,9 @@ fn user(
             &bookkeeping,
         )?));
     }
-    Ok(Some(crate::instructions::claude_user(b, user, last, time, line)))
+    Ok(Some(crate::instructions::claude_user(
+        b, user, last, time, line,
+    )))
 }
 
 /// Text, image and document blocks outside tool results.

@@ -142,12 +142,8 @@ impl State {
             if held.passed {
                 self.b.report.reordered += 1;
             }
-            self.instructions |= crate::instructions::codex_message(
-                &mut self.b,
-                held.message,
-                held.time,
-                held.line,
-            );
+            self.instructions |=
+                crate::instructions::codex_message(&mut self.b, held.message, held.time, held.line);
         }
     }
 

@@ -74,7 +74,6 @@ pub(crate) fn agents_md(message: &Message) -> Option<Option<String>> {
     Some(label)
 }
 
-
 /// Writes `pin` after `parent` and returns its seq, which the next event
 /// hangs off, so the pin stays on the active path.
 pub(crate) fn write_pin(
@@ -84,9 +83,14 @@ pub(crate) fn write_pin(
     time: Option<String>,
     line: u64,
 ) -> abridge_session::Seq {
-    b.log(abridge_session::TYPE_PIN, pin.data(), parent, time, Some(line))
+    b.log(
+        abridge_session::TYPE_PIN,
+        pin.data(),
+        parent,
+        time,
+        Some(line),
+    )
 }
-
 
 /// Adds Claude Code's user message `user` after `parent`, then a pin of
 /// each of its CLAUDE.md reminder blocks; returns the last seq written.

@@ -44,5 +44,8 @@ fn a_codex_agents_md_message_is_found_by_its_origin_with_its_directory() {
         agents_md(&injected("<environment_context/>", "environment_context")),
         None
     );
-    assert_eq!(agents_md(&Message::user("# AGENTS.md instructions for /x")), None);
+    assert_eq!(
+        agents_md(&Message::user("# AGENTS.md instructions for /x")),
+        None
+    );
 }
