@@ -228,9 +228,36 @@ impl Session {
         let data = event.log().map(|l| l.data.clone()).unwrap_or_default();
         let pin: Pin =
             serde_json::from_value(data).map_err(|e| format!("not a pin's data: {e}"))?;
+        let (text, visible) = self.resolve(event.seq, &pin)?;
+        Ok(ActivePin {
+            at: event.seq,
+            pin,
+            text,
+            visible,
+        })
+    }
+
+    /// Whether `pin`, appended now, would be honoured: a pin of a message
+    /// must name a message on the active path (with the block, when one
+    /// is named, a text block), a pin of text must carry text.
+    ///
+    /// # Errors
+    /// What is wrong, naming the seq, in words for a person.
+    pub fn check_pin(&self, pin: &Pin) -> Result<(), String> {
+        if let Some(seq) = pin.seq
+            && !self.active_path().contains(&seq)
+        {
+            return Err(format!("seq {seq} is not on the active path"));
+        }
+        self.resolve(self.len() as Seq, pin).map(|_| ())
+    }
+
+    /// The text `pin`, written at `at`, keeps, and whether its message is
+    /// on the surface.
+    fn resolve(&self, at: Seq, pin: &Pin) -> Result<(String, bool), String> {
         let (text, visible) = match (pin.seq, &pin.text) {
             (Some(seq), None) => {
-                let message = (seq < event.seq)
+                let message = (seq < at)
                     .then(|| self.message(seq))
                     .flatten()
                     .ok_or_else(|| format!("seq {seq} is not an earlier message"))?;
@@ -250,11 +277,6 @@ impl Session {
         if text.trim().is_empty() {
             return Err("pins no text".to_string());
         }
-        Ok(ActivePin {
-            at: event.seq,
-            pin,
-            text,
-            visible,
-        })
+        Ok((text, visible))
     }
 }

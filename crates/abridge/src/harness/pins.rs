@@ -22,21 +22,7 @@ impl super::Harness {
     /// path or has no text; a store error when the log cannot be written.
     /// Nothing is written on an error.
     pub fn pin_message(&self, seq: Seq) -> Result<Seq, HarnessError> {
-        let mut session = lock_session(self.session());
-        let on_path = session.active_path().contains(&seq);
-        let message =
-            session
-                .message(seq)
-                .filter(|_| on_path)
-                .ok_or_else(|| HarnessError::Pin {
-                    reason: format!("seq {seq} is not a message on the active path"),
-                })?;
-        if abridge_session::pinned_text(message).trim().is_empty() {
-            return Err(HarnessError::Pin {
-                reason: format!("the message at seq {seq} has no text to pin"),
-            });
-        }
-        Ok(session.append(Pin::message(seq, USER_PIN).draft())?)
+        self.pin(Pin::message(seq, USER_PIN))
     }
 
     /// Pins a free text (a standing instruction such as "never push to
@@ -47,13 +33,22 @@ impl super::Harness {
     /// [`HarnessError::Pin`] for an empty text; a store error when the log
     /// cannot be written. Nothing is written on an error.
     pub fn pin_text(&self, text: impl Into<String>) -> Result<Seq, HarnessError> {
-        let text = text.into();
-        if text.trim().is_empty() {
-            return Err(HarnessError::Pin {
-                reason: "the text is empty".to_string(),
-            });
-        }
-        Ok(lock_session(self.session()).append(Pin::text(text, USER_PIN).draft())?)
+        self.pin(Pin::text(text, USER_PIN))
+    }
+
+    /// Writes `pin` after checking it ([`Session::check_pin`](abridge_session::Session::check_pin)).
+    ///
+    /// # Errors
+    /// As [`pin_message`](Self::pin_message).
+    pub fn pin(&self, pin: Pin) -> Result<Seq, HarnessError> {
+        let mut session = lock_session(self.session());
+        session
+            .check_pin(&pin)
+            .map_err(|reason| HarnessError::Pin { reason })?;
+        let seq = session.append(pin.draft())?;
+        drop(session);
+        self.note_activity(std::time::Instant::now());
+        Ok(seq)
     }
 
     /// The pins on the active path, oldest first (see
