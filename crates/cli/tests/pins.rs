@@ -90,6 +90,12 @@ fn pins_are_written_listed_and_kept_through_a_compaction() {
     assert!(pins[1]["tokens"].as_u64().unwrap() > 0);
     let listed = stdout(&cli().ok(&["pin", path]));
     assert_eq!(listed.lines().count(), 2, "{listed}");
+
+    let html = dir.path().join("report.html");
+    cli().ok(&["report", path, "-o", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h2>Pins (2)</h2>"), "no pins section");
+    assert!(page.contains(NEVER));
 }
 
 #[test]
