@@ -437,7 +437,11 @@ fn user(
         )?));
     }
     Ok(Some(crate::instructions::claude_user(
-        b, user, last, time, line,
+        b,
+        user,
+        last,
+        time.as_deref(),
+        line,
     )))
 }
 

@@ -98,10 +98,11 @@ pub(crate) fn claude_user(
     b: &mut crate::builder::Builder,
     user: Message,
     parent: Option<abridge_session::Seq>,
-    time: Option<String>,
+    time: Option<&str>,
     line: u64,
 ) -> abridge_session::Seq {
     let found = claude_md(&user);
+    let time = time.map(str::to_string);
     let seq = b.message(user, parent, time.clone(), Some(line));
     let mut last = seq;
     for (block, path) in found {

@@ -22,7 +22,7 @@ impl super::Harness {
     /// path or has no text; a store error when the log cannot be written.
     /// Nothing is written on an error.
     pub fn pin_message(&self, seq: Seq) -> Result<Seq, HarnessError> {
-        self.pin(Pin::message(seq, USER_PIN))
+        self.pin(&Pin::message(seq, USER_PIN))
     }
 
     /// Pins a free text (a standing instruction such as "never push to
@@ -33,17 +33,17 @@ impl super::Harness {
     /// [`HarnessError::Pin`] for an empty text; a store error when the log
     /// cannot be written. Nothing is written on an error.
     pub fn pin_text(&self, text: impl Into<String>) -> Result<Seq, HarnessError> {
-        self.pin(Pin::text(text, USER_PIN))
+        self.pin(&Pin::text(text, USER_PIN))
     }
 
     /// Writes `pin` after checking it ([`Session::check_pin`](abridge_session::Session::check_pin)).
     ///
     /// # Errors
     /// As [`pin_message`](Self::pin_message).
-    pub fn pin(&self, pin: Pin) -> Result<Seq, HarnessError> {
+    pub fn pin(&self, pin: &Pin) -> Result<Seq, HarnessError> {
         let mut session = lock_session(self.session());
         session
-            .check_pin(&pin)
+            .check_pin(pin)
             .map_err(|reason| HarnessError::Pin { reason })?;
         let seq = session.append(pin.draft())?;
         drop(session);
