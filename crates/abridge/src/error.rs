@@ -48,6 +48,13 @@ pub enum HarnessError {
     /// `HarnessBuilder::kept_counts`).
     #[error(transparent)]
     Counts(#[from] abridge_meter::KeptError),
+    /// A pin was refused: its seq is not a message on the active path, or
+    /// its text is empty. Nothing was written.
+    #[error("pin refused: {reason}; nothing was written")]
+    Pin {
+        /// What was wrong, naming the seq when there is one.
+        reason: String,
+    },
     /// A snapcompact checkpoint's frames cannot be drawn.
     #[error("checkpoint {seq}: {reason}")]
     Frames {

@@ -14,6 +14,7 @@ mod builder;
 mod idle;
 mod kept;
 mod overhead;
+mod pins;
 mod recovery;
 
 use std::sync::Arc;
@@ -42,6 +43,7 @@ use crate::counting::PrimeReport;
 use crate::error::HarnessError;
 pub use crate::harness::builder::HarnessBuilder;
 use crate::harness::idle::IdleClock;
+pub use crate::harness::pins::USER_PIN;
 pub use crate::harness::recovery::Recovery;
 use crate::maintenance::Maintenance;
 use crate::model_compaction::Pending;

@@ -117,6 +117,7 @@ pub use error::HarnessError;
 pub use harness::Harness;
 pub use harness::HarnessBuilder;
 pub use harness::Recovery;
+pub use harness::USER_PIN;
 pub use maintenance::Maintenance;
 pub use methods::BuildResult;
 pub use methods::MethodContext;

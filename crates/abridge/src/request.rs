@@ -1,7 +1,7 @@
 //! Turning the surface into what a request sends.
 //!
 //! The log stores what happened; a provider needs a well-formed request
-//! for itself. Three things stand between them, applied here and nowhere
+//! for itself. Four things stand between them, applied here and nowhere
 //! else:
 //!
 //! - a checkpoint that stores more than text is expanded by its method's
@@ -13,6 +13,10 @@
 //! - thinking goes only to the provider and model that signed it, only
 //!   for the current turn when the model drops earlier reasoning anyway,
 //!   and never behind a changed message for a model that checks prefixes;
+//! - every pin on the active path is carried verbatim exactly once: on
+//!   the surface when its message is there, otherwise in one message
+//!   after the leading system messages (the host's guarantee, in
+//!   `request/pins.rs`, so no method has to remember it);
 //! - every tool call is answered right after the message that made it and
 //!   every result has its call, so a log cut short, imported with gaps or
 //!   with a user message between a call and its result still makes a
@@ -41,6 +45,7 @@ use crate::error::HarnessError;
 
 #[cfg(not(feature = "snapcompact"))]
 pub(crate) mod frames;
+mod pins;
 
 /// Who the next request goes to: what decides which of the log's provider
 /// data it may carry.
@@ -114,18 +119,22 @@ pub fn build_request_with(
     let mut out = surface_for(session, Some(target), expansions)?;
     let written: Vec<Seq> = session.surface().seqs().to_vec();
     keep_thinking_for(&mut out, &written, target);
+    pins::insert_pins(session, &mut out);
     pair_tool_calls(&mut out);
     Ok(out)
 }
 
 /// The surface's messages with every checkpoint expanded for no
 /// particular destination (snapcompact frames drawn, native output left
-/// as text), and nothing else changed.
+/// as text) and the hidden pins' message in place, and nothing else
+/// changed.
 ///
 /// # Errors
 /// As [`build_request`].
 pub fn expand_frames(session: &Session) -> Result<Vec<Message>, HarnessError> {
-    surface_for(session, None, crate::registry::builtin().expansions())
+    let mut out = surface_for(session, None, crate::registry::builtin().expansions())?;
+    pins::insert_pins(session, &mut out);
+    Ok(out)
 }
 
 /// The surface with each message expanded by the first expansion that

@@ -5,6 +5,8 @@ pub(crate) mod check;
 pub(crate) mod compact;
 pub(crate) mod context;
 pub(crate) mod import;
+pub(crate) mod pin;
+pub(crate) mod pins;
 pub(crate) mod proxy;
 pub(crate) mod recall;
 pub(crate) mod render;

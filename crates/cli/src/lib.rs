@@ -81,6 +81,9 @@ enum Command {
     /// Read back, search or list what compaction hid from the model
     /// (`--ref`, `--query`, `--toc`).
     Recall(commands::recall::Args),
+    /// Pin a message (by seq) or a text so that every request carries it
+    /// verbatim whatever compaction hides; without either, list the pins.
+    Pin(commands::pin::Args),
     /// Check a session's invariants (tool pairing, checkpoints, sources).
     Check(commands::check::Args),
     /// Print text or a session's visible history onto PNG frames, as
@@ -181,6 +184,7 @@ where
         Command::Context(args) => done(commands::context::run(&args)),
         Command::Check(args) => done(commands::check::run(&args)),
         Command::Recall(args) => done(commands::recall::run(&args)),
+        Command::Pin(args) => done(commands::pin::run(&args)),
         Command::Render(args) => done(commands::render::run(&args)),
         Command::Report(args) => done(commands::report::run(&args)),
         Command::Simulate(args) => done(commands::simulate::run(&args)),

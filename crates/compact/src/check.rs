@@ -83,6 +83,14 @@ pub enum Violation {
         /// The checkpoint's seq.
         seq: Seq,
     },
+    /// A pin event on the active path that cannot be honoured (see
+    /// [`Session::pin_faults`]).
+    BadPin {
+        /// The pin event's seq.
+        seq: Seq,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for Violation {
@@ -136,6 +144,7 @@ impl std::fmt::Display for Violation {
             Violation::UnframedCheckpoint { seq } => {
                 write!(f, "seq {seq}: checkpoint lacks the checkpoint framing")
             }
+            Violation::BadPin { seq, reason } => write!(f, "seq {seq}: pin {reason}"),
         }
     }
 }
@@ -165,7 +174,9 @@ impl InvariantReport {
 ///   surface equals a fold of the active path;
 /// - no live compaction is open (stale starts are listed, not violations);
 /// - every checkpoint a compaction committed (its sources name a
-///   `compaction/summary` event) carries the framing.
+///   `compaction/summary` event) carries the framing;
+/// - every pin on the active path names an earlier message with text, or
+///   a text (pins are log events: they never touch pairing).
 pub fn check_invariants(session: &Session) -> InvariantReport {
     let mut report = InvariantReport::default();
     check_pairing(session, &mut report.violations);
@@ -203,6 +214,12 @@ pub fn check_invariants(session: &Session) -> InvariantReport {
                 .violations
                 .push(Violation::UnframedCheckpoint { seq: *seq });
         }
+    }
+    for fault in session.pin_faults() {
+        report.violations.push(Violation::BadPin {
+            seq: fault.at,
+            reason: fault.reason,
+        });
     }
     report
 }

@@ -62,13 +62,18 @@ fn head_len(session: &Session) -> usize {
 
 /// The part of the context no compaction can reclaim: the overhead a
 /// usage report counts beyond the surface (system prompt, tool
-/// definitions) and the leading system and developer messages.
+/// definitions), the pins the surface does not show (every request
+/// carries them; see [`Session::pinned_message`]) and the leading system
+/// and developer messages.
 pub fn fixed_tokens(session: &Session, counter: &dyn TokenCounter) -> u64 {
     let head: u64 = session.surface().seqs()[..head_len(session)]
         .iter()
         .map(|&seq| counter.seq_tokens(session, seq))
         .sum();
-    counter.overhead_tokens(session).saturating_add(head)
+    counter
+        .overhead_tokens(session)
+        .saturating_add(counter.pinned_tokens(session))
+        .saturating_add(head)
 }
 
 /// Plans a compaction under `policy`, or `None` when nothing can be

@@ -436,7 +436,13 @@ fn user(
             &bookkeeping,
         )?));
     }
-    Ok(Some(b.message(user, last, time, Some(line))))
+    Ok(Some(crate::instructions::claude_user(
+        b,
+        user,
+        last,
+        time.as_deref(),
+        line,
+    )))
 }
 
 /// Text, image and document blocks outside tool results.

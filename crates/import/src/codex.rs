@@ -101,6 +101,9 @@ struct State {
     held: Vec<Held>,
     provider: String,
     model: Option<String>,
+    /// An instruction-file message has been pinned: `turn_context`'s
+    /// copy of the instructions is not pinned again.
+    instructions: bool,
 }
 
 impl State {
@@ -139,9 +142,8 @@ impl State {
             if held.passed {
                 self.b.report.reordered += 1;
             }
-            let last = self.b.last();
-            self.b
-                .message(held.message, last, held.time, Some(held.line));
+            self.instructions |=
+                crate::instructions::codex_message(&mut self.b, held.message, held.time, held.line);
         }
     }
 
@@ -190,8 +192,8 @@ impl State {
                         passed: false,
                     });
                 } else {
-                    let last = self.b.last();
-                    self.b.message(message, last, time, Some(line));
+                    self.instructions |=
+                        crate::instructions::codex_message(&mut self.b, message, time, line);
                 }
             }
             Item::Output(message) => {
@@ -221,6 +223,7 @@ pub(crate) fn import(
         held: Vec::new(),
         provider: "openai".to_string(),
         model: None,
+        instructions: false,
     };
     let mut records = input.records(file)?.peekable();
     // A first line that fails to parse is reported by the pass below.
@@ -263,6 +266,19 @@ pub(crate) fn import(
             "session_meta" => state.b.report.skip("session_meta (repeated)"),
             "turn_context" => {
                 state.b.report.skip("turn_context");
+                if let Some(text) = pat.opt_str(payload, "user_instructions")?
+                    && !state.instructions
+                    && !text.trim().is_empty()
+                {
+                    state.flush();
+                    let last = state.b.last();
+                    let pin = abridge_session::Pin::text(
+                        text,
+                        crate::instructions::CODEX_USER_INSTRUCTIONS,
+                    );
+                    crate::instructions::write_pin(&mut state.b, &pin, last, time.clone(), line);
+                    state.instructions = true;
+                }
                 if let Some(model) = pat.opt_str(payload, "model")?
                     && state.model.as_deref() != Some(model)
                 {

@@ -72,6 +72,7 @@ mod error;
 mod format;
 mod injected;
 mod input;
+mod instructions;
 mod json;
 mod openhands;
 mod pi;

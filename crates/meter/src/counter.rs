@@ -89,18 +89,31 @@ pub trait TokenCounter: Send + Sync + Debug {
             .sum()
     }
 
+    /// The message that carries the pins the surface does not show
+    /// ([`Session::pinned_message`]): every request sends it, so every
+    /// figure of the context counts it, once. 0 without hidden pins.
+    fn pinned_tokens(&self, session: &Session) -> u64 {
+        session
+            .pinned_message()
+            .map_or(0, |message| self.message_tokens(&message))
+    }
+
     /// The figure to act on for everything the model would see next. The
-    /// default is [`surface_tokens`](Self::surface_tokens).
+    /// default is [`surface_tokens`](Self::surface_tokens) plus
+    /// [`pinned_tokens`](Self::pinned_tokens).
     fn context_tokens(&self, session: &Session) -> u64 {
         self.surface_tokens(session)
+            .saturating_add(self.pinned_tokens(session))
     }
 
     /// What [`context_tokens`](Self::context_tokens) counts beyond the
-    /// surface's own messages (the system prompt and tool definitions a
-    /// usage report brings in). The default is the difference of the two.
+    /// surface's own messages and the hidden pins (the system prompt and
+    /// tool definitions a usage report brings in). The default is the
+    /// difference.
     fn overhead_tokens(&self, session: &Session) -> u64 {
         self.context_tokens(session)
             .saturating_sub(self.surface_tokens(session))
+            .saturating_sub(self.pinned_tokens(session))
     }
 }
 
@@ -118,6 +131,9 @@ macro_rules! forward_token_counter {
             }
             fn surface_tokens(&self, session: &Session) -> u64 {
                 (**self).surface_tokens(session)
+            }
+            fn pinned_tokens(&self, session: &Session) -> u64 {
+                (**self).pinned_tokens(session)
             }
             fn context_tokens(&self, session: &Session) -> u64 {
                 (**self).context_tokens(session)

@@ -100,6 +100,15 @@ impl Measure {
             overhead: anchor.map(|a| a.overhead()).or(carried),
         }
     }
+
+    /// Adds the hidden pins' message to our own count. The anchored
+    /// figure is left alone: a report made while pins were hidden already
+    /// holds them, since the request carried them.
+    fn with_pinned(mut self, pinned: u64) -> Measure {
+        self.estimate = self.estimate.saturating_add(pinned);
+        self.tokens = self.anchored.unwrap_or(0).max(self.estimate);
+        self
+    }
 }
 
 /// Marks a seq whose cost is not cached yet.
@@ -406,6 +415,16 @@ impl TokenMeter {
     pub fn measure(&mut self, session: &Session) -> Measure {
         let synced = self.sync(session);
         Measure::from_parts(synced.total(), synced.anchor, synced.overhead)
+            .with_pinned(self.pinned_tokens(session))
+    }
+
+    /// Tokens of the message that carries the pins the surface does not
+    /// show ([`Session::pinned_message`]), priced like any message; 0
+    /// without one. Not cached: it changes whenever a pin is hidden.
+    pub fn pinned_tokens(&self, session: &Session) -> u64 {
+        session
+            .pinned_message()
+            .map_or(0, |message| self.cost_model().message(&message))
     }
 
     /// Counts the surface from scratch (through the cache), ignoring the
@@ -418,6 +437,7 @@ impl TokenMeter {
         let carried = self.carried_overhead(session);
         let recount = self.recount(session, carried);
         Measure::from_parts(recount.total(), recount.anchor, recount.overhead)
+            .with_pinned(self.pinned_tokens(session))
     }
 
     fn sync(&mut self, session: &Session) -> Synced {

@@ -6,6 +6,7 @@
 mod census;
 mod chart;
 mod html;
+mod pins;
 mod transcript;
 
 use abridge_redact::Redactor;
@@ -191,6 +192,7 @@ pub fn write(
     }
     top.push_str("</table>\n<h2>Tokens on the surface after each event</h2>\n");
     top.push_str(&chart::svg(&points, window, threshold));
+    top.push_str(&pins::section(session, &meter, redactor));
     page.put(&top)?;
     transcript::render(session, &facts, redactor, &mut |chunk| page.put(chunk))?;
     page.put(html::TAIL)?;

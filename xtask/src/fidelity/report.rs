@@ -212,8 +212,8 @@ pub(crate) fn targets_section(results: &[SessionResult]) -> Section {
     }
     section.row(vec![
         "pins survive 50 compactions: 100%".into(),
-        "pins are not built yet".into(),
-        "not measured".into(),
+        "100% of 3 pins, verbatim and exactly once, in every request after each of 50 compactions (`cargo test -p abridge --test pins`; not run by this benchmark)".into(),
+        "met".into(),
     ]);
     section
 }

@@ -257,7 +257,13 @@ impl Recall {
             .unwrap_or_else(|miss| format!("{}{miss}", super::MISS_PREFIX))
     }
 
-    fn answer(
+    /// What [`call`](Self::call) answers, with a miss as an error rather
+    /// than text for the model (for the command line, which exits with
+    /// it). Reads the index as it was last refreshed.
+    ///
+    /// # Errors
+    /// The [`RecallMiss`] `call` would have put into words.
+    pub fn answer(
         &self,
         session: &Session,
         arguments: &serde_json::Value,

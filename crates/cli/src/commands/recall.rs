@@ -13,7 +13,7 @@ use crate::open::open_session;
 
 /// Arguments of `abridge recall`.
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("what").required(true).args(["reference", "query", "toc"])))]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["reference", "query", "toc", "path"])))]
 pub(crate) struct Args {
     /// The abridge session file.
     session: PathBuf,
@@ -27,6 +27,10 @@ pub(crate) struct Args {
     /// List what each checkpoint on the surface hides, one line per turn.
     #[arg(long)]
     toc: bool,
+    /// What the last successful read of this file returned, and whether
+    /// a later call wrote it (the tool's `{"path": ...}`).
+    #[arg(long, value_name = "FILE")]
+    path: Option<String>,
     /// Which page of a long answer.
     #[arg(long, default_value_t = 1)]
     page: usize,
@@ -65,6 +69,20 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             println!("{title} · page {} of {}", page.page, page.pages);
             print!("{}", page.text);
             if !page.text.ends_with('\n') {
+                println!();
+            }
+        }
+    } else if let Some(path) = &args.path {
+        let arguments = serde_json::json!({"path": path, "page": args.page});
+        let text = recall
+            .answer(&session, &arguments)
+            .with_context(|| format!("--path {path} in {where_}"))?;
+        if args.json {
+            let value = serde_json::json!({"path": path, "page": args.page, "text": text});
+            println!("{}", serde_json::to_string_pretty(&value)?);
+        } else {
+            print!("{text}");
+            if !text.ends_with('\n') {
                 println!();
             }
         }

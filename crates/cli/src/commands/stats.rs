@@ -42,6 +42,7 @@ struct Full<'a> {
     context_window: u64,
     limits: abridge::Limits,
     tokens: &'a abridge_meter::TokenStats,
+    pins: Vec<crate::commands::pins::Row>,
 }
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
@@ -56,6 +57,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     // counted anew stays in memory (only commands that write keep counts).
     crate::kept::load(&mut meter, &args.session);
     let tokens = abridge_meter::token_stats(&mut meter, &session, args.top);
+    let pins = crate::commands::pins::rows(&session, meter.cost_model());
     if args.json {
         let full = Full {
             stats: &stats,
@@ -63,11 +65,13 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             context_window: limits.window,
             limits,
             tokens: &tokens,
+            pins,
         };
         println!("{}", serde_json::to_string_pretty(&full)?);
     } else {
         print!("{}", render(&args.session.display().to_string(), &stats));
         print!("{}", render_tokens(&model, &limits, &tokens));
+        print!("{}", crate::commands::pins::render(&pins));
     }
     Ok(())
 }

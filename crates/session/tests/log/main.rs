@@ -8,6 +8,7 @@
 mod bad_input;
 mod images;
 mod ops;
+mod pins;
 mod repair;
 mod store;
 mod support;

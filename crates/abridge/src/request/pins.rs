@@ -1,0 +1,29 @@
+//! The host's guarantee for pins: every request carries every pin on the
+//! active path, verbatim, exactly once, whichever methods have run.
+//!
+//! No compaction method knows about pins. A pin whose message is still on
+//! the surface reaches the model there; every other one (hidden by a
+//! checkpoint or frames, rewritten by pruning or masking, or a pin of
+//! free text) goes in the one message [`Session::pinned_message`] builds,
+//! placed after the leading system and developer messages, where it
+//! changes only when a pin is hidden or added (the prompt cache's prefix
+//! breaks there, as a checkpoint breaks it anyway). The meter prices the
+//! same message ([`TokenCounter::pinned_tokens`](abridge_compact::TokenCounter::pinned_tokens)),
+//! so the count and the request agree.
+
+use abridge_llm::Message;
+use abridge_llm::Role;
+use abridge_session::Session;
+
+/// Inserts the message carrying the hidden pins, when there is one, after
+/// the leading system and developer messages of `messages`.
+pub(crate) fn insert_pins(session: &Session, messages: &mut Vec<Message>) {
+    let Some(pinned) = session.pinned_message() else {
+        return;
+    };
+    let at = messages
+        .iter()
+        .take_while(|m| matches!(m.role, Role::System | Role::Developer))
+        .count();
+    messages.insert(at, pinned);
+}

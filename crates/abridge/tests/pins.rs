@@ -1,0 +1,269 @@
+//! Pins (issue 32, item 3): a pinned message or text reaches the model
+//! verbatim exactly once in every request, whatever methods have run,
+//! survives reopening the log, and is counted once by the meter.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use abridge::Harness;
+use abridge::HarnessError;
+use abridge::MethodSources;
+use abridge::Settings;
+use abridge::SummarizerModel;
+use abridge::compact::host::lock_session;
+use abridge::llm::Block;
+use abridge::llm::Message;
+use abridge::llm::RetryPolicy;
+use abridge::meter::TokenMeter;
+use abridge::session::Header;
+use abridge::session::JsonlOptions;
+use abridge::session::JsonlStore;
+use abridge::session::Session;
+use abridge_test_support::scripted::ScriptedClient;
+use serde_json::json;
+
+const SUMMARY: &str = "## Goal\nKeep stepping.\n\n## Progress\nSteps done.";
+const RULES: &str = "House rules: run the formatter before every commit; \
+     keep each module under six hundred lines.";
+const NEVER: &str = "Never push to the main branch.";
+const SPEC: &str = "spec.md: the parser accepts UTF-8 only.";
+
+fn run<T>(future: impl std::future::Future<Output = T>) -> T {
+    futures::executor::block_on(future)
+}
+
+fn summarizer() -> SummarizerModel {
+    SummarizerModel {
+        client: ScriptedClient::new(Vec::new()).fallback(SUMMARY).shared(),
+        model: "summarizer".to_string(),
+        retry: RetryPolicy {
+            initial_backoff: Duration::from_millis(1),
+            timeout: Some(Duration::from_secs(5)),
+            ..RetryPolicy::deterministic()
+        },
+        soft: abridge::basic::SoftConfig::default(),
+        handoff_file: None,
+        handoff_max_tokens: None,
+    }
+}
+
+fn harness(session: Session) -> Harness {
+    Harness::builder(session, "gpt-4o")
+        .settings(
+            Settings::from_toml(
+                "method_order = [\"prune\", \"mask\", \"snapcompact\", \"handoff\", \"shake\", \"soft\", \"digest\"]\n\
+                 mask_keep = 2\n[prune]\nprotect_tokens = 2000\nmin_saving_tokens = 500\n",
+                "abridge.toml",
+            )
+            .unwrap(),
+        )
+        .sources(MethodSources {
+            summarizer: Some(summarizer()),
+            ..MethodSources::offline("gpt-4o")
+        })
+        .window(32_000)
+        .build()
+        .unwrap()
+}
+
+fn call(id: &str, path: &str) -> Message {
+    let mut message = Message::assistant("");
+    message.content = vec![Block::ToolCall {
+        id: id.into(),
+        name: "read".into(),
+        arguments: json!({ "path": path }),
+    }];
+    message
+}
+
+/// One turn: a request, a read and its long result, a reply.
+fn turn(harness: &Harness, i: usize) {
+    harness
+        .append(Message::user(format!(
+            "step {i}: {}",
+            "context ".repeat(60)
+        )))
+        .unwrap();
+    let id = format!("c{i}");
+    harness.append(call(&id, &format!("src/f{i}.rs"))).unwrap();
+    harness
+        .append(Message::tool_result(
+            id,
+            format!(
+                "fn f{i}() {{}}\n{}",
+                "// body line of the file\n".repeat(120)
+            ),
+            false,
+        ))
+        .unwrap();
+    harness
+        .append(Message::assistant(format!("did step {i}")))
+        .unwrap();
+}
+
+/// How many text blocks of `request`, tool results' content included,
+/// are exactly `text`.
+fn blocks_equal(request: &[Message], text: &str) -> usize {
+    fn count(blocks: &[Block], text: &str) -> usize {
+        blocks
+            .iter()
+            .map(|block| match block {
+                Block::Text { text: t } => usize::from(t == text),
+                Block::ToolResult { content, .. } => count(content, text),
+                _ => 0,
+            })
+            .sum()
+    }
+    request.iter().map(|m| count(&m.content, text)).sum()
+}
+
+fn assert_every_pin_once(harness: &Harness, when: &str) {
+    let request = harness.request().unwrap();
+    for pin in [RULES, NEVER, SPEC] {
+        assert_eq!(
+            blocks_equal(&request, pin),
+            1,
+            "{when}: {pin:?} must be in the request exactly once"
+        );
+    }
+}
+
+/// A session whose first user message and one tool result are pinned by
+/// seq, with a pinned free text beside them.
+fn pinned() -> Harness {
+    let harness = harness(Session::in_memory("pins"));
+    let rules = harness.append(Message::user(RULES)).unwrap();
+    harness.pin_message(rules).unwrap();
+    harness.append(call("spec", "spec.md")).unwrap();
+    let spec = harness
+        .append(Message::tool_result("spec", SPEC, false))
+        .unwrap();
+    harness.pin_message(spec).unwrap();
+    harness.pin_text(NEVER).unwrap();
+    harness
+}
+
+/// Issue 32's figure: 50 consecutive compactions, every method the
+/// harness can run without a network in turn plus the default order, and
+/// after each one every pin is in the request verbatim exactly once.
+/// Removing the host's guarantee (`insert_pins` in the request builder)
+/// fails it at the first compaction that hides a pin.
+#[test]
+fn every_pin_survives_fifty_compactions_verbatim_exactly_once() {
+    let harness = pinned();
+    assert_every_pin_once(&harness, "before any compaction");
+    let rotation: [&[&str]; 7] = [
+        &["digest"],
+        &["mask"],
+        &["prune"],
+        &["snapcompact"],
+        &["soft"],
+        &["handoff"],
+        &[],
+    ];
+    let mut landed = 0;
+    let mut attempts = 0;
+    let mut by_method: BTreeMap<String, usize> = BTreeMap::new();
+    let mut step = 0;
+    while landed < 50 {
+        assert!(
+            attempts < 200,
+            "only {landed} compactions landed: {by_method:?}"
+        );
+        while harness.tokens() <= harness.limits().threshold {
+            turn(&harness, step);
+            step += 1;
+        }
+        let methods: Vec<String> = rotation[attempts % rotation.len()]
+            .iter()
+            .map(|m| (*m).to_string())
+            .collect();
+        attempts += 1;
+        let pass = run(harness.compact(&methods, None)).unwrap();
+        for outcome in &pass.outcomes {
+            *by_method.entry(outcome.method.clone()).or_default() += 1;
+        }
+        if pass.landed() {
+            landed += 1;
+            assert_every_pin_once(&harness, &format!("compaction {landed} ({methods:?})"));
+        }
+    }
+    for method in ["digest", "prune", "mask", "snapcompact", "soft", "handoff"] {
+        assert!(
+            by_method.contains_key(method),
+            "{method} never landed: {by_method:?}"
+        );
+    }
+    let session = lock_session(harness.session());
+    assert!(
+        session.pins().iter().all(|p| !p.visible),
+        "every pinned message ends hidden from the surface"
+    );
+    assert!(abridge::compact::check::check_invariants(&session).is_ok());
+}
+
+/// A pin whose message is on the surface is sent there only; once a
+/// checkpoint hides it, the pinned message carries it. The meter counts it
+/// once either way: the estimate is the surface plus the pinned message.
+#[test]
+fn a_visible_pin_is_not_sent_twice_and_the_meter_counts_a_hidden_one_once() {
+    let harness = pinned();
+    let session = lock_session(harness.session());
+    assert!(
+        session
+            .pinned_message()
+            .unwrap()
+            .plain_text()
+            .contains(NEVER),
+        "a text pin always rides in the pinned message"
+    );
+    let visible = session.pinned_message().unwrap();
+    assert_eq!(blocks_equal(&[visible], RULES), 0);
+    let mut meter = TokenMeter::for_model(harness.entry());
+    let surface: u64 = session
+        .surface()
+        .seqs()
+        .iter()
+        .map(|seq| meter.seq_tokens(&session, *seq))
+        .sum();
+    let pinned = meter
+        .cost_model()
+        .message(&session.pinned_message().unwrap());
+    assert_eq!(meter.measure(&session).estimate, surface + pinned);
+}
+
+/// Pins are log events: they are written once, read back after reopening
+/// the file, and a bad pin is refused with nothing written.
+#[test]
+fn pins_survive_reopening_and_bad_pins_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    {
+        let store = JsonlStore::open(&path, JsonlOptions::default()).unwrap();
+        let session = Session::create(Box::new(store), Header::new("reopen")).unwrap();
+        let harness = harness(session);
+        let rules = harness.append(Message::user(RULES)).unwrap();
+        harness.pin_message(rules).unwrap();
+        harness.pin_text(NEVER).unwrap();
+        let before = lock_session(harness.session()).len();
+        assert!(matches!(
+            harness.pin_message(99),
+            Err(HarnessError::Pin { .. })
+        ));
+        assert!(matches!(
+            harness.pin_text("  "),
+            Err(HarnessError::Pin { .. })
+        ));
+        assert_eq!(lock_session(harness.session()).len(), before);
+        harness.sync().unwrap();
+    }
+    let store = JsonlStore::open(&path, JsonlOptions::default()).unwrap();
+    let (session, _) = Session::open(Box::new(store)).unwrap();
+    let pins = session.pins();
+    let texts: Vec<&str> = pins.iter().map(|p| p.text.as_str()).collect();
+    assert_eq!(texts, vec![RULES, NEVER]);
+    assert!(pins.iter().all(|p| p.pin.origin == abridge::USER_PIN));
+    assert!(session.pin_faults().is_empty());
+}
