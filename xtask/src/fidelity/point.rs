@@ -160,10 +160,22 @@ pub(crate) fn harness(
 /// As [`harness`], with `settings` (its method order replaced when
 /// `methods` names any).
 pub(crate) fn harness_with(
+    settings: Settings,
+    methods: &[&str],
+    window: u64,
+    messages: &[Message],
+) -> anyhow::Result<Harness> {
+    harness_sourced(settings, methods, window, messages, None)
+}
+
+/// As [`harness_with`], its methods built from `sources` when given (a
+/// summarizer for `soft` and `handoff`, a `remote`); model-free otherwise.
+pub(crate) fn harness_sourced(
     mut settings: Settings,
     methods: &[&str],
     window: u64,
     messages: &[Message],
+    sources: Option<abridge::MethodSources>,
 ) -> anyhow::Result<Harness> {
     if !methods.is_empty() {
         settings.method_order = methods.iter().map(|m| (*m).to_string()).collect();
@@ -172,8 +184,11 @@ pub(crate) fn harness_with(
     for message in messages {
         session.append_message(message.clone())?;
     }
-    Ok(Harness::builder(session, MODEL)
+    let mut builder = Harness::builder(session, MODEL)
         .settings(settings)
-        .window(window)
-        .build()?)
+        .window(window);
+    if let Some(sources) = sources {
+        builder = builder.sources(sources);
+    }
+    Ok(builder.build()?)
 }
