@@ -47,6 +47,7 @@ mod ci_tests;
 mod e2e;
 mod e2e_checks;
 mod e2e_faults;
+mod e2e_fidelity;
 mod e2e_serve;
 mod eval;
 mod fault_proxy;

@@ -269,3 +269,19 @@ pub(crate) fn run_llm(
     }
     Ok(results)
 }
+
+/// Categories of `key` that have probes: one question each.
+pub(crate) fn categories_asked(key: &key::Key) -> usize {
+    probe::Category::ALL
+        .iter()
+        .filter(|c| key.of(**c).next().is_some())
+        .count()
+}
+
+/// The LLM mode's tables for `results`, asked of `model`.
+pub(crate) fn llm_sections(
+    results: &[LlmSessionResult],
+    model: &str,
+) -> Vec<crate::bench::Section> {
+    llm_report::sections(results, model)
+}
