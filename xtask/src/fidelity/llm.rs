@@ -64,6 +64,10 @@ pub(crate) struct LlmOptions {
     pub(crate) answer_tokens: u32,
     /// Time one call may take.
     pub(crate) timeout: Duration,
+    /// Only the first this many messages of each session (`--messages`):
+    /// a cut a small model can be asked about. The session's own
+    /// compaction, past the cut, is then not graded.
+    pub(crate) messages: Option<usize>,
 }
 
 impl LlmOptions {
@@ -78,6 +82,7 @@ impl LlmOptions {
             max_output: None,
             answer_tokens: 400,
             timeout: Duration::from_secs(300),
+            messages: None,
         }
     }
 

@@ -55,6 +55,7 @@ struct Options {
     llm_input_tokens: Option<u64>,
     llm_max_output: Option<u32>,
     llm_timeout: Option<u64>,
+    messages: Option<usize>,
 }
 
 /// The value after `flag`, parsed.
@@ -75,8 +76,10 @@ impl Options {
     /// The LLM mode's options, when `--llm` was given.
     fn llm(&self) -> anyhow::Result<Option<LlmOptions>> {
         let Some(url) = &self.llm else {
-            if self.llm_model.is_some() || self.methods.is_some() {
-                bail!("--llm-model and --methods belong to the LLM mode: pass --llm URL too");
+            if self.llm_model.is_some() || self.methods.is_some() || self.messages.is_some() {
+                bail!(
+                    "--llm-model, --methods and --messages belong to the LLM mode: pass --llm URL too"
+                );
             }
             return Ok(None);
         };
@@ -94,6 +97,7 @@ impl Options {
         options.methods = self.methods.clone();
         options.input_tokens = self.llm_input_tokens;
         options.max_output = self.llm_max_output;
+        options.messages = self.messages;
         if let Some(secs) = self.llm_timeout {
             options.timeout = std::time::Duration::from_secs(secs.max(1));
         }
@@ -134,6 +138,9 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
             }
             "--llm-max-output" => {
                 options.llm_max_output = Some(value(&mut args, arg, "a number of tokens")?);
+            }
+            "--messages" => {
+                options.messages = Some(value(&mut args, arg, "a number of messages")?);
             }
             "--llm-timeout" => {
                 options.llm_timeout = Some(value(&mut args, arg, "a number of seconds")?);
@@ -254,7 +261,10 @@ pub(crate) fn run_llm(
             |n| n.to_string_lossy().into_owned(),
         );
         println!("fidelity --llm {}: {name} ...", options.model);
-        let point = point::find(path, window)?;
+        let point = match options.messages {
+            Some(cut) => point::find_cut(path, window, cut)?,
+            None => point::find(path, window)?,
+        };
         let key = key::derive(&point.prefix);
         let how = point.how.clone();
         let window = point.window;

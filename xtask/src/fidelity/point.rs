@@ -78,6 +78,16 @@ pub(crate) fn find(path: &Path, window: Option<u64>) -> anyhow::Result<Point> {
     replay(messages, window)
 }
 
+/// The compaction point of the first `messages` messages of the session
+/// at `path`, found as for a session without its own compaction: a cut
+/// small enough for a small model (the e2e's) to be asked about.
+pub(crate) fn find_cut(path: &Path, window: Option<u64>, messages: usize) -> anyhow::Result<Point> {
+    let session = import(path)?;
+    let mut kept = owned(session.surface_messages());
+    kept.truncate(messages);
+    replay(kept, window)
+}
+
 fn owned(messages: Vec<abridge_llm::SharedMessage>) -> Vec<Message> {
     messages.into_iter().map(Arc::unwrap_or_clone).collect()
 }
