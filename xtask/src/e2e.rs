@@ -184,6 +184,7 @@ fn run_checks(
     let checks = crate::e2e_checks::CHECKS
         .into_iter()
         .chain(crate::e2e_faults::CHECKS)
+        .chain(crate::e2e_fidelity::CHECKS)
         .filter(|(name, _)| filter.is_none_or(|f| name.contains(f)));
     let (mut passed, mut failed) = (0, 0);
     for (name, check) in checks {

@@ -21,7 +21,7 @@
 //!   BENCHMARKS.md beside the bench figures.
 //! - `cargo xtask eval fidelity [SESSION...] [--check]`: what the model
 //!   still knows after each method compacts a session, model-free (see
-//!   `fidelity`).
+//!   `fidelity`); with `--llm URL --llm-model NAME`, asked of that model.
 //! - `cargo xtask fuzz [--minutes N] [--target T] [--seed S]`:
 //!   structure-aware fuzzing of the loader, importers, validator and
 //!   snapcompact on the stable toolchain (see `fuzz`); `ci` runs a short
@@ -47,6 +47,7 @@ mod ci_tests;
 mod e2e;
 mod e2e_checks;
 mod e2e_faults;
+mod e2e_fidelity;
 mod e2e_serve;
 mod eval;
 mod fault_proxy;
@@ -90,7 +91,7 @@ fn main() -> anyhow::Result<()> {
         Some("fuzz-child") => fuzz::child(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|lint-arch|e2e [FILTER]|wire|framework|bench [AREA...]|eval [fidelity]|mutants|soak [--kills N]|fuzz>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (docs/architecture.md)\n  e2e [FILTER]  compaction against a real llama.cpp server on 127.0.0.1, faults through a proxy\n  wire   every request body checked against the providers' own request types\n  framework  the minimal-feature example crate built clean and run, its crate count and build time\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  eval fidelity [SESSION...] [--window N] [--block NAME] [--probes] [--check]  what the model still knows after compaction\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md\n  fuzz [--minutes N] [--target T] [--seed S]  fuzz loader, importers, check, snapcompact"
+                "usage: cargo xtask <ci|lint-arch|e2e [FILTER]|wire|framework|bench [AREA...]|eval [fidelity]|mutants|soak [--kills N]|fuzz>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (docs/architecture.md)\n  e2e [FILTER]  compaction against a real llama.cpp server on 127.0.0.1, faults through a proxy\n  wire   every request body checked against the providers' own request types\n  framework  the minimal-feature example crate built clean and run, its crate count and build time\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  eval fidelity [SESSION...] [--window N] [--block NAME] [--probes] [--check] [--llm URL --llm-model NAME [--methods a,b]]  what the model still knows after compaction (model-free, or asked of a model)\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md\n  fuzz [--minutes N] [--target T] [--seed S]  fuzz loader, importers, check, snapcompact"
             );
             bail!("unknown or missing command")
         }

@@ -42,6 +42,7 @@ pub mod prompts;
 mod record;
 #[cfg(feature = "remote")]
 mod remote;
+mod sections;
 mod soft;
 mod summarizer;
 mod transcript;

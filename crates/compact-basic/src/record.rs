@@ -29,6 +29,11 @@ pub struct SoftRecord {
     pub calls: u32,
     /// Times the input window halved after an overflow.
     pub halvings: u32,
+    /// The sections the model's summary lacked, filled from digest's
+    /// model-free reading of the same span (see `prompts/summarize_initial.md`
+    /// for the sections asked for). Empty when it held them all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filled: Vec<String>,
 }
 
 impl DetailSection for SoftRecord {

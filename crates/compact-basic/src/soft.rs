@@ -29,6 +29,7 @@ use crate::files::cumulative_file_ops;
 use crate::files::with_files_tree;
 use crate::prompts::TURN_PREFIX_HEADING;
 use crate::record::SoftRecord;
+use crate::sections::fill_missing;
 use crate::transcript::clip;
 
 pub use crate::names::SOFT;
@@ -240,7 +241,7 @@ impl CompactionMethod for SoftMethod {
         let mut halvings = 0;
         let (mut text, mut short) = (previous.clone().unwrap_or_default(), None);
         if !history.is_empty() {
-            let folded = self.fold(plan, history, previous, false).await?;
+            let folded = self.fold(plan, history, previous.clone(), false).await?;
             usage.add(&folded.usage);
             model = folded.model;
             calls += folded.calls;
@@ -270,6 +271,19 @@ impl CompactionMethod for SoftMethod {
                 reason: "nothing was summarized".to_string(),
             });
         }
+        // What the model wrote is checked for the sections its prompt
+        // asks for; the missing ones are filled without a model rather
+        // than the summary refused.
+        let mut filled = Vec::new();
+        if calls > 0 {
+            let span: Vec<SharedMessage> = history.iter().chain(prefix).cloned().collect();
+            let (checked, names) = fill_missing(&text, previous.as_deref(), &span);
+            if !names.is_empty() {
+                tracing::debug!(?names, "soft summary lacked sections; filled by digest");
+                text = plan.redact(&checked).into_owned();
+                filled = names;
+            }
+        }
         let files = cumulative_file_ops(plan);
         let content = with_files_tree(&text, &files);
         let short_summary = short.unwrap_or_else(|| clip(&text.replace('\n', " "), 300));
@@ -282,6 +296,7 @@ impl CompactionMethod for SoftMethod {
                 summarizer: Some(self.summarizer.name().to_string()),
                 calls,
                 halvings,
+                filled,
             })?;
         checkpoint.model = model;
         Ok(MethodOutput::Checkpoint(checkpoint))

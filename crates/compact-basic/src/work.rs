@@ -303,14 +303,11 @@ impl WorkLog {
 
     /// The sections, as Markdown; empty sections are left out.
     pub(crate) fn render_constraints(&self, out: &mut String) {
-        if self.constraints.is_empty() {
-            return;
-        }
-        out.push_str("## Constraints (the user's rules, verbatim)\n");
-        for rule in &self.constraints {
-            out.push_str(&format!("- {rule}\n"));
-        }
-        out.push('\n');
+        section(
+            out,
+            "## Constraints (the user's rules, verbatim)",
+            &self.constraints_body(),
+        );
     }
 
     /// Files changed and read, build and test commands, open plan items.
@@ -321,68 +318,105 @@ impl WorkLog {
                 .map(|f| f.path.as_str())
                 .chain(self.read.iter().map(|f| f.path.as_str())),
         );
-        let short = |path: &str| path.strip_prefix(root).unwrap_or(path).to_string();
         // A shared directory exists only when some file is listed.
         if !root.is_empty() {
             out.push_str(&format!("(file paths below are relative to {root})\n\n"));
         }
-        if !self.changed.is_empty() {
-            out.push_str("## Files changed (last change last)\n");
-            for file in &self.changed {
-                let symbols = if file.symbols.is_empty() {
-                    String::new()
-                } else {
-                    format!(" [{}]", file.symbols.join(", "))
-                };
-                out.push_str(&format!(
-                    "- {}{symbols}: {}\n",
-                    short(&file.path),
-                    file.last
-                ));
-            }
-            out.push('\n');
-        }
-        let read: Vec<&FileSeen> = self
-            .read
-            .iter()
-            .filter(|f| !self.changed.iter().any(|c| c.path == f.path))
-            .collect();
-        if !read.is_empty() {
-            out.push_str("## Files read (version seen; unchanged since unless listed above)\n");
-            for file in read {
-                let lines = file
-                    .lines
-                    .as_ref()
-                    .map_or_else(String::new, |l| format!(", lines {l}"));
-                out.push_str(&format!(
-                    "- {}: {} chars, fnv {}{lines}\n",
-                    short(&file.path),
-                    file.chars,
-                    file.hash
-                ));
-            }
-            out.push('\n');
-        }
-        if !self.checks.is_empty() {
-            out.push_str("## Build and test commands\n");
-            for check in &self.checks {
-                let mark = if check.failed {
-                    " (last run failed)"
-                } else {
-                    ""
-                };
-                out.push_str(&format!("- `{}`{mark}\n", check.command));
-            }
-            out.push('\n');
-        }
-        if !self.plan.is_empty() {
-            out.push_str("## Plan items not done\n");
-            for item in &self.plan {
-                out.push_str(&format!("- {}\n", clip(item, 200)));
-            }
-            out.push('\n');
-        }
+        section(
+            out,
+            "## Files changed (last change last)",
+            &self.changed_body(root),
+        );
+        section(
+            out,
+            "## Files read (version seen; unchanged since unless listed above)",
+            &self.read_body(root),
+        );
+        section(out, "## Build and test commands", &self.checks_body());
+        section(out, "## Plan items not done", &self.plan_body());
     }
+
+    /// The rules, one line each.
+    pub(crate) fn constraints_body(&self) -> String {
+        self.constraints
+            .iter()
+            .map(|rule| format!("- {rule}\n"))
+            .collect()
+    }
+
+    /// One line per changed file, its path without the prefix `root`.
+    pub(crate) fn changed_body(&self, root: &str) -> String {
+        let mut out = String::new();
+        for file in &self.changed {
+            let symbols = if file.symbols.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", file.symbols.join(", "))
+            };
+            out.push_str(&format!(
+                "- {}{symbols}: {}\n",
+                file.path.strip_prefix(root).unwrap_or(&file.path),
+                file.last
+            ));
+        }
+        out
+    }
+
+    /// One line per file read and not changed since, its path without
+    /// the prefix `root`.
+    pub(crate) fn read_body(&self, root: &str) -> String {
+        let mut out = String::new();
+        for file in &self.read {
+            if self.changed.iter().any(|c| c.path == file.path) {
+                continue;
+            }
+            let lines = file
+                .lines
+                .as_ref()
+                .map_or_else(String::new, |l| format!(", lines {l}"));
+            out.push_str(&format!(
+                "- {}: {} chars, fnv {}{lines}\n",
+                file.path.strip_prefix(root).unwrap_or(&file.path),
+                file.chars,
+                file.hash
+            ));
+        }
+        out
+    }
+
+    /// One line per build or test command, marked when its last run
+    /// failed.
+    pub(crate) fn checks_body(&self) -> String {
+        let mut out = String::new();
+        for check in &self.checks {
+            let mark = if check.failed {
+                " (last run failed)"
+            } else {
+                ""
+            };
+            out.push_str(&format!("- `{}`{mark}\n", check.command));
+        }
+        out
+    }
+
+    /// One line per plan item not done.
+    pub(crate) fn plan_body(&self) -> String {
+        self.plan
+            .iter()
+            .map(|item| format!("- {}\n", clip(item, 200)))
+            .collect()
+    }
+}
+
+/// `heading` and `body` as a section, left out when `body` is empty.
+fn section(out: &mut String, heading: &str, body: &str) {
+    if body.is_empty() {
+        return;
+    }
+    out.push_str(heading);
+    out.push('\n');
+    out.push_str(body);
+    out.push('\n');
 }
 
 /// A message that carries an instruction file (Codex's AGENTS.md and

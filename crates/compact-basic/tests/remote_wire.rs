@@ -861,7 +861,14 @@ async fn a_chat_completions_url_is_a_summarizer() {
     .unwrap();
     let summary = summary_of_checkpoint(&session, outcome.checkpoint_seq.unwrap()).unwrap();
     assert_eq!(remote_record(&summary).kind, "chat_completions");
-    assert_eq!(summary.summary, "## Goal\nTrailing commas in the parser.");
+    // The sections the reply lacks are filled after it (soft's check).
+    assert!(
+        summary
+            .summary
+            .starts_with("## Goal\nTrailing commas in the parser.\n\n(The sections below"),
+        "{}",
+        summary.summary
+    );
     assert_eq!(
         server.received_requests().await.unwrap()[0].url.path(),
         "/v1/chat/completions"

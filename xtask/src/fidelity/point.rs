@@ -78,6 +78,16 @@ pub(crate) fn find(path: &Path, window: Option<u64>) -> anyhow::Result<Point> {
     replay(messages, window)
 }
 
+/// The compaction point of the first `messages` messages of the session
+/// at `path`, found as for a session without its own compaction: a cut
+/// small enough for a small model (the e2e's) to be asked about.
+pub(crate) fn find_cut(path: &Path, window: Option<u64>, messages: usize) -> anyhow::Result<Point> {
+    let session = import(path)?;
+    let mut kept = owned(session.surface_messages());
+    kept.truncate(messages);
+    replay(kept, window)
+}
+
 fn owned(messages: Vec<abridge_llm::SharedMessage>) -> Vec<Message> {
     messages.into_iter().map(Arc::unwrap_or_clone).collect()
 }
@@ -160,10 +170,22 @@ pub(crate) fn harness(
 /// As [`harness`], with `settings` (its method order replaced when
 /// `methods` names any).
 pub(crate) fn harness_with(
+    settings: Settings,
+    methods: &[&str],
+    window: u64,
+    messages: &[Message],
+) -> anyhow::Result<Harness> {
+    harness_sourced(settings, methods, window, messages, None)
+}
+
+/// As [`harness_with`], its methods built from `sources` when given (a
+/// summarizer for `soft` and `handoff`, a `remote`); model-free otherwise.
+pub(crate) fn harness_sourced(
     mut settings: Settings,
     methods: &[&str],
     window: u64,
     messages: &[Message],
+    sources: Option<abridge::MethodSources>,
 ) -> anyhow::Result<Harness> {
     if !methods.is_empty() {
         settings.method_order = methods.iter().map(|m| (*m).to_string()).collect();
@@ -172,8 +194,11 @@ pub(crate) fn harness_with(
     for message in messages {
         session.append_message(message.clone())?;
     }
-    Ok(Harness::builder(session, MODEL)
+    let mut builder = Harness::builder(session, MODEL)
         .settings(settings)
-        .window(window)
-        .build()?)
+        .window(window);
+    if let Some(sources) = sources {
+        builder = builder.sources(sources);
+    }
+    Ok(builder.build()?)
 }
