@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use abridge_compact::host::*;
 use abridge_compact::*;
 use abridge_compact_basic::*;
 use abridge_llm::Message;

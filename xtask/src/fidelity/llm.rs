@@ -13,9 +13,9 @@ use abridge_compact_basic::RemoteConfig;
 use abridge_compact_basic::RemoteKind;
 use abridge_compact_basic::SoftConfig;
 use abridge_llm::LlmClient;
-use abridge_llm::ProviderConfig;
-use abridge_llm::ProviderKind;
 use abridge_llm::RetryPolicy;
+use abridge_providers::ProviderConfig;
+use abridge_providers::ProviderKind;
 use anyhow::Context;
 use anyhow::bail;
 
@@ -175,7 +175,7 @@ impl LlmOptions {
                 self.url.clone(),
                 self.model.clone(),
             );
-            config.api_key = self.key()?.map(abridge_llm::ApiKey::new);
+            config.api_key = self.key()?.map(abridge_providers::ApiKey::new);
             config.retry = self.retry();
             config.soft = self.soft();
             sources.remote = Some(abridge_compact_basic::remote_method(config)?);
