@@ -28,6 +28,7 @@ mod error;
 mod forward;
 mod identity;
 mod measure;
+mod outline;
 mod proxy;
 mod registry;
 mod reply;
