@@ -41,3 +41,4 @@ pub use proxy::Proxy;
 pub use proxy::ProxyConfig;
 pub use proxy::Upstreams;
 pub use proxy::check_listen;
+pub use proxy::open_stores;

@@ -115,6 +115,23 @@ impl ProxyConfig {
     }
 }
 
+/// The stores a `--store` value names, as the proxy keeps them: JSONL
+/// sessions are not fsynced per message but once per turn, when the
+/// reply is logged after the agent has it. Why: the agent holds its whole
+/// history and resends it every turn, so a sync per message guards
+/// nothing the agent could lose, and it put the disk's latency (half a
+/// millisecond typically, over ten on a busy disk) in front of every
+/// request (`cargo xtask bench proxy`). A power loss costs at most the
+/// last turn's lines of the log, never a line written before them.
+///
+/// # Errors
+/// As [`abridge_serve::open_stores`].
+pub fn open_stores(
+    value: &str,
+) -> Result<Box<dyn SessionStores>, abridge_serve::StoreChoiceError> {
+    abridge_serve::open_stores_with(value, abridge_session::FsyncPolicy::Never)
+}
+
 /// The tenant directory proxy sessions are kept under in the store.
 pub const PROXY_TENANT: &str = "proxy";
 

@@ -196,7 +196,7 @@ async fn measure(store: &std::path::Path) -> anyhow::Result<(Vec<Duration>, Vec<
     let bodies = bodies();
     let client = reqwest::Client::new();
     let direct = send_all(&client, &upstream, &bodies).await?;
-    let stores = abridge_serve::open_stores(store.to_str().context("temp dir is not UTF-8")?)?;
+    let stores = abridge_proxy::open_stores(store.to_str().context("temp dir is not UTF-8")?)?;
     let config = abridge_proxy::ProxyConfig {
         window: Some(1_000_000),
         ..abridge_proxy::ProxyConfig::new(
