@@ -39,6 +39,7 @@ pub use measure::request_tokens;
 pub use proxy::PROXY_TENANT;
 pub use proxy::Proxy;
 pub use proxy::ProxyConfig;
+pub use proxy::SYNC_EVERY;
 pub use proxy::Upstreams;
 pub use proxy::check_listen;
 pub use proxy::open_stores;

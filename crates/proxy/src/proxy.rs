@@ -115,21 +115,22 @@ impl ProxyConfig {
     }
 }
 
+/// How often the proxy's JSONL sessions are fsynced at most.
+pub const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The stores a `--store` value names, as the proxy keeps them: JSONL
-/// sessions are not fsynced per message but once per turn, when the
-/// reply is logged after the agent has it. Why: the agent holds its whole
-/// history and resends it every turn, so a sync per message guards
-/// nothing the agent could lose, and it put the disk's latency (half a
-/// millisecond typically, over ten on a busy disk) in front of every
-/// request (`cargo xtask bench proxy`). A power loss costs at most the
-/// last turn's lines of the log, never a line written before them.
+/// sessions are fsynced at most once a second ([`SYNC_EVERY`]), not per
+/// message. Why: the agent holds its whole history and resends it every
+/// turn, so a sync per message guards nothing the agent could lose, and
+/// it put the disk's latency (half a millisecond typically, over ten on
+/// a busy disk) in front of every request (`cargo xtask bench proxy`).
+/// A process crash loses nothing (the OS holds the written lines); a
+/// power loss, at most the last second's lines, never one before them.
 ///
 /// # Errors
 /// As [`abridge_serve::open_stores`].
-pub fn open_stores(
-    value: &str,
-) -> Result<Box<dyn SessionStores>, abridge_serve::StoreChoiceError> {
-    abridge_serve::open_stores_with(value, abridge_session::FsyncPolicy::Never)
+pub fn open_stores(value: &str) -> Result<Box<dyn SessionStores>, abridge_serve::StoreChoiceError> {
+    abridge_serve::open_stores_with(value, abridge_session::FsyncPolicy::Interval(SYNC_EVERY))
 }
 
 /// The tenant directory proxy sessions are kept under in the store.
