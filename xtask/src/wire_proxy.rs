@@ -112,13 +112,16 @@ async fn upstream(seen: Seen) -> anyhow::Result<String> {
     Ok(format!("http://{addr}"))
 }
 
+/// Writes the body an agent would send for a history.
+type Encode = Box<dyn Fn(&[Message]) -> anyhow::Result<Value>>;
+
 /// One dialect an agent may speak: its path, the endpoint name the check
 /// knows, and the body an agent would send for `messages`.
 struct Speaker {
     name: &'static str,
     path: &'static str,
     endpoint: &'static str,
-    encode: Box<dyn Fn(&[Message]) -> anyhow::Result<Value>>,
+    encode: Encode,
 }
 
 fn speakers() -> anyhow::Result<Vec<Speaker>> {
