@@ -119,3 +119,6 @@ fn split_input(input: &RawValue) -> Option<Vec<&RawValue>> {
     }
     serde_json::from_str(input.get()).ok()
 }
+
+#[cfg(test)]
+mod tests;
