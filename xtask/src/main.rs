@@ -65,6 +65,7 @@ mod soak;
 mod soak_child;
 mod wire;
 mod wire_corpus;
+mod wire_proxy;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();

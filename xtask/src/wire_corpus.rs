@@ -67,12 +67,12 @@ const ANTHROPIC_BASE: &str = "https://api.anthropic.com";
 const KEY: &str = "sk-wire-check";
 
 /// One body to check.
-struct Case {
-    name: String,
-    endpoint: &'static str,
-    streaming: bool,
-    beta: String,
-    body: Value,
+pub(crate) struct Case {
+    pub(crate) name: String,
+    pub(crate) endpoint: &'static str,
+    pub(crate) streaming: bool,
+    pub(crate) beta: String,
+    pub(crate) body: Value,
 }
 
 /// Writes every body of the corpus into `out` (emptied first), one JSON
@@ -114,6 +114,18 @@ pub(crate) fn write(root: &Path, out: &Path) -> anyhow::Result<usize> {
         cases.extend(clients.turns(name, session)?);
     }
     cases.extend(native_compactions(&runtime, &clients)?);
+    let replayed: Vec<(String, Vec<Message>)> = histories
+        .iter()
+        .take(SAMPLES.len())
+        .map(|(name, session)| {
+            let surface = session.surface_messages();
+            (
+                name.clone(),
+                surface.iter().map(|m| (**m).clone()).collect(),
+            )
+        })
+        .collect();
+    cases.extend(crate::wire_proxy::cases(&replayed)?);
     for (index, case) in cases.iter().enumerate() {
         let file = out.join(format!("{index:03}-{}.json", case.name));
         let text = serde_json::to_vec(&json!({

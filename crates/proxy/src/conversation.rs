@@ -149,7 +149,10 @@ impl Conversation {
         });
     }
 
-    /// Logs the model's reply.
+    /// Logs the model's reply. It is synced with the rest of the log by
+    /// the store's interval ([`crate::open_stores`]), not here: a sync per
+    /// turn would hold the conversation's lock, and so the agent's next
+    /// request, for the disk's latency.
     ///
     /// # Errors
     /// When the log refuses it.
@@ -158,7 +161,7 @@ impl Conversation {
         if let Some(earlier) = self.pending_reply.replace(seq) {
             self.dropped.insert(earlier);
         }
-        self.harness.sync()
+        Ok(())
     }
 
     /// Whether abridge has changed the history: then the agent's request

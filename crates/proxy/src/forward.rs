@@ -114,6 +114,11 @@ pub(crate) async fn forward(
                 }
             }
         }
+        // The agent has the whole answer once the stream ends: recording
+        // (and syncing the log) happens after, off its path. The
+        // conversation stays locked until then, so its next request still
+        // finds the reply logged.
+        drop(sender);
         if let Some(turn) = turn
             && whole
             && status.is_success()

@@ -26,8 +26,8 @@ use crate::encode::Encoders;
 use crate::error::ProxyError;
 use crate::forward::Turn;
 use crate::forward::forward;
-use crate::identity::head_hash;
-use crate::identity::prefix_hashes;
+use crate::identity::Digests;
+use crate::outline::Outline;
 use crate::registry::Found;
 use crate::registry::Registry;
 
@@ -115,12 +115,31 @@ impl ProxyConfig {
     }
 }
 
+/// How often the proxy's JSONL sessions are fsynced at most.
+pub const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The stores a `--store` value names, as the proxy keeps them: JSONL
+/// sessions are fsynced at most once a second ([`SYNC_EVERY`]), not per
+/// message. Why: the agent holds its whole history and resends it every
+/// turn, so a sync per message guards nothing the agent could lose, and
+/// it put the disk's latency (half a millisecond typically, over ten on
+/// a busy disk) in front of every request (`cargo xtask bench proxy`).
+/// A process crash loses nothing (the OS holds the written lines); a
+/// power loss, at most the last second's lines, never one before them.
+///
+/// # Errors
+/// As [`abridge_serve::open_stores`].
+pub fn open_stores(value: &str) -> Result<Box<dyn SessionStores>, abridge_serve::StoreChoiceError> {
+    abridge_serve::open_stores_with(value, abridge_session::FsyncPolicy::Interval(SYNC_EVERY))
+}
+
 /// The tenant directory proxy sessions are kept under in the store.
 pub const PROXY_TENANT: &str = "proxy";
 
 #[derive(Debug)]
 struct Inner {
     registry: Registry,
+    digests: Digests,
     encoders: Encoders,
     client: reqwest::Client,
     upstreams: Upstreams,
@@ -173,6 +192,7 @@ impl Proxy {
                     config.window,
                     config.model,
                 ),
+                digests: Digests::default(),
                 encoders,
                 client,
                 upstreams: config.upstreams,
@@ -254,19 +274,15 @@ impl Inner {
     /// The body to send and the turn to record, for a compacted route.
     /// Anything that cannot be read or logged is forwarded as it came.
     async fn prepare(&self, dialect: Dialect, bytes: Bytes) -> (Bytes, Option<Turn>) {
-        let Ok(body) = serde_json::from_slice::<Value>(&bytes) else {
+        let Some(outline) = Outline::read(dialect, &bytes) else {
             return (bytes, None);
         };
-        let Some(items) = dialect.items(&body) else {
-            return (bytes, None);
+        let head_hash = self.digests.head(dialect, &outline);
+        let hashes = self.digests.prefix_hashes(head_hash, &outline.items);
+        let start = |parent| {
+            self.registry
+                .start(dialect, &outline.model, &outline.head(), parent)
         };
-        let head = dialect.head(&body);
-        let head_hash = head_hash(dialect, &head);
-        let hashes = prefix_hashes(head_hash, &items);
-        let model = body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or("unknown");
         let (conversation, known) = match self.registry.find(head_hash, &hashes) {
             Found::Continues(shared, known) => {
                 let held = shared.lock_owned().await;
@@ -275,19 +291,23 @@ impl Inner {
                 } else {
                     let parent = Some(held.id.clone());
                     drop(held);
-                    match self.registry.start(dialect, model, &head, parent) {
+                    match start(parent) {
                         Ok(shared) => (shared.lock_owned().await, 0),
                         Err(error) => return unlogged(bytes, &error),
                     }
                 }
             }
-            Found::Starts(parent) => match self.registry.start(dialect, model, &head, parent) {
+            Found::Starts(parent) => match start(parent) {
                 Ok(shared) => (shared.lock_owned().await, 0),
                 Err(error) => return unlogged(bytes, &error),
             },
         };
         let mut conversation = conversation;
-        if let Err(error) = conversation.absorb(&items[known..]) {
+        let logged = outline
+            .parsed(known)
+            .map_err(|e| e.to_string())
+            .and_then(|new| conversation.absorb(&new).map_err(|e| e.to_string()));
+        if let Err(error) = logged {
             tracing::warn!(session = %conversation.id, %error, "new messages could not be logged; forwarding as sent");
             return (bytes, None);
         }
@@ -302,6 +322,12 @@ impl Inner {
         if !conversation.compacted() {
             return (bytes, Some(turn(conversation)));
         }
+        // Only a compacted history is written into the body: then, and
+        // only then, the whole body is read into a tree.
+        let Ok(mut body) = serde_json::from_slice::<Value>(&bytes) else {
+            return (bytes, Some(turn(conversation)));
+        };
+        let items = dialect.items(&body).unwrap_or_default();
         let rebuilt = match conversation.rebuilt_items(&items, &self.encoders) {
             Ok(rebuilt) => rebuilt,
             Err(error) => {
@@ -309,7 +335,6 @@ impl Inner {
                 return (bytes, Some(turn(conversation)));
             }
         };
-        let mut body = body;
         let sent = rebuilt.len();
         body[dialect.history_key()] = Value::Array(rebuilt);
         tracing::info!(session = %conversation.id, agent_items = items.len(), sent_items = sent, tokens = conversation.harness().tokens(), "sending the compacted history");

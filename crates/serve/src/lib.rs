@@ -82,6 +82,7 @@ pub use limits::LimitError;
 pub use limits::ServiceLimits;
 pub use middleware::read_limited;
 pub use open::open_stores;
+pub use open::open_stores_with;
 pub use routes::OPENAPI;
 pub use server::serve_hardened;
 pub use sessions::MAX_WINDOW;

@@ -1,5 +1,7 @@
 //! The `--store` value to a backend: a PostgreSQL URL or a directory.
 
+use abridge_session::FsyncPolicy;
+
 use crate::error::StoreChoiceError;
 use crate::stores::JsonlDir;
 use crate::stores::SessionStores;
@@ -16,10 +18,22 @@ use crate::stores_pg::PgDir;
 /// migrated, [`StoreChoiceError::Directory`] when the directory cannot be
 /// made.
 pub fn open_stores(value: &str) -> Result<Box<dyn SessionStores>, StoreChoiceError> {
+    open_stores_with(value, FsyncPolicy::EveryBatch)
+}
+
+/// [`open_stores`], with JSONL sessions fsynced as `fsync` says (a
+/// PostgreSQL store commits each append whatever it is).
+///
+/// # Errors
+/// As [`open_stores`].
+pub fn open_stores_with(
+    value: &str,
+    fsync: FsyncPolicy,
+) -> Result<Box<dyn SessionStores>, StoreChoiceError> {
     if value.starts_with("postgres://") || value.starts_with("postgresql://") {
         return Ok(Box::new(PgDir::connect(value)?));
     }
-    Ok(Box::new(JsonlDir::new(value)?))
+    Ok(Box::new(JsonlDir::new(value)?.with_fsync(fsync)))
 }
 
 #[cfg(test)]

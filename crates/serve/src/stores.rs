@@ -7,6 +7,7 @@ use std::fmt::Debug;
 use std::path::Path;
 use std::path::PathBuf;
 
+use abridge_session::FsyncPolicy;
 use abridge_session::JsonlOptions;
 use abridge_session::JsonlStore;
 use abridge_session::SessionStore;
@@ -83,6 +84,7 @@ pub fn valid_id(id: &str) -> bool {
 #[derive(Debug)]
 pub struct JsonlDir {
     root: PathBuf,
+    fsync: FsyncPolicy,
 }
 
 impl JsonlDir {
@@ -96,7 +98,19 @@ impl JsonlDir {
             path: root.display().to_string(),
             message: e.to_string(),
         })?;
-        Ok(JsonlDir { root })
+        Ok(JsonlDir {
+            root,
+            fsync: FsyncPolicy::EveryBatch,
+        })
+    }
+
+    /// The same directory with another fsync policy for the sessions it
+    /// opens. `abridge proxy` syncs once per turn itself: its agent holds
+    /// the whole history and resends it, so a sync per message would only
+    /// put the disk's latency in front of every request.
+    pub fn with_fsync(mut self, fsync: FsyncPolicy) -> Self {
+        self.fsync = fsync;
+        self
     }
 
     fn path(&self, tenant: &Tenant, id: &str) -> PathBuf {
@@ -176,7 +190,11 @@ impl SessionStores for JsonlDir {
             op: "create the tenant directory",
             source,
         })?;
-        let store = JsonlStore::open(self.path(tenant, id), JsonlOptions::default())?;
+        let options = JsonlOptions {
+            fsync: self.fsync,
+            ..JsonlOptions::default()
+        };
+        let store = JsonlStore::open(self.path(tenant, id), options)?;
         Ok(Box::new(store))
     }
 

@@ -61,7 +61,7 @@ pub(crate) struct Args {
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     abridge_proxy::check_listen(&args.listen, args.allow_remote)?;
     let upstreams = Upstreams::parse(&args.upstream)?;
-    let stores = abridge_serve::open_stores(&args.store)?;
+    let stores = abridge_proxy::open_stores(&args.store)?;
     let settings = match &args.settings {
         Some(path) => Settings::load_using(path, crate::registry::registry())?,
         None => Settings::default(),

@@ -191,7 +191,7 @@ pub(crate) async fn proxy(store: &Path, setup: Setup) -> (String, Arc<Upstream>)
         limits: setup.limits,
         model: Some("unknown-test-model".into()),
         ..ProxyConfig::new(
-            abridge_serve::open_stores(store.to_str().unwrap()).unwrap(),
+            abridge_proxy::open_stores(store.to_str().unwrap()).unwrap(),
             upstreams,
         )
     };
