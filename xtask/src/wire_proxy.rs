@@ -10,17 +10,17 @@
 use std::sync::Arc;
 use std::sync::Mutex;
 
-use abridge_llm::AnthropicClient;
-use abridge_llm::AnthropicOptions;
-use abridge_llm::ChatOptions;
 use abridge_llm::Message;
-use abridge_llm::OpenAiChatClient;
-use abridge_llm::OpenAiResponsesClient;
-use abridge_llm::ProviderConfig;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
-use abridge_llm::ResponsesOptions;
 use abridge_llm::Role;
+use abridge_providers::AnthropicClient;
+use abridge_providers::AnthropicOptions;
+use abridge_providers::ChatOptions;
+use abridge_providers::OpenAiChatClient;
+use abridge_providers::OpenAiResponsesClient;
+use abridge_providers::ProviderConfig;
+use abridge_providers::ResponsesOptions;
 use anyhow::Context;
 use serde_json::Value;
 use serde_json::json;
