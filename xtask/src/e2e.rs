@@ -31,7 +31,7 @@ pub(crate) fn run(root: &Path, filter: Option<&str>) -> anyhow::Result<()> {
     let cache = cache_dir();
     let python = ensure_server(&cache)?;
     let model = ensure_model(&cache, &python)?;
-    let binary = build_cli(root)?;
+    let binary = crate::release_cli::build_cli(root)?;
     let server = Server::start(&python, &model)?;
     println!("e2e: server ready at {}", server.base_url());
     let work = root.join("target").join("e2e");
@@ -107,12 +107,6 @@ fn ensure_model(cache: &Path, python: &Path) -> anyhow::Result<PathBuf> {
     );
     run_cmd(Command::new(python).args(["-c", &script]))?;
     Ok(model)
-}
-
-/// Builds the release `abridge` binary and returns its path.
-pub(crate) fn build_cli(root: &Path) -> anyhow::Result<PathBuf> {
-    run_cmd(Command::new("cargo").args(["build", "--quiet", "--release", "-p", "abridge-cli"]))?;
-    Ok(root.join("target").join("release").join("abridge"))
 }
 
 fn run_cmd(command: &mut Command) -> anyhow::Result<()> {

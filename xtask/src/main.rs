@@ -59,11 +59,13 @@ mod fuzz_doc;
 mod fuzz_mutate;
 mod fuzz_targets;
 mod mutants;
+mod release_cli;
 #[cfg(test)]
 mod replay_doc;
 mod soak;
 mod soak_child;
 mod wire;
+mod wire_case;
 mod wire_corpus;
 mod wire_proxy;
 

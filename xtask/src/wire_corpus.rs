@@ -66,14 +66,7 @@ const OPENAI_BASE: &str = "https://api.openai.com/v1";
 const ANTHROPIC_BASE: &str = "https://api.anthropic.com";
 const KEY: &str = "sk-wire-check";
 
-/// One body to check.
-pub(crate) struct Case {
-    pub(crate) name: String,
-    pub(crate) endpoint: &'static str,
-    pub(crate) streaming: bool,
-    pub(crate) beta: String,
-    pub(crate) body: Value,
-}
+pub(crate) use crate::wire_case::Case;
 
 /// Writes every body of the corpus into `out` (emptied first), one JSON
 /// file each; returns how many.

@@ -27,7 +27,7 @@ use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::io::AsyncWriteExt;
 
-use crate::wire_corpus::Case;
+use crate::wire_case::Case;
 
 /// Turns replayed per session and dialect.
 const TURNS: usize = 40;

@@ -74,7 +74,7 @@ fn first_count_time(mode: &str) -> anyhow::Result<Duration> {
 /// count.
 fn start_up() -> anyhow::Result<Section> {
     let root = std::env::current_dir()?;
-    let cli = crate::e2e::build_cli(&root)?;
+    let cli = crate::release_cli::build_cli(&root)?;
     let dir = std::env::temp_dir().join(format!("abridge-bench-start-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let smallest = std::fs::read_dir(samples_dir()?)?

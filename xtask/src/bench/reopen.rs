@@ -243,7 +243,7 @@ fn measure_ours(path: &Path, dir: &Path) -> anyhow::Result<Ours> {
     // Whole processes: `abridge compact` with the counts kept, `abridge
     // stats` without and with them.
     let root = std::env::current_dir()?;
-    let cli = crate::e2e::build_cli(&root)?;
+    let cli = crate::release_cli::build_cli(&root)?;
     let window = WINDOW.to_string();
     let compact_cli = median_prepared(
         3,

@@ -91,7 +91,7 @@ pub(crate) fn run() -> anyhow::Result<Vec<Section>> {
         .parent()
         .unwrap_or(Path::new("."))
         .to_path_buf();
-    let binary = crate::e2e::build_cli(&root)?;
+    let binary = crate::release_cli::build_cli(&root)?;
     let work = root.join("target").join("bench-serve");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)?;
