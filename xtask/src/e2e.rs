@@ -179,6 +179,7 @@ fn run_checks(
         .into_iter()
         .chain(crate::e2e_faults::CHECKS)
         .chain(crate::e2e_fidelity::CHECKS)
+        .chain(crate::e2e_aider::CHECKS)
         .filter(|(name, _)| filter.is_none_or(|f| name.contains(f)));
     let (mut passed, mut failed) = (0, 0);
     for (name, check) in checks {

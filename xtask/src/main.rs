@@ -45,6 +45,7 @@ mod arch;
 mod bench;
 mod ci_tests;
 mod e2e;
+mod e2e_aider;
 mod e2e_checks;
 mod e2e_faults;
 mod e2e_fidelity;
