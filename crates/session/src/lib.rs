@@ -48,6 +48,7 @@ mod repair;
 mod session;
 mod store;
 mod surface;
+mod unpin;
 pub mod time;
 mod torn;
 
@@ -75,6 +76,8 @@ pub use pin::Pin;
 pub use pin::PinFault;
 pub use pin::TYPE_PIN;
 pub use pin::pinned_text;
+pub use unpin::TYPE_UNPIN;
+pub use unpin::Unpin;
 pub use private::PRIVATE_FILE_MODE;
 pub use private::PrivateReplacement;
 pub use private::create_private;

@@ -10,8 +10,11 @@
 //! `abridge`) and the meter both read [`Session::pins`] and
 //! [`Session::pinned_message`], so what is sent and what is counted come
 //! from one place: a pin whose message is still on the surface is sent
-//! (and counted) there, and every other pin once, in one message.
+//! (and counted) there, and every other pin once, in one message. A pin
+//! is taken back by an `unpin` event naming it (`unpin.rs`); the pin
+//! event itself stays.
 
+use std::collections::HashMap;
 use std::collections::HashSet;
 
 use abridge_llm::Block;
@@ -26,6 +29,8 @@ use crate::Draft;
 use crate::Event;
 use crate::Seq;
 use crate::Session;
+use crate::unpin::TYPE_UNPIN;
+use crate::unpin::Unpin;
 
 /// Event type of a pin.
 pub const TYPE_PIN: &str = "pin";
@@ -128,6 +133,8 @@ pub struct PinFault {
     pub at: Seq,
     /// What is wrong with it.
     pub reason: String,
+    /// For a faulty unpin event: the seq it names.
+    pub unpin_of: Option<Seq>,
 }
 
 /// The text blocks of `message` (and of a tool result's content), joined
@@ -149,8 +156,9 @@ pub fn pinned_text(message: &Message) -> String {
 
 impl Session {
     /// The pins on the active path, oldest first, one per message or text
-    /// (a later pin of the same message or the same text adds nothing).
-    /// Pin events that cannot be honoured are left out; see
+    /// (a later pin of the same message or the same text adds nothing),
+    /// without those an [`Unpin`] took back. Pin events that cannot be
+    /// honoured are left out; see
     /// [`pin_faults`](Self::pin_faults).
     pub fn pins(&self) -> Vec<ActivePin> {
         self.read_pins().0
@@ -158,7 +166,8 @@ impl Session {
 
     /// The pin events on the active path that cannot be honoured: data
     /// that is not a pin, a pin of neither or both a message and a text,
-    /// an empty text, a seq that is not an earlier message.
+    /// an empty text, a seq that is not an earlier message; and the unpin
+    /// events that name no live pin (see [`Unpin`]).
     pub fn pin_faults(&self) -> Vec<PinFault> {
         self.read_pins().1
     }
@@ -193,35 +202,39 @@ impl Session {
     }
 
     fn read_pins(&self) -> (Vec<ActivePin>, Vec<PinFault>) {
+        let state = self.read_pin_events();
+        let pins = state.live.into_iter().map(|(_, pin)| pin).collect();
+        (pins, state.faults)
+    }
+
+    /// Reads the pin and unpin events on the active path, in order.
+    pub(crate) fn read_pin_events(&self) -> PinState {
+        let mut state = PinState::default();
         let events: Vec<&Event> = self
             .events()
             .iter()
-            .filter(|e| e.body.kind() == TYPE_PIN)
+            .filter(|e| matches!(e.body.kind(), TYPE_PIN | TYPE_UNPIN))
             .collect();
         if events.is_empty() {
-            return (Vec::new(), Vec::new());
+            return state;
         }
         let path: HashSet<Seq> = self.active_path().into_iter().collect();
-        let mut pins = Vec::new();
-        let mut faults = Vec::new();
-        let mut seen_seqs = HashSet::new();
-        let mut seen_texts = HashSet::new();
         for event in events.into_iter().filter(|e| path.contains(&e.seq)) {
             let at = event.seq;
+            if event.body.kind() == TYPE_UNPIN {
+                state.unpin(event);
+                continue;
+            }
             match self.read_pin(event) {
-                Err(reason) => faults.push(PinFault { at, reason }),
-                Ok(active) => {
-                    let fresh = match active.pin.seq {
-                        Some(seq) => seen_seqs.insert((seq, active.pin.block)),
-                        None => seen_texts.insert(active.text.clone()),
-                    };
-                    if fresh {
-                        pins.push(active);
-                    }
-                }
+                Err(reason) => state.faults.push(PinFault {
+                    at,
+                    reason,
+                    unpin_of: None,
+                }),
+                Ok(active) => state.pin(active),
             }
         }
-        (pins, faults)
+        state
     }
 
     fn read_pin(&self, event: &Event) -> Result<ActivePin, String> {
@@ -278,5 +291,74 @@ impl Session {
             return Err("pins no text".to_string());
         }
         Ok((text, visible))
+    }
+}
+
+/// What a pin keeps: the same message and block, or the same text, is one
+/// pin however many events name it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Target {
+    Message(Seq, Option<usize>),
+    Text(String),
+}
+
+impl Target {
+    fn of(pin: &ActivePin) -> Self {
+        match pin.pin.seq {
+            Some(seq) => Target::Message(seq, pin.pin.block),
+            None => Target::Text(pin.text.clone()),
+        }
+    }
+}
+
+/// The pins and unpins on the active path, read in order.
+#[derive(Debug, Default)]
+pub(crate) struct PinState {
+    /// The live pins, oldest first, each with what it keeps.
+    live: Vec<(Target, ActivePin)>,
+    /// Every honoured pin event so far and what it keeps.
+    by_event: HashMap<Seq, Target>,
+    faults: Vec<PinFault>,
+}
+
+impl PinState {
+    fn pin(&mut self, active: ActivePin) {
+        let target = Target::of(&active);
+        self.by_event.insert(active.at, target.clone());
+        if !self.live.iter().any(|(t, _)| *t == target) {
+            self.live.push((target, active));
+        }
+    }
+
+    fn unpin(&mut self, event: &Event) {
+        let data = event.log().map(|l| l.data.clone()).unwrap_or_default();
+        let (named, reason) = match serde_json::from_value::<Unpin>(data) {
+            Err(e) => (None, Some(format!("not an unpin's data: {e}"))),
+            Ok(unpin) => (Some(unpin.pin), self.unpin_fault(unpin.pin)),
+        };
+        match (named, reason) {
+            (Some(pin), None) => {
+                if let Some(target) = self.by_event.get(&pin) {
+                    self.live.retain(|(t, _)| t != target);
+                }
+            }
+            (named, Some(reason)) => self.faults.push(PinFault {
+                at: event.seq,
+                reason,
+                unpin_of: named,
+            }),
+            (None, None) => {}
+        }
+    }
+
+    /// Why an unpin of the pin event at `pin`, read now, changes nothing.
+    pub(crate) fn unpin_fault(&self, pin: Seq) -> Option<String> {
+        let Some(target) = self.by_event.get(&pin) else {
+            return Some(format!(
+                "names seq {pin}, which is not a pin on the active path"
+            ));
+        };
+        (!self.live.iter().any(|(t, _)| t == target))
+            .then(|| format!("names pin {pin}, which is already unpinned"))
     }
 }
