@@ -55,6 +55,13 @@ pub enum HarnessError {
         /// What was wrong, naming the seq when there is one.
         reason: String,
     },
+    /// An unpin was refused: the seq it names is not a pin on the active
+    /// path, or that pin is already taken back. Nothing was written.
+    #[error("unpin refused: {reason}; nothing was written")]
+    Unpin {
+        /// What was wrong, naming the seq.
+        reason: String,
+    },
     /// A snapcompact checkpoint's frames cannot be drawn.
     #[error("checkpoint {seq}: {reason}")]
     Frames {

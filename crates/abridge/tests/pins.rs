@@ -271,3 +271,42 @@ fn pins_survive_reopening_and_bad_pins_are_refused() {
     assert!(pins.iter().all(|p| p.pin.origin == abridge::USER_PIN));
     assert!(session.pin_faults().is_empty());
 }
+
+/// Issue 32: `Harness::unpin` takes a pin back: no request carries it
+/// after, even once compaction has hidden its message; the pin event
+/// stays, and an unpin of no live pin is refused with nothing written.
+#[test]
+fn an_unpinned_message_leaves_every_later_request() {
+    let harness = harness(Session::in_memory("unpin"));
+    let rules = harness.append(Message::user(RULES)).unwrap();
+    let pin = harness.pin_message(rules).unwrap();
+    let never = harness.pin_text(NEVER).unwrap();
+    let mut step = 0;
+    while harness.tokens() <= harness.limits().threshold {
+        turn(&harness, step);
+        step += 1;
+    }
+    let pass = run(harness.compact(&["digest".to_string()], None)).unwrap();
+    assert!(pass.landed(), "{pass:?}");
+    assert_eq!(blocks_equal(&harness.request().unwrap(), RULES), 1);
+
+    harness.unpin(pin).unwrap();
+    assert_eq!(blocks_equal(&harness.request().unwrap(), RULES), 0);
+    assert_eq!(blocks_equal(&harness.request().unwrap(), NEVER), 1);
+    let texts: Vec<String> = harness.pins().into_iter().map(|p| p.text).collect();
+    assert_eq!(texts, vec![NEVER]);
+
+    let before = lock_session(harness.session()).len();
+    assert!(matches!(
+        harness.unpin(pin),
+        Err(HarnessError::Unpin { .. })
+    ));
+    assert!(matches!(
+        harness.unpin(rules),
+        Err(HarnessError::Unpin { .. })
+    ));
+    assert_eq!(lock_session(harness.session()).len(), before);
+    harness.unpin(never).unwrap();
+    assert!(lock_session(harness.session()).pinned_message().is_none());
+    assert!(abridge::compact::check::check_invariants(&lock_session(harness.session())).is_ok());
+}

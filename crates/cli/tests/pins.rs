@@ -122,3 +122,68 @@ fn recall_path_prints_the_last_read_of_a_file() {
         stderr(&missing)
     );
 }
+
+/// Issue 32: `abridge pin --remove` takes a pin back with an `unpin`
+/// event; listings and the context show only live pins, a second unpin
+/// of it is refused with nothing written, and `check` refuses an unpin
+/// line that names no pin, naming its seq.
+#[test]
+fn a_removed_pin_is_no_longer_listed_or_sent_and_check_refuses_a_bad_unpin() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = cli().import(dir.path(), SWE);
+    let path = session.to_str().unwrap();
+    let (seq, _) = first_user(&session);
+    cli().ok(&["pin", path, &seq.to_string()]);
+    let pinned = stdout(&cli().ok(&["pin", path, "--text", NEVER]));
+    let pin: u64 = pinned.trim().rsplit(' ').next().unwrap().parse().unwrap();
+    assert_eq!(times_in_context(path, NEVER), 1);
+
+    let removed = stdout(&cli().ok(&["pin", path, "--remove", &pin.to_string()]));
+    assert!(
+        removed.starts_with(&format!("unpinned pin {pin} at seq ")),
+        "{removed}"
+    );
+    assert_eq!(
+        times_in_context(path, NEVER),
+        0,
+        "an unpinned text is not sent"
+    );
+    let listed = stdout(&cli().ok(&["pin", path]));
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert!(!listed.contains("Never push"), "{listed}");
+    let stats = stdout(&cli().ok(&["stats", path]));
+    assert!(stats.contains("pins (1)"), "{stats}");
+    cli().ok(&["check", path]);
+
+    let before = std::fs::read(&session).unwrap();
+    let again = cli().run(&["pin", path, "--remove", &pin.to_string()]);
+    assert!(!again.status.success());
+    assert!(
+        stderr(&again).contains(&format!(
+            "unpin refused: names pin {pin}, which is already unpinned"
+        )),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(std::fs::read(&session).unwrap(), before, "nothing written");
+
+    // An unpin line naming a message, not a pin, written by another tool.
+    let text = String::from_utf8(before).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let at = last["seq"].as_u64().unwrap();
+    let mut bad = last.clone();
+    bad["seq"] = (at + 1).into();
+    bad["parent"] = at.into();
+    bad["data"] = serde_json::json!({ "pin": seq });
+    std::fs::write(&session, format!("{text}{bad}\n")).unwrap();
+    let refused = cli().run(&["check", path]);
+    assert!(!refused.status.success());
+    let out = format!("{}{}", stdout(&refused), stderr(&refused));
+    assert!(
+        out.contains(&format!(
+            "seq {}: unpin names seq {seq}, which is not a pin on the active path",
+            at + 1
+        )),
+        "{out}"
+    );
+}

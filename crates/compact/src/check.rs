@@ -10,6 +10,7 @@ use abridge_session::Event;
 use abridge_session::Seq;
 use abridge_session::Session;
 use abridge_session::SurfaceOp;
+use abridge_session::TYPE_UNPIN;
 
 use crate::events::TYPE_COMPACTION_SUMMARY;
 use crate::events::UnmatchedStart;
@@ -91,6 +92,17 @@ pub enum Violation {
         /// What is wrong with it.
         reason: String,
     },
+    /// An unpin event on the active path that takes back no pin: it
+    /// names no pin, or one already taken back (see
+    /// [`Unpin`](abridge_session::Unpin)).
+    BadUnpin {
+        /// The unpin event's seq.
+        seq: Seq,
+        /// The seq it names, when its data names one.
+        names: Option<Seq>,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for Violation {
@@ -145,6 +157,7 @@ impl std::fmt::Display for Violation {
                 write!(f, "seq {seq}: checkpoint lacks the checkpoint framing")
             }
             Violation::BadPin { seq, reason } => write!(f, "seq {seq}: pin {reason}"),
+            Violation::BadUnpin { seq, reason, .. } => write!(f, "seq {seq}: unpin {reason}"),
         }
     }
 }
@@ -216,9 +229,17 @@ pub fn check_invariants(session: &Session) -> InvariantReport {
         }
     }
     for fault in session.pin_faults() {
-        report.violations.push(Violation::BadPin {
-            seq: fault.at,
-            reason: fault.reason,
+        report.violations.push(if fault.kind == TYPE_UNPIN {
+            Violation::BadUnpin {
+                seq: fault.at,
+                names: fault.unpin_of,
+                reason: fault.reason,
+            }
+        } else {
+            Violation::BadPin {
+                seq: fault.at,
+                reason: fault.reason,
+            }
         });
     }
     report

@@ -133,7 +133,10 @@ pub struct PinFault {
     pub at: Seq,
     /// What is wrong with it.
     pub reason: String,
-    /// For a faulty unpin event: the seq it names.
+    /// The event's type: [`TYPE_PIN`], or [`TYPE_UNPIN`] for an unpin
+    /// that takes back no pin.
+    pub kind: &'static str,
+    /// For an unpin: the seq it names, when its data names one.
     pub unpin_of: Option<Seq>,
 }
 
@@ -229,6 +232,7 @@ impl Session {
                 Err(reason) => state.faults.push(PinFault {
                     at,
                     reason,
+                    kind: TYPE_PIN,
                     unpin_of: None,
                 }),
                 Ok(active) => state.pin(active),
@@ -345,6 +349,7 @@ impl PinState {
             (named, Some(reason)) => self.faults.push(PinFault {
                 at: event.seq,
                 reason,
+                kind: TYPE_UNPIN,
                 unpin_of: named,
             }),
             (None, None) => {}

@@ -50,6 +50,8 @@ impl Session {
     /// # Errors
     /// What is wrong, naming the seq, in words for a person.
     pub fn check_unpin(&self, unpin: &Unpin) -> Result<(), String> {
-        self.read_pin_events().unpin_fault(unpin.pin).map_or(Ok(()), Err)
+        self.read_pin_events()
+            .unpin_fault(unpin.pin)
+            .map_or(Ok(()), Err)
     }
 }

@@ -6,6 +6,7 @@ use abridge_compact::host::lock_session;
 use abridge_session::ActivePin;
 use abridge_session::Pin;
 use abridge_session::Seq;
+use abridge_session::Unpin;
 
 use crate::error::HarnessError;
 
@@ -46,6 +47,29 @@ impl super::Harness {
             .check_pin(pin)
             .map_err(|reason| HarnessError::Pin { reason })?;
         let seq = session.append(pin.draft())?;
+        drop(session);
+        self.note_activity(std::time::Instant::now());
+        Ok(seq)
+    }
+
+    /// Takes back the pin written at `pin` (the seq
+    /// [`pin_message`](Self::pin_message) or [`pin_text`](Self::pin_text)
+    /// returned, or a pin an importer wrote): an `unpin` event naming it,
+    /// after which no request carries what it kept unless it is pinned
+    /// again. The pin event stays in the log. Returns the unpin event's
+    /// seq.
+    ///
+    /// # Errors
+    /// [`HarnessError::Unpin`] when `pin` is not a pin on the active path
+    /// or is already taken back; a store error when the log cannot be
+    /// written. Nothing is written on an error.
+    pub fn unpin(&self, pin: Seq) -> Result<Seq, HarnessError> {
+        let unpin = Unpin::new(pin);
+        let mut session = lock_session(self.session());
+        session
+            .check_unpin(&unpin)
+            .map_err(|reason| HarnessError::Unpin { reason })?;
+        let seq = session.append(unpin.draft())?;
         drop(session);
         self.note_activity(std::time::Instant::now());
         Ok(seq)
