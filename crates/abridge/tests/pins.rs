@@ -310,3 +310,129 @@ fn an_unpinned_message_leaves_every_later_request() {
     assert!(lock_session(harness.session()).pinned_message().is_none());
     assert!(abridge::compact::check::check_invariants(&lock_session(harness.session())).is_ok());
 }
+
+/// A method that sizes its checkpoint to the plan's room, as snapcompact
+/// sizes its frames and soft its summary: the room is all it trusts.
+/// With `ignores_pins`, it writes as much more as the pins the plan makes
+/// room for: the commit must catch what the room did not.
+#[derive(Debug)]
+struct FillsRoom {
+    ignores_pins: bool,
+}
+
+#[async_trait::async_trait]
+impl abridge::compact::CompactionMethod for FillsRoom {
+    fn name(&self) -> &str {
+        if self.ignores_pins {
+            "ignores-pins"
+        } else {
+            "fills-room"
+        }
+    }
+
+    async fn run(
+        &self,
+        plan: &abridge::compact::Plan,
+    ) -> Result<abridge::compact::MethodOutput, abridge::compact::CompactError> {
+        let mut room = plan.room().unwrap_or(0).max(1);
+        if self.ignores_pins {
+            room += plan.tokens().pinned;
+        }
+        let mut words = room;
+        let mut text = "word ".repeat(usize::try_from(words).unwrap());
+        loop {
+            let cost = plan.counter().message_tokens(&Message::user(text.clone()));
+            if cost <= room || words <= 1 {
+                break;
+            }
+            words = words.saturating_sub((cost - room).max(1));
+            text = "word ".repeat(usize::try_from(words).unwrap());
+        }
+        Ok(abridge::compact::MethodOutput::Checkpoint(
+            abridge::compact::Checkpoint::new(text).with_short_summary("filled"),
+        ))
+    }
+}
+
+/// Issue 32, room for pins: a pinned message a compaction hides comes
+/// back in the pinned message beside the checkpoint, so the plan's room
+/// must leave space for it. With two large pinned messages at an
+/// 8k window and a method that fills its room, every request after each
+/// compaction fits the window; a method that ignores the pins is refused
+/// at the commit. Without the pins in the room (the planner leaving
+/// `PlanTokens::pinned` out) nothing lands (the commit refuses every
+/// checkpoint); without them in the commit's check too, the first landing
+/// leaves a request of about 10k tokens.
+#[test]
+fn every_request_after_a_room_sized_compaction_fits_the_window_with_its_pins() {
+    const WINDOW: u64 = 8_000;
+    let mut registry = abridge::MethodRegistry::builtin();
+    for ignores_pins in [false, true] {
+        let name = if ignores_pins {
+            "ignores-pins"
+        } else {
+            "fills-room"
+        };
+        registry
+            .register(name, move |_| {
+                Ok(std::sync::Arc::new(FillsRoom { ignores_pins }))
+            })
+            .unwrap();
+    }
+    let harness = Harness::builder(Session::in_memory("room"), "gpt-4o")
+        .settings(
+            Settings::from_toml_using(
+                "method_order = [\"fills-room\"]\nreserve = 500\ntarget_percent = 100\n\
+                 keep_recent_tokens = 1000\nmin_reclaim_percent = 0\n",
+                "abridge.toml",
+                &registry,
+            )
+            .unwrap(),
+        )
+        .registry(registry)
+        .window(WINDOW)
+        .build()
+        .unwrap();
+    let big = |name: &str| {
+        format!(
+            "{name}: {}",
+            "a standing rule to keep in mind. ".repeat(160)
+        )
+    };
+    let rules = harness.append(Message::user(big("rules"))).unwrap();
+    harness.pin_message(rules).unwrap();
+    harness.append(call("spec", "spec.md")).unwrap();
+    let spec = harness
+        .append(Message::tool_result("spec", big("spec"), false))
+        .unwrap();
+    harness.pin_message(spec).unwrap();
+    let meter = TokenMeter::for_model(harness.entry());
+    let mut landed = 0;
+    let mut step = 0;
+    for attempt in 0..8 {
+        while harness.tokens() <= harness.limits().threshold {
+            turn(&harness, step);
+            step += 1;
+        }
+        let method = if attempt % 2 == 0 {
+            "ignores-pins"
+        } else {
+            "fills-room"
+        };
+        let pass = run(harness.compact(&[method.to_string()], None)).unwrap();
+        if !pass.landed() {
+            assert_eq!(method, "ignores-pins", "{pass:?}");
+            continue;
+        }
+        landed += 1;
+        let request = harness.request().unwrap();
+        let sent: u64 = request.iter().map(|m| meter.cost_model().message(m)).sum();
+        assert!(
+            sent <= WINDOW && harness.tokens() <= WINDOW,
+            "compaction {attempt} ({method}): the request costs {sent} tokens (meter: {}), over the {WINDOW}-token window: {pass:?}",
+            harness.tokens()
+        );
+        assert_eq!(blocks_equal(&request, &big("rules")), 1);
+    }
+    assert!(landed >= 3, "only {landed} compactions landed");
+}

@@ -81,7 +81,8 @@ pub enum CompactError {
     NotSmaller {
         /// The method.
         method: String,
-        /// Tokens of the framed checkpoint.
+        /// Tokens of the framed checkpoint (or the rewrites), with the
+        /// pins its landing would send again.
         checkpoint_tokens: u64,
         /// Tokens of the span it would hide.
         hidden_tokens: u64,

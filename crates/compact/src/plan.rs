@@ -77,6 +77,11 @@ pub struct PlanTokens {
     pub kept: u64,
     /// What the leading system messages cost.
     pub head: u64,
+    /// What the message carrying hidden pins will cost once the span is
+    /// hidden: the pins hidden now plus every pin of a message in the
+    /// span, which the request sends again beside the checkpoint (see
+    /// `Session::pinned_message_hiding`). 0 without such pins.
+    pub pinned: u64,
 }
 
 /// An owned snapshot of what to compact. Holds no borrow of the session:
@@ -200,8 +205,9 @@ impl Plan {
 
     /// The most the replacing checkpoint may cost, in tokens, for the
     /// pass to reach its goal: the goal minus the fixed part (the overhead
-    /// a usage report counts and the leading system messages), the kept
-    /// part and the checkpoint framing the commit adds. `None` when the policy has no goal. A method that can
+    /// a usage report counts, the leading system messages and the pins
+    /// the request will carry beside the checkpoint, [`PlanTokens::pinned`]),
+    /// the kept part and the checkpoint framing the commit adds. `None` when the policy has no goal. A method that can
     /// size its output (frames, a summary's length) sizes it to this; zero
     /// means the goal cannot be reached by this plan whatever it writes.
     pub fn room(&self) -> Option<u64> {

@@ -10,8 +10,9 @@
 //!   ([`Policy::effective_keep`]); the newest unit is always kept.
 //! - **Room.** With a goal, the plan says how many tokens the replacing
 //!   checkpoint may cost: the goal minus the fixed part (the overhead a
-//!   usage report counts and the leading system messages) minus the kept
-//!   part ([`Plan::room`]).
+//!   usage report counts, the leading system messages, and the pins the
+//!   request will carry once the span is hidden) minus the kept part
+//!   ([`Plan::room`]).
 //! - **Units.** A cut is allowed only where the running balance of tool
 //!   calls minus tool results is zero: an assistant message and all of its
 //!   results form one unit. A result whose call is nowhere on the surface
@@ -260,11 +261,15 @@ fn build(session: &Session, policy: &Policy, span: Span, trigger: Trigger) -> Pl
         hidden: message_costs.iter().sum(),
         kept: kept_costs.iter().sum(),
         head: head_costs.iter().sum(),
+        pinned: crate::saving::pinned_after(session, policy.counter.as_ref(), &seqs),
     };
+    // The pins the span holds come back beside the checkpoint: room left
+    // for them keeps a landing sized to its room under the goal.
     let fixed = policy
         .counter
         .overhead_tokens(session)
-        .saturating_add(tokens.head);
+        .saturating_add(tokens.head)
+        .saturating_add(tokens.pinned);
     // The framing the commit wraps around any checkpoint costs too.
     let room = policy.goal.map(|goal| {
         let framing = policy.counter.message_tokens(&frame_checkpoint(

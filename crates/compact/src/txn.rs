@@ -59,6 +59,7 @@ use crate::events::unmatched_starts;
 use crate::frame::frame_checkpoint;
 use crate::plan::Plan;
 use crate::saving::check_saving;
+use crate::saving::pins_growth;
 use crate::service::Outcome;
 use abridge_redact::Redactor;
 
@@ -452,6 +453,7 @@ fn prepare_checkpoint(
         &ticket.plan,
         ticket.tokens_before,
         new_tokens,
+        pins_growth(session, plan.counter.as_ref(), &plan.seqs),
         hidden_tokens,
     )?;
     let next = session.len() as Seq;
@@ -537,11 +539,13 @@ fn prepare_rewrites(
         hidden_tokens += counter.seq_tokens(session, target);
         new_tokens += counter.message_tokens(&rewrite.message);
     }
+    let targets: Vec<Seq> = rewrites.iter().map(|r| r.target).collect();
     check_saving(
         &ticket.method,
         &ticket.plan,
         ticket.tokens_before,
         new_tokens,
+        pins_growth(session, counter.as_ref(), &targets),
         hidden_tokens,
     )?;
     let data = SummaryData {

@@ -181,17 +181,25 @@ impl Session {
     /// as a block of its own, verbatim. `None` when every pin is visible
     /// or there are none.
     pub fn pinned_message(&self) -> Option<Message> {
-        let hidden: Vec<Block> = self
+        self.pinned_message_hiding(&HashSet::new())
+    }
+
+    /// The message [`pinned_message`](Self::pinned_message) will build
+    /// once the messages at `hidden` leave the surface (a plan's span, a
+    /// rewrite's targets): what a compaction must leave room for, since
+    /// every pin of a message it hides comes back in it.
+    pub fn pinned_message_hiding(&self, hidden: &HashSet<Seq>) -> Option<Message> {
+        let carried: Vec<Block> = self
             .pins()
             .into_iter()
-            .filter(|p| !p.visible)
+            .filter(|p| !p.visible || p.pin.seq.is_some_and(|seq| hidden.contains(&seq)))
             .map(|p| Block::text(p.text))
             .collect();
-        if hidden.is_empty() {
+        if carried.is_empty() {
             return None;
         }
         let mut content = vec![Block::text(PINNED_HEADER.trim_end())];
-        content.extend(hidden);
+        content.extend(carried);
         Some(Message {
             role: Role::User,
             content,

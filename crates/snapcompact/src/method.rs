@@ -159,10 +159,9 @@ impl Snapcompact {
 
         let billing = self.entry.image_billing;
         let reserve = self.config.reply_reserve.min(self.entry.max_output);
-        let window_left = self
-            .entry
-            .context_window
-            .saturating_sub(plan.tokens().head + plan.tokens().kept + reserve);
+        let window_left = self.entry.context_window.saturating_sub(
+            plan.tokens().head + plan.tokens().kept + plan.tokens().pinned + reserve,
+        );
         let images_present: usize = plan
             .head()
             .iter()
