@@ -382,7 +382,7 @@ fn every_request_after_a_room_sized_compaction_fits_the_window_with_its_pins() {
     let harness = Harness::builder(Session::in_memory("room"), "gpt-4o")
         .settings(
             Settings::from_toml_using(
-                "method_order = [\"fills-room\"]\nreserve = 500\ntarget_percent = 100\n\
+                "method_order = [\"fills-room\", \"ignores-pins\"]\nreserve = 500\ntarget_percent = 100\n\
                  keep_recent_tokens = 1000\nmin_reclaim_percent = 0\n",
                 "abridge.toml",
                 &registry,
@@ -422,6 +422,14 @@ fn every_request_after_a_room_sized_compaction_fits_the_window_with_its_pins() {
         let pass = run(harness.compact(&[method.to_string()], None)).unwrap();
         if !pass.landed() {
             assert_eq!(method, "ignores-pins", "{pass:?}");
+            assert!(
+                matches!(
+                    pass.failures[0].kind,
+                    abridge::compact::ErrorKind::OverWindow
+                        | abridge::compact::ErrorKind::NotSmaller
+                ),
+                "{pass:?}"
+            );
             continue;
         }
         landed += 1;
