@@ -137,6 +137,7 @@ pub use request::RequestTarget;
 pub use request::build_request;
 pub use request::build_request_with;
 pub use request::expand_frames;
+pub use request::hidden_pins;
 pub use settings::DEFAULT_BREAKER_FAILURES;
 pub use settings::DEFAULT_KEEP_RECENT_TOKENS;
 pub use settings::DEFAULT_METHOD_ORDER;

@@ -47,6 +47,8 @@ use crate::error::HarnessError;
 pub(crate) mod frames;
 mod pins;
 
+pub use pins::hidden_pins;
+
 /// Who the next request goes to: what decides which of the log's provider
 /// data it may carry.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

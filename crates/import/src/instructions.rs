@@ -65,13 +65,51 @@ pub(crate) fn agents_md(message: &Message) -> Option<Option<String>> {
     ) {
         return None;
     }
-    let label = message.content.iter().find_map(|block| {
+    Some(agents_md_label(message))
+}
+
+/// The AGENTS.md path the first `# AGENTS.md instructions for DIR` line
+/// of `message` names.
+fn agents_md_label(message: &Message) -> Option<String> {
+    message.content.iter().find_map(|block| {
         let text = block.as_text()?;
         let first = text.trim_start().lines().next()?;
         let dir = first.strip_prefix("# AGENTS.md instructions for ")?;
         Some(format!("{}/AGENTS.md", dir.trim().trim_end_matches('/')))
-    });
-    Some(label)
+    })
+}
+
+/// The pins an importer would write for `message`, logged at `seq`: one
+/// per CLAUDE.md reminder block, or one of the whole message when it is
+/// Codex's AGENTS.md (marked injected, or opening with the header Codex
+/// writes, as the importer's own markers read it). For a face that logs
+/// an agent's messages as they arrive (the proxy), so the instruction
+/// files it relays survive compaction as imported ones do.
+pub fn instruction_pins(message: &Message, seq: abridge_session::Seq) -> Vec<abridge_session::Pin> {
+    let mut pins: Vec<abridge_session::Pin> = claude_md(message)
+        .into_iter()
+        .map(|(block, path)| {
+            let mut pin = abridge_session::Pin::message(seq, CLAUDE_MD).with_block(block);
+            pin.label = path;
+            pin
+        })
+        .collect();
+    let headed = message
+        .content
+        .first()
+        .and_then(Block::as_text)
+        .is_some_and(|text| text.trim_start().starts_with("# AGENTS.md instructions for "));
+    let label = match agents_md(message) {
+        Some(label) => Some(label),
+        None if headed => Some(agents_md_label(message)),
+        None => None,
+    };
+    if let Some(label) = label {
+        let mut pin = abridge_session::Pin::message(seq, AGENTS_MD);
+        pin.label = label;
+        pins.push(pin);
+    }
+    pins
 }
 
 /// Writes `pin` after `parent` and returns its seq, which the next event

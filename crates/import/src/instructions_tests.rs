@@ -49,3 +49,26 @@ fn a_codex_agents_md_message_is_found_by_its_origin_with_its_directory() {
         None
     );
 }
+
+/// What the proxy pins as messages arrive: each CLAUDE.md block of a
+/// request, a Codex AGENTS.md message by its header, nothing else.
+#[test]
+fn instruction_pins_name_the_claude_md_block_and_the_agents_md_message() {
+    let mut message = Message::user("fix the build");
+    message.content.insert(0, Block::text(REMINDER));
+    let pins = instruction_pins(&message, 7);
+    assert_eq!(pins.len(), 1);
+    assert_eq!(
+        (pins[0].seq, pins[0].block, pins[0].origin.as_str()),
+        (Some(7), Some(0), CLAUDE_MD)
+    );
+    assert_eq!(pins[0].label.as_deref(), Some("/repo/CLAUDE.md"));
+
+    let agents = Message::user("# AGENTS.md instructions for /work/app\n\n<INSTRUCTIONS>\nRun tests.\n</INSTRUCTIONS>");
+    let pins = instruction_pins(&agents, 3);
+    assert_eq!(pins.len(), 1);
+    assert_eq!((pins[0].block, pins[0].origin.as_str()), (None, AGENTS_MD));
+    assert_eq!(pins[0].label.as_deref(), Some("/work/app/AGENTS.md"));
+
+    assert!(instruction_pins(&Message::user("please read AGENTS.md"), 1).is_empty());
+}

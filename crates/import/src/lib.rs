@@ -86,6 +86,7 @@ use std::path::Path;
 
 pub use error::ImportError;
 pub use format::Format;
+pub use instructions::instruction_pins;
 pub use report::ImportReport;
 pub use report::ImportWarning;
 pub use sessions::each_session;

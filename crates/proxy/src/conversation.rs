@@ -4,7 +4,8 @@
 //! a compaction: every item whose messages are all still on the surface
 //! goes out as the agent wrote it (the same bytes each turn, so the
 //! compacted prefix stays cacheable), and what abridge wrote instead
-//! (a checkpoint, a pruned result) goes out through abridge-llm's encoder.
+//! (a checkpoint, a pruned result, the hidden pins: `pins.rs`) goes out
+//! through abridge-llm's encoder.
 
 use std::collections::HashMap;
 use std::collections::HashSet;
@@ -19,6 +20,7 @@ use serde_json::Value;
 use crate::decode::item_messages;
 use crate::dialect::Dialect;
 use crate::encode::Encoders;
+use crate::pins::HiddenPins;
 
 /// A run of history items and the log messages it stands for.
 #[derive(Debug)]
@@ -96,7 +98,7 @@ impl Conversation {
         for item in &new[taken..] {
             let mut seqs = Vec::new();
             for message in item_messages(self.dialect, item) {
-                seqs.push(self.harness.append(message)?);
+                seqs.push(crate::pins::append_marked(&self.harness, message)?);
             }
             self.push_group(std::slice::from_ref(item), seqs);
         }
@@ -164,7 +166,8 @@ impl Conversation {
         Ok(())
     }
 
-    /// Whether abridge has changed the history: then the agent's request
+    /// Whether abridge has changed the history, or a request must carry
+    /// pins the agent's history does not show: then the agent's request
     /// is rebuilt; until then it goes out byte for byte.
     pub(crate) fn compacted(&self) -> bool {
         let session = self
@@ -172,7 +175,7 @@ impl Conversation {
             .session()
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        session.surface().generation() > 0
+        session.surface().generation() > 0 || HiddenPins::of(&session).any()
     }
 
     /// The history to send instead of the agent's: the surface, item by
@@ -189,7 +192,7 @@ impl Conversation {
         current: &[Value],
         encoders: &Encoders,
     ) -> Result<Vec<Value>, abridge_llm::LlmError> {
-        let (surface, messages): (Vec<Seq>, HashMap<Seq, Message>) = {
+        let (surface, messages, mut pins): (Vec<Seq>, HashMap<Seq, Message>, HiddenPins) = {
             let session = self
                 .harness
                 .session()
@@ -201,13 +204,14 @@ impl Conversation {
                 .filter(|seq| !self.group_of.contains_key(seq))
                 .filter_map(|seq| session.message(*seq).map(|m| (*seq, (**m).clone())))
                 .collect();
-            (surface, messages)
+            (surface, messages, HiddenPins::of(&session))
         };
         let visible: HashSet<Seq> = surface.iter().copied().collect();
         let mut out = Vec::new();
         let mut loose = Vec::new();
         let mut sent = HashSet::new();
-        for seq in &surface {
+        for (index, seq) in surface.iter().enumerate() {
+            pins.before(index, &mut loose);
             if self.dropped.contains(seq) {
                 continue;
             }
@@ -234,6 +238,7 @@ impl Conversation {
                 }
             }
         }
+        pins.rest(&mut loose);
         out.extend(encode_loose(encoders, self.dialect, loose)?);
         Ok(out)
     }

@@ -29,6 +29,7 @@ mod forward;
 mod identity;
 mod measure;
 mod outline;
+mod pins;
 mod proxy;
 mod registry;
 mod reply;

@@ -15,15 +15,37 @@ use abridge_llm::Message;
 use abridge_llm::Role;
 use abridge_session::Session;
 
+/// Where the message carrying the hidden pins goes in a history whose
+/// messages have `roles`: after the leading system and developer
+/// messages.
+fn pins_at(roles: impl Iterator<Item = Role>) -> usize {
+    roles
+        .take_while(|role| matches!(role, Role::System | Role::Developer))
+        .count()
+}
+
 /// Inserts the message carrying the hidden pins, when there is one, after
 /// the leading system and developer messages of `messages`.
 pub(crate) fn insert_pins(session: &Session, messages: &mut Vec<Message>) {
     let Some(pinned) = session.pinned_message() else {
         return;
     };
-    let at = messages
-        .iter()
-        .take_while(|m| matches!(m.role, Role::System | Role::Developer))
-        .count();
+    let at = pins_at(messages.iter().map(|m| m.role));
     messages.insert(at, pinned);
+}
+
+/// The message carrying the hidden pins, when there is one, with the
+/// surface position it goes before: the same message in the same place
+/// as [`build_request`](crate::build_request) sends it, for a face that
+/// rebuilds a request from the surface its own way (the proxy keeps the
+/// agent's own bytes for every message abridge did not change).
+pub fn hidden_pins(session: &Session) -> Option<(usize, Message)> {
+    let pinned = session.pinned_message()?;
+    let roles = session
+        .surface()
+        .seqs()
+        .iter()
+        .filter_map(|seq| session.message(*seq))
+        .map(|m| m.role);
+    Some((pins_at(roles), pinned))
 }
