@@ -98,7 +98,10 @@ pub fn instruction_pins(message: &Message, seq: abridge_session::Seq) -> Vec<abr
         .content
         .first()
         .and_then(Block::as_text)
-        .is_some_and(|text| text.trim_start().starts_with("# AGENTS.md instructions for "));
+        .is_some_and(|text| {
+            text.trim_start()
+                .starts_with("# AGENTS.md instructions for ")
+        });
     let label = match agents_md(message) {
         Some(label) => Some(label),
         None if headed => Some(agents_md_label(message)),

@@ -64,7 +64,9 @@ fn instruction_pins_name_the_claude_md_block_and_the_agents_md_message() {
     );
     assert_eq!(pins[0].label.as_deref(), Some("/repo/CLAUDE.md"));
 
-    let agents = Message::user("# AGENTS.md instructions for /work/app\n\n<INSTRUCTIONS>\nRun tests.\n</INSTRUCTIONS>");
+    let agents = Message::user(
+        "# AGENTS.md instructions for /work/app\n\n<INSTRUCTIONS>\nRun tests.\n</INSTRUCTIONS>",
+    );
     let pins = instruction_pins(&agents, 3);
     assert_eq!(pins.len(), 1);
     assert_eq!((pins[0].block, pins[0].origin.as_str()), (None, AGENTS_MD));

@@ -52,7 +52,10 @@ impl HiddenPins {
                 at,
                 message: Some(message),
             },
-            None => HiddenPins { at: 0, message: None },
+            None => HiddenPins {
+                at: 0,
+                message: None,
+            },
         }
     }
 

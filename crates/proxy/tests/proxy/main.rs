@@ -5,5 +5,6 @@
 mod common;
 mod compaction;
 mod passing;
+mod pins;
 mod replay;
 mod sdk;
