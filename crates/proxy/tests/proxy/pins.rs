@@ -74,9 +74,9 @@ async fn a_claude_md_reminder_is_in_every_request_once_after_the_proxy_compacts(
         );
         let tokens = request_tokens(Dialect::Anthropic, &out).unwrap();
         assert!(tokens <= WINDOW, "turn {turn}: {tokens} tokens");
-        if out["messages"] != agent["messages"]
-            && times(&out["messages"], "Fix the failing test") == 0
-        {
+        // The agent's first request, reminder and all, is no longer sent.
+        let items = out["messages"].as_array().unwrap();
+        if !items.contains(&agent["messages"][0]) {
             hidden += 1;
         }
     }
