@@ -166,8 +166,7 @@ impl Conversation {
         Ok(())
     }
 
-    /// Whether abridge has changed the history, or a request must carry
-    /// pins the agent's history does not show: then the agent's request
+    /// Whether abridge has changed the history: then the agent's request
     /// is rebuilt; until then it goes out byte for byte.
     pub(crate) fn compacted(&self) -> bool {
         let session = self
@@ -175,7 +174,7 @@ impl Conversation {
             .session()
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        session.surface().generation() > 0 || HiddenPins::of(&session).any()
+        session.surface().generation() > 0
     }
 
     /// The history to send instead of the agent's: the surface, item by

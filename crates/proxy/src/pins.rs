@@ -5,8 +5,12 @@
 //!   importer pins them ([`abridge::import::instruction_pins`]): Claude
 //!   Code's CLAUDE.md reminder blocks and Codex's AGENTS.md message. The
 //!   agent does not know the proxy compacted, so it never sends them
-//!   again; without a pin a checkpoint would hide them for good. Any
-//!   other pin is a person's (`abridge pin` on the log).
+//!   again; without a pin a checkpoint would hide them for good. These
+//!   are message pins, on the surface until a compaction hides them, so
+//!   a request the proxy has not rebuilt carries them as the agent sent
+//!   them. (`abridge pin` on a proxy's log is read by `stats`, `report`
+//!   and `context`, not by a running proxy, which keeps its sessions in
+//!   memory.)
 //! - A rebuilt request carries the hidden pins exactly once, in the
 //!   message and at the place the request builder uses
 //!   ([`abridge::hidden_pins`]): the proxy walks the surface itself, to
@@ -57,11 +61,6 @@ impl HiddenPins {
                 message: None,
             },
         }
-    }
-
-    /// Whether a request must carry a message the agent did not send.
-    pub(crate) fn any(&self) -> bool {
-        self.message.is_some()
     }
 
     /// Before the surface message at `index` goes out: the pinned message
