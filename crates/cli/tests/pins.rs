@@ -171,7 +171,7 @@ fn a_removed_pin_is_no_longer_listed_or_sent_and_check_refuses_a_bad_unpin() {
     let text = String::from_utf8(before).unwrap();
     let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     let at = last["seq"].as_u64().unwrap();
-    let mut bad = last.clone();
+    let mut bad = last;
     bad["seq"] = (at + 1).into();
     bad["parent"] = at.into();
     bad["data"] = serde_json::json!({ "pin": seq });
