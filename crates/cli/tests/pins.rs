@@ -153,6 +153,14 @@ fn a_removed_pin_is_no_longer_listed_or_sent_and_check_refuses_a_bad_unpin() {
     assert!(!listed.contains("Never push"), "{listed}");
     let stats = stdout(&cli().ok(&["stats", path]));
     assert!(stats.contains("pins (1)"), "{stats}");
+    let html = dir.path().join("report.html");
+    cli().ok(&["report", path, "-o", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<h2>Pins (1)</h2>"),
+        "the report lists live pins"
+    );
+    assert!(!page.contains(NEVER));
     cli().ok(&["check", path]);
 
     let before = std::fs::read(&session).unwrap();
