@@ -121,8 +121,8 @@ pub mod method {
     pub use crate::details::DetailSection;
     pub use crate::details::Details;
     pub use crate::details::DetailsError;
-    pub use crate::error::CompactError;
     pub use crate::error::ErrorKind;
+    pub use crate::error::MethodError;
     pub use crate::plan::CheckpointSource;
     pub use crate::plan::Plan;
     pub use crate::plan::PlanTokens;
@@ -151,6 +151,8 @@ pub use method::*;
 /// service, the log's compaction events, checkpoint framing and send-time
 /// expansion, redaction, the failures of a pass.
 pub mod host {
+    pub use crate::error::CompactError;
+    pub use crate::error::ErrorKind;
     pub use crate::error::MethodFailure;
     pub use crate::events::EndData;
     pub use crate::events::EndStatus;
@@ -210,8 +212,8 @@ pub mod host {
 pub mod prelude {
     pub use crate::method::Capabilities;
     pub use crate::method::Checkpoint;
-    pub use crate::method::CompactError;
     pub use crate::method::CompactionMethod;
+    pub use crate::method::MethodError;
     pub use crate::method::MethodOutput;
     pub use crate::method::Plan;
     pub use crate::method::Rewrite;
