@@ -21,6 +21,6 @@ mod method;
 mod tests;
 
 pub use host::CompactError;
+pub use host::MethodFailure;
 pub use kind::ErrorKind;
-pub use kind::MethodFailure;
 pub use method::MethodError;

@@ -111,9 +111,9 @@ pub async fn compact_session_with(
 /// as `cancelled` with the surface unchanged.
 ///
 /// # Errors
-/// [`CompactError::NothingToCompact`] when there is no plan or the method's
+/// [`MethodError::NothingToCompact`] when there is no plan or the method's
 /// [`prospect`](CompactionMethod::prospect) finds nothing in it (nothing
-/// is written); [`CompactError::Unavailable`] when the method says so (nothing
+/// is written); [`MethodError::Unavailable`] when the method says so (nothing
 /// is written); any error of the method or the commit, already recorded as
 /// `compaction/end`.
 pub async fn attempt(

@@ -3,10 +3,11 @@
 use abridge_llm::Usage;
 use abridge_session::Seq;
 use abridge_session::SessionError;
+use serde::Deserialize;
+use serde::Serialize;
 
 use super::ErrorKind;
 use super::MethodError;
-use super::MethodFailure;
 
 /// Why a compaction did not land: what [`attempt`](crate::host::attempt),
 /// the transaction and a host's passes return.
@@ -152,5 +153,33 @@ impl CompactError {
         CompactError::Method(MethodError::NothingToCompact {
             reason: reason.into(),
         })
+    }
+}
+
+/// One method that did not land in a pass: which, what kind of failure,
+/// and the message for people.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MethodFailure {
+    /// The method's name.
+    pub method: String,
+    /// What kind of failure; match on this, not on `message`.
+    pub kind: ErrorKind,
+    /// What happened, for people.
+    pub message: String,
+}
+
+impl MethodFailure {
+    /// A failure of `kind` with `message`.
+    pub fn new(method: impl Into<String>, kind: ErrorKind, message: impl Into<String>) -> Self {
+        MethodFailure {
+            method: method.into(),
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The failure `error` describes, met by `method`.
+    pub fn from_error(method: impl Into<String>, error: &CompactError) -> Self {
+        MethodFailure::new(method, error.kind(), error.to_string())
     }
 }

@@ -3,21 +3,19 @@
 use serde::Deserialize;
 use serde::Serialize;
 
-use super::CompactError;
-
-/// What kind of failure a [`CompactError`], a
-/// [`MethodError`](super::MethodError) or a [`MethodFailure`] is: the
+/// What kind of failure a [`CompactError`](super::CompactError), a
+/// [`MethodError`](super::MethodError) or a [`MethodFailure`](super::MethodFailure) is: the
 /// stable name written into `compaction/end` events and reports, and what
 /// callers match on instead of error text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// [`CompactError::Busy`].
+    /// [`CompactError::Busy`](super::CompactError::Busy).
     Busy,
     /// [`MethodError::Cancelled`](super::MethodError::Cancelled).
     Cancelled,
-    /// [`CompactError::Changed`].
+    /// [`CompactError::Changed`](super::CompactError::Changed).
     Changed,
     /// [`MethodError::Summary`](super::MethodError::Summary).
     Summary,
@@ -27,9 +25,9 @@ pub enum ErrorKind {
     Llm,
     /// [`MethodError::NotSmaller`](super::MethodError::NotSmaller).
     NotSmaller,
-    /// [`CompactError::TooLittle`].
+    /// [`CompactError::TooLittle`](super::CompactError::TooLittle).
     TooLittle,
-    /// [`CompactError::OverWindow`].
+    /// [`CompactError::OverWindow`](super::CompactError::OverWindow).
     OverWindow,
     /// [`MethodError::NothingToCompact`](super::MethodError::NothingToCompact).
     NothingToCompact,
@@ -37,20 +35,20 @@ pub enum ErrorKind {
     /// a method that said it could not run
     /// ([`Availability::Unavailable`](crate::Availability)).
     Unavailable,
-    /// [`CompactError::Commit`].
+    /// [`CompactError::Commit`](super::CompactError::Commit).
     Commit,
-    /// [`CompactError::Persistence`].
+    /// [`CompactError::Persistence`](super::CompactError::Persistence).
     Persistence,
     /// [`MethodError::Details`](super::MethodError::Details).
     Details,
-    /// [`CompactError::AllFailed`].
+    /// [`CompactError::AllFailed`](super::CompactError::AllFailed).
     AllFailed,
     /// A method named in the order that could not be built (no model, no
-    /// endpoint configured). Only in a [`MethodFailure`]: it never ran.
+    /// endpoint configured). Only in a [`MethodFailure`](super::MethodFailure): it never ran.
     NotConfigured,
     /// A method passed over on purpose (its result would not have
     /// helped, e.g. a slow method while the breaker is open). Only in a
-    /// [`MethodFailure`]: it never ran.
+    /// [`MethodFailure`](super::MethodFailure): it never ran.
     Skipped,
 }
 
@@ -92,33 +90,5 @@ impl ErrorKind {
 impl std::fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// One method that did not land in a pass: which, what kind of failure,
-/// and the message for people.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MethodFailure {
-    /// The method's name.
-    pub method: String,
-    /// What kind of failure; match on this, not on `message`.
-    pub kind: ErrorKind,
-    /// What happened, for people.
-    pub message: String,
-}
-
-impl MethodFailure {
-    /// A failure of `kind` with `message`.
-    pub fn new(method: impl Into<String>, kind: ErrorKind, message: impl Into<String>) -> Self {
-        MethodFailure {
-            method: method.into(),
-            kind,
-            message: message.into(),
-        }
-    }
-
-    /// The failure `error` describes, met by `method`.
-    pub fn from_error(method: impl Into<String>, error: &CompactError) -> Self {
-        MethodFailure::new(method, error.kind(), error.to_string())
     }
 }
