@@ -47,6 +47,7 @@ mod bench;
 mod ci_tests;
 mod e2e;
 mod e2e_aider;
+mod e2e_cache;
 mod e2e_checks;
 mod e2e_faults;
 mod e2e_fidelity;
