@@ -333,7 +333,7 @@ impl abridge::compact::CompactionMethod for FillsRoom {
     async fn run(
         &self,
         plan: &abridge::compact::Plan,
-    ) -> Result<abridge::compact::MethodOutput, abridge::compact::CompactError> {
+    ) -> Result<abridge::compact::MethodOutput, abridge::compact::MethodError> {
         let mut room = plan.room().unwrap_or(0).max(1);
         if self.ignores_pins {
             room += plan.tokens().pinned;

@@ -16,6 +16,7 @@ use abridge_session::Seq;
 use abridge_session::Session;
 
 use crate::error::CompactError;
+use crate::error::MethodError;
 use crate::plan::Plan;
 
 /// What the message carrying hidden pins costs once the messages at
@@ -49,11 +50,12 @@ pub(crate) fn check_saving(
 ) -> Result<(), CompactError> {
     let cost = new_tokens.saturating_add(pins_growth);
     if cost >= hidden_tokens {
-        return Err(CompactError::NotSmaller {
+        return Err(MethodError::NotSmaller {
             method: method.to_string(),
             checkpoint_tokens: cost,
             hidden_tokens,
-        });
+        }
+        .into());
     }
     let reclaimed = hidden_tokens - cost;
     let after = tokens_before.saturating_sub(reclaimed);
