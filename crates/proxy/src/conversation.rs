@@ -20,6 +20,10 @@ use crate::decode::item_messages;
 use crate::dialect::Dialect;
 use crate::encode::Encoders;
 
+mod branch;
+
+pub use branch::TYPE_PROXY_BRANCH;
+
 /// A run of history items and the log messages it stands for.
 #[derive(Debug)]
 struct Group {
@@ -43,6 +47,10 @@ pub(crate) struct Conversation {
     /// Replies the agent did not send back (a retry, an abandoned turn):
     /// left out of rebuilt requests.
     dropped: HashSet<Seq>,
+    /// `hashes[k]` names the head and the first `k + 1` items, as the
+    /// registry hashed them ([`crate::identity`]): what a request is
+    /// compared with to find where it leaves this conversation.
+    hashes: Vec<u64>,
 }
 
 impl Conversation {
@@ -56,6 +64,7 @@ impl Conversation {
             group_of: HashMap::new(),
             pending_reply: None,
             dropped: HashSet::new(),
+            hashes: Vec::new(),
         }
     }
 
