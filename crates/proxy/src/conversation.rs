@@ -97,6 +97,7 @@ impl Conversation {
             };
             if parts == 0 || !self.is_copy_of(reply, &new[..parts]) {
                 self.dropped.insert(reply);
+                self.leave_reply(reply);
             } else {
                 self.push_group(&new[..parts], vec![reply]);
                 taken = parts;

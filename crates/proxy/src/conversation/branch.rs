@@ -112,25 +112,8 @@ impl Conversation {
             .flat_map(|group| group.seqs.iter().copied())
             .min();
         if let Some(cut) = cut {
-            let mut session = self
-                .harness
-                .session()
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let target = session.event(cut).and_then(|event| event.parent);
-            let navigation = session.navigate(target)?;
-            let carried = carry_over(&mut session, &navigation.abandoned)?;
-            session.append(Draft::log(
-                TYPE_PROXY_BRANCH,
-                json!({
-                    "kept_items": kept,
-                    "known_items": self.items.len(),
-                    "from": navigation.from,
-                    "to": target,
-                    "carried": carried,
-                }),
-            ))?;
-            tracing::info!(session = %self.id, kept_items = kept, known_items = self.items.len(), carried = carried.len(), "continuing on a branch");
+            let known = self.items.len();
+            self.move_before(cut, json!({"kept_items": kept, "known_items": known}))?;
             // The last reply lies on the branch left behind.
             self.pending_reply = None;
         }
@@ -142,6 +125,39 @@ impl Conversation {
         self.items.truncate(kept);
         self.hashes.truncate(kept);
         Ok(kept)
+    }
+}
+
+impl Conversation {
+    /// Moves the session off `reply`, a reply the agent did not send
+    /// back (a retry, a turn it gave up, another answer in its history),
+    /// to a branch at the event before it. So the surface is the agent's
+    /// history, and the reply's tool calls do not wait on the surface
+    /// for results that will never come (`abridge check` would report
+    /// them).
+    pub(super) fn leave_reply(&mut self, reply: Seq) {
+        if let Err(error) = self.move_before(reply, json!({"left_reply": reply})) {
+            tracing::warn!(session = %self.id, %error, "the reply not sent back could not be left behind");
+        }
+    }
+
+    /// Moves the session to the event before `cut`, carries over what
+    /// still applies, and records the move with `note`.
+    fn move_before(&mut self, cut: Seq, mut note: Value) -> Result<(), SessionError> {
+        let mut session = self
+            .harness
+            .session()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let target = session.event(cut).and_then(|event| event.parent);
+        let navigation = session.navigate(target)?;
+        let carried = carry_over(&mut session, &navigation.abandoned)?;
+        note["from"] = json!(navigation.from);
+        note["to"] = json!(target);
+        note["carried"] = json!(carried);
+        tracing::info!(session = %self.id, %note, "continuing on a branch");
+        session.append(Draft::log(TYPE_PROXY_BRANCH, note))?;
+        Ok(())
     }
 }
 

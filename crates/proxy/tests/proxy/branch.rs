@@ -3,8 +3,6 @@
 //! with its checkpoint carried over while it still describes the
 //! history.
 
-use std::path::Path;
-
 use abridge::compact::check::check_invariants;
 use abridge::compact::host::TYPE_COMPACTION_SUMMARY;
 use abridge_proxy::Dialect;
@@ -12,8 +10,6 @@ use abridge_proxy::TYPE_PROXY_BRANCH;
 use abridge_proxy::request_tokens;
 use abridge_session::Event;
 use abridge_session::EventBody;
-use abridge_session::JsonlOptions;
-use abridge_session::JsonlStore;
 use abridge_session::Session;
 use serde_json::Value;
 use serde_json::json;
@@ -59,24 +55,6 @@ async fn aider_loop(url: &str, turns: usize) -> Vec<Value> {
         history.push(json!({"role": "assistant", "content": reply_text(turn)}));
     }
     sent
-}
-
-/// The one session the proxy logged under `store`.
-fn only_session(store: &Path) -> Session {
-    let logs = session_logs(store);
-    assert_eq!(logs.len(), 1, "sessions: {:?}", names(&logs));
-    let path = std::path::PathBuf::from(&logs[0].0);
-    let options = JsonlOptions {
-        read_only: true,
-        ..JsonlOptions::default()
-    };
-    Session::open(Box::new(JsonlStore::open(&path, options).unwrap()))
-        .unwrap()
-        .0
-}
-
-fn names(logs: &[(String, Vec<u8>)]) -> Vec<&str> {
-    logs.iter().map(|(name, _)| name.as_str()).collect()
 }
 
 fn logged(session: &Session, kind: &str) -> Vec<Value> {
