@@ -16,8 +16,9 @@
 //! long as each one applies unchanged: a replace whose whole span lies
 //! on the new surface, at the same positions, with every seq it hides in
 //! its sources, or a rewrite whose target is visible. The copy is the
-//! same message with the same sources, so `abridge check` still finds
-//! its `compaction/summary`, and the request carries the same bytes.
+//! same message with the same sources (an earlier copy named in place of
+//! its original), so `abridge check` still finds its
+//! `compaction/summary`, and the request carries the same bytes.
 //! The first one that reaches past the branch point (it summarized an
 //! item the agent has since changed) stops the carrying: it and every
 //! later one stay on the old branch, since they describe history this
@@ -163,28 +164,45 @@ impl Conversation {
 
 /// Writes again, on the current branch, the checkpoints and rewrites of
 /// `abandoned` (oldest first) while each applies unchanged; returns
-/// `[old seq, new seq]` for each one written.
+/// `[old seq, new seq]` for each one written. A later one that names an
+/// earlier one carried (a checkpoint hiding a rewritten result) names
+/// its copy instead.
 fn carry_over(session: &mut Session, abandoned: &[Seq]) -> Result<Vec<[Seq; 2]>, SessionError> {
-    let mut carried = Vec::new();
+    let mut carried: Vec<[Seq; 2]> = Vec::new();
+    let renamed = |carried: &[[Seq; 2]], seq: Seq| {
+        carried
+            .iter()
+            .find(|[old, _]| *old == seq)
+            .map_or(seq, |[_, new]| *new)
+    };
     for seq in abandoned {
         let Some(event) = session.event(*seq).and_then(|e| e.message_event()) else {
             continue;
         };
-        let applies = match event.op {
+        let mut copy = event.clone();
+        copy.sources = copy.sources.iter().map(|s| renamed(&carried, *s)).collect();
+        let applies = match copy.op {
             // The agent's items and the replies after the branch point.
             SurfaceOp::Append => continue,
             SurfaceOp::Replace { start, end } => session
                 .surface()
                 .seqs()
                 .get(start..=end)
-                .is_some_and(|hidden| hidden.iter().all(|s| event.sources.contains(s))),
-            SurfaceOp::Rewrite { target } => session.surface().contains(target),
+                .is_some_and(|hidden| hidden.iter().all(|s| copy.sources.contains(s))),
+            SurfaceOp::Rewrite { target } => {
+                let target = renamed(&carried, target);
+                copy.op = SurfaceOp::Rewrite { target };
+                session.surface().contains(target)
+            }
         };
         if !applies {
             break;
         }
-        let copy = Draft::body(EventBody::Message(event.clone()));
-        carried.push([*seq, session.append(copy)?]);
+        let new = session.append(Draft::body(EventBody::Message(copy)))?;
+        carried.push([*seq, new]);
     }
     Ok(carried)
 }
+
+#[cfg(test)]
+mod tests;
