@@ -312,7 +312,8 @@ impl Inner {
             tracing::warn!(session = %conversation.id, %error, "new messages could not be logged; forwarding as sent");
             return (bytes, None);
         }
-        self.registry.remember(&mut conversation, head_hash, &hashes);
+        self.registry
+            .remember(&mut conversation, head_hash, &hashes);
         if let Err(error) = conversation.harness().after_turn().await {
             tracing::warn!(session = %conversation.id, %error, "maintenance failed");
         }

@@ -28,7 +28,10 @@ fn ask(turn: usize) -> String {
         "Note {turn}: it matters for a long session, it is measured in tokens, \
          it is kept in an append-only log, and nothing written is ever lost."
     );
-    format!("Append this paragraph to notes.md: {}", [sentence.as_str(); 6].join(" "))
+    format!(
+        "Append this paragraph to notes.md: {}",
+        [sentence.as_str(); 6].join(" ")
+    )
 }
 
 /// Aider's shape in the Chat dialect: a system message and example
@@ -244,8 +247,14 @@ async fn an_edit_inside_a_checkpoint_drops_it_and_the_request_still_fits() {
     };
     let branched = seq_of(TYPE_PROXY_BRANCH)[0];
     let summaries = seq_of(TYPE_COMPACTION_SUMMARY);
-    assert!(summaries.first().is_some_and(|s| *s < branched), "{summaries:?}");
-    assert!(summaries.last().is_some_and(|s| *s > branched), "{summaries:?}");
+    assert!(
+        summaries.first().is_some_and(|s| *s < branched),
+        "{summaries:?}"
+    );
+    assert!(
+        summaries.last().is_some_and(|s| *s > branched),
+        "{summaries:?}"
+    );
     let got = upstream.all();
     for (turn, out) in got.iter().enumerate() {
         let out = out.json();

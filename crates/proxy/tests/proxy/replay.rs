@@ -118,7 +118,13 @@ async fn replay(name: &str, window: u64) {
     let mut linked = 0;
     for (path, bytes) in &logs {
         let header = String::from_utf8_lossy(bytes);
-        linked += usize::from(header.lines().next().unwrap().contains("\"parent_session\""));
+        linked += usize::from(
+            header
+                .lines()
+                .next()
+                .unwrap()
+                .contains("\"parent_session\""),
+        );
         let session = open_log(Path::new(path));
         let report = abridge::compact::check::check_invariants(&session);
         assert!(report.is_ok(), "{name}: {:?}", report.violations);
