@@ -136,9 +136,16 @@ fn aider_through_proxy(
     );
     // Aider moves the reminder it appends to the newest request out of
     // that request on the next turn, so each request rewrites the last
-    // item the proxy saw: the proxy starts a session linked to the last
-    // one every turn (docs/proxy.md), each holding the whole history.
-    let (mut replies, mut compactions) = (0, 0);
+    // item the proxy saw: the proxy goes on in the same session, on a
+    // branch at the last shared item (docs/proxy.md), so the
+    // conversation must stay in fewer sessions than requests.
+    let asked = requests().len();
+    ensure!(
+        sessions.len() < asked,
+        "{} sessions for {asked} requests: the conversation did not continue on branches\nproxy:\n{proxy_log}",
+        sessions.len()
+    );
+    let (mut replies, mut compactions, mut branches) = (0, 0, 0);
     for path in &sessions {
         crate::e2e_checks::invariants(binary, path)?;
         let (session, _) = Session::open(Box::new(JsonlStore::open(
@@ -156,16 +163,14 @@ fn aider_through_proxy(
             {
                 these += 1;
             }
-            if event
-                .log()
-                .is_some_and(|log| log.kind == abridge_compact::host::TYPE_COMPACTION_SUMMARY)
-            {
-                compactions += 1;
+            match event.log().map(|log| log.kind.as_str()) {
+                Some(abridge_compact::host::TYPE_COMPACTION_SUMMARY) => compactions += 1,
+                Some(abridge_proxy::TYPE_PROXY_BRANCH) => branches += 1,
+                _ => {}
             }
         }
         replies = replies.max(these);
     }
-    let asked = requests().len();
     ensure!(
         replies >= asked,
         "the longest session logs {replies} replies for {asked} requests\nproxy:\n{proxy_log}"
@@ -176,7 +181,7 @@ fn aider_through_proxy(
         sessions.len()
     );
     println!(
-        "e2e: aider: {asked} requests, {replies} replies in the longest session, {compactions} compaction(s) in {} session(s), {:.0} s",
+        "e2e: aider: {asked} requests, {replies} replies in the longest session, {compactions} compaction(s) and {branches} branch(es) in {} session(s), {:.0} s",
         sessions.len(),
         started.elapsed().as_secs_f64()
     );

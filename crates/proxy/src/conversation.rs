@@ -22,6 +22,10 @@ use crate::dialect::Dialect;
 use crate::encode::Encoders;
 use crate::pins::HiddenPins;
 
+mod branch;
+
+pub use branch::TYPE_PROXY_BRANCH;
+
 /// A run of history items and the log messages it stands for.
 #[derive(Debug)]
 struct Group {
@@ -45,6 +49,10 @@ pub(crate) struct Conversation {
     /// Replies the agent did not send back (a retry, an abandoned turn):
     /// left out of rebuilt requests.
     dropped: HashSet<Seq>,
+    /// `hashes[k]` names the head and the first `k + 1` items, as the
+    /// registry hashed them ([`crate::identity`]): what a request is
+    /// compared with to find where it leaves this conversation.
+    hashes: Vec<u64>,
 }
 
 impl Conversation {
@@ -58,6 +66,7 @@ impl Conversation {
             group_of: HashMap::new(),
             pending_reply: None,
             dropped: HashSet::new(),
+            hashes: Vec::new(),
         }
     }
 
@@ -90,6 +99,7 @@ impl Conversation {
             };
             if parts == 0 || !self.is_copy_of(reply, &new[..parts]) {
                 self.dropped.insert(reply);
+                self.leave_reply(reply);
             } else {
                 self.push_group(&new[..parts], vec![reply]);
                 taken = parts;

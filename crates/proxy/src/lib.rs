@@ -34,6 +34,7 @@ mod proxy;
 mod registry;
 mod reply;
 
+pub use conversation::TYPE_PROXY_BRANCH;
 pub use dialect::Dialect;
 pub use error::ProxyError;
 pub use measure::request_tokens;

@@ -284,16 +284,17 @@ impl Inner {
                 .start(dialect, &outline.model, &outline.head(), parent)
         };
         let (conversation, known) = match self.registry.find(head_hash, &hashes) {
-            Found::Continues(shared, known) => {
-                let held = shared.lock_owned().await;
-                if held.known() == known {
-                    (held, known)
-                } else {
-                    let parent = Some(held.id.clone());
-                    drop(held);
-                    match start(parent) {
-                        Ok(shared) => (shared.lock_owned().await, 0),
-                        Err(error) => return unlogged(bytes, &error),
+            Found::Continues(shared) => {
+                let mut held = shared.lock_owned().await;
+                match held.follow(&hashes) {
+                    Some(known) => (held, known),
+                    None => {
+                        let parent = Some(held.id.clone());
+                        drop(held);
+                        match start(parent) {
+                            Ok(shared) => (shared.lock_owned().await, 0),
+                            Err(error) => return unlogged(bytes, &error),
+                        }
                     }
                 }
             }
@@ -311,7 +312,8 @@ impl Inner {
             tracing::warn!(session = %conversation.id, %error, "new messages could not be logged; forwarding as sent");
             return (bytes, None);
         }
-        self.registry.remember(&conversation.id, head_hash, &hashes);
+        self.registry
+            .remember(&mut conversation, head_hash, &hashes);
         if let Err(error) = conversation.harness().after_turn().await {
             tracing::warn!(session = %conversation.id, %error, "maintenance failed");
         }

@@ -5,10 +5,14 @@
 //! - The longest prefix whose hash is known, ending where that
 //!   conversation's known items end: the request continues it.
 //! - A known prefix that ends earlier (the agent edited or dropped later
-//!   items): a new session, its header naming the old one as parent.
-//! - No known prefix, but a known head (same system prompt and tools):
-//!   the agent compacted on its own or began another task; a new session
-//!   whose parent is the last one with that head.
+//!   items, as aider does with the reminder on its newest request): the
+//!   same session goes on, on a branch at the last shared item, its
+//!   checkpoints carried over where they still apply
+//!   ([`Conversation::follow`]).
+//! - No known prefix, or one of system items only, but a known head
+//!   (same system prompt and tools): the agent compacted on its own or
+//!   began another task; a new session whose parent is the last one
+//!   with that head (or the one whose system items it shares).
 //! - Nothing known: a new session.
 //!
 //! The index lives in memory: after a restart, the first request of a
@@ -40,8 +44,9 @@ pub(crate) type Shared = Arc<tokio::sync::Mutex<Conversation>>;
 
 /// How a request relates to what is known.
 pub(crate) enum Found {
-    /// It continues this conversation after its first `usize` items.
-    Continues(Shared, usize),
+    /// It shares a prefix with this conversation: under its lock,
+    /// [`Conversation::follow`] says where it continues.
+    Continues(Shared),
     /// It starts a session, linked to a parent when one is named.
     Starts(Option<String>),
 }
@@ -96,19 +101,16 @@ impl Registry {
     }
 
     /// The conversation `hashes` (of a request whose head hashes to
-    /// `head`) continues, if any; the caller checks, under the
-    /// conversation's lock, that it still ends where the prefix does.
+    /// `head`) shares its longest known prefix with, if any; the caller
+    /// asks it, under its lock, where the request continues (the prefix
+    /// may lie on a branch it has since left).
     pub(crate) fn find(&self, head: u64, hashes: &[u64]) -> Found {
         let index = self.index();
         for k in (1..=hashes.len()).rev() {
             if let Some(&(conversation, covered)) = index.prefixes.get(&hashes[k - 1])
                 && covered == k
             {
-                let (id, shared) = &index.conversations[conversation];
-                return match shared.try_lock() {
-                    Ok(held) if held.known() > k => Found::Starts(Some(id.clone())),
-                    _ => Found::Continues(Arc::clone(shared), k),
-                };
+                return Found::Continues(Arc::clone(&index.conversations[conversation].1));
             }
         }
         Found::Starts(
@@ -120,8 +122,10 @@ impl Registry {
     }
 
     /// Notes that `conversation` now covers the prefixes `hashes`.
-    pub(crate) fn remember(&self, id: &str, head: u64, hashes: &[u64]) {
+    pub(crate) fn remember(&self, conversation: &mut Conversation, head: u64, hashes: &[u64]) {
+        conversation.note_hashes(hashes);
         let mut index = self.index();
+        let id = &conversation.id;
         let Some(position) = index.conversations.iter().position(|(c, _)| c == id) else {
             return;
         };

@@ -289,3 +289,21 @@ pub(crate) fn anthropic_pairing_errors(messages: &[Value]) -> Vec<String> {
     }
     errors
 }
+
+/// The one session the proxy logged under `store`.
+pub(crate) fn only_session(store: &Path) -> abridge_session::Session {
+    let logs = session_logs(store);
+    let names: Vec<&str> = logs.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(logs.len(), 1, "sessions: {names:?}");
+    open_log(Path::new(&logs[0].0))
+}
+
+/// A session log, opened read-only.
+pub(crate) fn open_log(path: &Path) -> abridge_session::Session {
+    let options = abridge_session::JsonlOptions {
+        read_only: true,
+        ..abridge_session::JsonlOptions::default()
+    };
+    let store = abridge_session::JsonlStore::open(path, options).unwrap();
+    abridge_session::Session::open(Box::new(store)).unwrap().0
+}

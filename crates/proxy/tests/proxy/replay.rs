@@ -102,25 +102,33 @@ async fn replay(name: &str, window: u64) {
             "{name} turn {turn}: {tokens} tokens sent over a {window} window"
         );
     }
-    // A history the agent rewrote starts a session that names the one
-    // before it: the encoder drops an empty assistant turn of pi's and
-    // merges the user messages around it, once.
+    // A history the agent rewrote goes on in the same session, on a
+    // branch; one that shares nothing (the encoder drops an empty
+    // assistant turn at the start of pi's and merges the user messages
+    // around it, once) starts a session naming the one before it. Every
+    // log passes the checker: replies the replay does not send back (it
+    // resends the recorded turns) are left on branches of their own, so
+    // their tool calls do not wait on the surface.
     let logs = session_logs(store.path());
     assert!(
         !logs.is_empty() && logs.len() <= 2,
         "{name}: {} sessions",
         logs.len()
     );
-    let linked = logs
-        .iter()
-        .filter(|(_, bytes)| {
-            String::from_utf8_lossy(bytes)
+    let mut linked = 0;
+    for (path, bytes) in &logs {
+        let header = String::from_utf8_lossy(bytes);
+        linked += usize::from(
+            header
                 .lines()
                 .next()
                 .unwrap()
-                .contains("\"parent_session\"")
-        })
-        .count();
+                .contains("\"parent_session\""),
+        );
+        let session = open_log(Path::new(path));
+        let report = abridge::compact::check::check_invariants(&session);
+        assert!(report.is_ok(), "{name}: {:?}", report.violations);
+    }
     assert_eq!(
         linked,
         logs.len() - 1,
