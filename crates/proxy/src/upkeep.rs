@@ -34,8 +34,10 @@ use abridge::compact::Trigger;
 
 /// `speculative_percent` when the settings leave it out: in the proxy the
 /// model-backed methods run only in the background, so without a band
-/// they would never run.
-pub const DEFAULT_SPECULATIVE_PERCENT: u64 = 25;
+/// they would never run. 15: the band starts at 85% of the threshold,
+/// above where a pass ends (`target_percent`, 80 by default), so a
+/// landing does not start the next summary at once.
+pub const DEFAULT_SPECULATIVE_PERCENT: u64 = 15;
 
 /// The settings every conversation gets: the band is always on.
 pub(crate) fn proxy_settings(mut settings: abridge::Settings) -> abridge::Settings {

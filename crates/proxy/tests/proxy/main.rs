@@ -2,6 +2,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod background;
 mod common;
 mod compaction;
 mod passing;
