@@ -278,6 +278,7 @@ async fn the_llm_checkpoint_is_written_after_a_reply_and_lands_later_without_the
 
     // Well below the band: no summary.
     while agent.reported < band / 2 {
+        assert!(agent.sent.len() < 100, "the session never grew");
         agent.turn().await;
     }
     // One long reply puts the session in the band: the summary starts
@@ -302,12 +303,12 @@ async fn the_llm_checkpoint_is_written_after_a_reply_and_lands_later_without_the
             .lock()
             .unwrap()
             .push(format!("reply {} arrived", agent.sent.len()));
+        assert!(
+            compacted(&upstream, &agent).is_empty(),
+            "nothing lands while the summary is written"
+        );
     }
     assert!(agent.reported < line - 800, "the test overshot the line");
-    assert!(
-        compacted(&upstream, &agent).is_empty(),
-        "nothing lands while the summary is written"
-    );
     assert_eq!(summarizer.calls(), 1);
 
     events.lock().unwrap().push("gate opened".into());
@@ -366,17 +367,24 @@ async fn past_the_line_with_the_summary_still_held_the_model_free_checkpoint_lan
     let events = Arc::new(Mutex::new(Vec::new()));
     let summarizer = Gated::new(events);
     let (url, upstream) = proxy_with(store.path(), summarizer.clone()).await;
-    let (_, line) = lines();
+    let (threshold, line) = lines();
     let mut agent = Agent::new(url);
-    // The gate never opens: the agent goes on, and once a request would
-    // leave the reply less than half the reserve, digest lands at once.
+    // The gate never opens: the agent goes on past the threshold, and
+    // once a request would leave the reply less than half the reserve,
+    // digest lands at once.
+    let mut reported_before = 0;
     while compacted(&upstream, &agent).is_empty() {
         assert!(
             agent.reported < line + 2_000,
             "nothing landed past the line"
         );
+        reported_before = agent.reported;
         agent.turn().await;
     }
+    assert!(
+        reported_before > threshold,
+        "it landed at {reported_before}, before the summary had its turns past the threshold ({threshold})"
+    );
     assert_eq!(
         summarizer.calls(),
         1,
