@@ -13,11 +13,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::ErrorKind;
+use abridge_compact::MethodError;
 use abridge_compact::Policy;
 use abridge_compact::Trigger;
+use abridge_compact::host::CompactError;
 use abridge_compact::host::MeterCounter;
 use abridge_import as import;
 use abridge_llm::Catalog;
@@ -63,10 +64,12 @@ fn method(name: &str) -> Arc<dyn CompactionMethod> {
 /// Declining is allowed; anything else is a failure of the method.
 fn declined(error: &CompactError) -> bool {
     matches!(
-        error.inner(),
-        CompactError::NothingToCompact { .. }
-            | CompactError::NotSmaller { .. }
-            | CompactError::Unavailable { .. }
+        error.method_error(),
+        Some(
+            MethodError::NothingToCompact { .. }
+                | MethodError::NotSmaller { .. }
+                | MethodError::Unavailable { .. }
+        )
     ) || matches!(error, CompactError::AllFailed { failures } if failures.iter().all(|f| {
         matches!(f.kind, ErrorKind::NothingToCompact | ErrorKind::NotSmaller) || f.kind.is_skip()
     }))

@@ -28,7 +28,7 @@ const CMAKE_ARGS: &str =
 
 /// Runs the end-to-end suite, or the checks whose names contain `filter`.
 pub(crate) fn run(root: &Path, filter: Option<&str>) -> anyhow::Result<()> {
-    let cache = cache_dir();
+    let cache = crate::e2e_cache::cache_dir();
     let python = ensure_server(&cache)?;
     let model = ensure_model(&cache, &python)?;
     let binary = crate::release_cli::build_cli(root)?;
@@ -47,16 +47,6 @@ pub(crate) fn run(root: &Path, filter: Option<&str>) -> anyhow::Result<()> {
         Err(error) => println!("e2e: FAILED abridge serve with the Python client: {error:#}"),
     }
     checks.and(serve)
-}
-
-/// The cache outside the repository the e2e (and the wire check) install
-/// their Python packages into.
-pub(crate) fn cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("ABRIDGE_E2E_CACHE") {
-        return PathBuf::from(dir);
-    }
-    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
-    home.join(".cache").join("abridge-e2e")
 }
 
 fn ensure_server(cache: &Path) -> anyhow::Result<PathBuf> {

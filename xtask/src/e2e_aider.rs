@@ -82,7 +82,7 @@ fn aider_through_proxy(
     work: &Path,
 ) -> anyhow::Result<()> {
     let started = Instant::now();
-    let aider = ensure_aider(&crate::e2e::cache_dir())?;
+    let aider = ensure_aider(&crate::e2e_cache::cache_dir())?;
     let dir = work.join("aider");
     let _ = std::fs::remove_dir_all(&dir);
     let (repo, home, store) = (dir.join("repo"), dir.join("home"), dir.join("store"));

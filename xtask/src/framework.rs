@@ -3,15 +3,20 @@
 //! default features off: a 200-turn loop with a custom method, under tokio
 //! and under `futures::executor::block_on`), then prints what the minimal
 //! feature set costs beside the full facade: the crates `cargo tree`
-//! lists for each, and the example's clean build time.
+//! lists for each, and the clean debug build time of each, one after the
+//! other in the same run, so the ratio is measured on one machine in one
+//! state.
 //!
-//! The build goes to a fresh target directory under `target/` so the time
-//! is a clean build's; the figures are printed, and BENCHMARKS.md records
-//! them by hand with the machine they came from.
+//! Each build goes to a fresh target directory under `target/` so its
+//! time is a clean build's, and the directory is removed afterwards (a
+//! full facade build is over a gigabyte). The figures are printed, and
+//! BENCHMARKS.md records them by hand with the machine they came from.
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -34,23 +39,60 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     if !heavy.is_empty() {
         bail!("abridge without default features pulls in {heavy:?}");
     }
+    let minimal_build = clean_build(root, "facade-minimal", &["--no-default-features"])?;
+    let full_build = clean_build(root, "facade-full", &[])?;
     let manifest = root.join("examples/framework/Cargo.toml");
-    let target = root.join("target/framework-clean");
-    if target.exists() {
-        std::fs::remove_dir_all(&target)
-            .with_context(|| format!("cannot clear {}", target.display()))?;
-    }
+    let target = fresh_dir(&root.join("target/framework-clean"))?;
     let started = Instant::now();
     cargo_example(&manifest, &target, "build")?;
-    let build = started.elapsed();
+    let example_build = started.elapsed();
     cargo_example(&manifest, &target, "run")?;
+    remove_dir(&target)?;
     println!(
-        "framework: abridge --no-default-features: {} crates (the full facade: {}); \
-         the example's clean debug build: {:.0} s",
+        "framework: abridge --no-default-features: {} crates, clean debug build {:.0} s; \
+         the full facade: {} crates, {:.0} s ({:.1}x); the example's clean debug build: {:.0} s",
         minimal.len(),
+        minimal_build.as_secs_f64(),
         full.len(),
-        build.as_secs_f64()
+        full_build.as_secs_f64(),
+        full_build.as_secs_f64() / minimal_build.as_secs_f64().max(1.0),
+        example_build.as_secs_f64()
     );
+    Ok(())
+}
+
+/// Builds the facade's library with `flags` into an empty target
+/// directory and returns how long it took; the directory is removed.
+fn clean_build(root: &Path, name: &str, flags: &[&str]) -> anyhow::Result<Duration> {
+    let target = fresh_dir(&root.join("target").join(name))?;
+    println!("$ cargo build -p abridge --lib {} (clean)", flags.join(" "));
+    let started = Instant::now();
+    let status = Command::new("cargo")
+        .args(["build", "-p", "abridge", "--lib"])
+        .args(flags)
+        .arg("--target-dir")
+        .arg(&target)
+        .status()
+        .context("cannot run cargo")?;
+    let took = started.elapsed();
+    if !status.success() {
+        bail!("the clean build of abridge {flags:?} failed");
+    }
+    remove_dir(&target)?;
+    Ok(took)
+}
+
+/// `path`, emptied: a clean build must not find an earlier one's output.
+fn fresh_dir(path: &Path) -> anyhow::Result<PathBuf> {
+    remove_dir(path)?;
+    Ok(path.to_path_buf())
+}
+
+fn remove_dir(path: &Path) -> anyhow::Result<()> {
+    if path.exists() {
+        std::fs::remove_dir_all(path)
+            .with_context(|| format!("cannot clear {}", path.display()))?;
+    }
     Ok(())
 }
 

@@ -60,7 +60,7 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
 /// changed (the requirements file is copied beside the venv once it is
 /// installed, and compared on the next run).
 fn ensure_venv(root: &Path) -> anyhow::Result<PathBuf> {
-    let cache = crate::e2e::cache_dir();
+    let cache = crate::e2e_cache::cache_dir();
     let venv = cache.join("wire-venv");
     let python = venv.join("bin").join("python");
     let wanted = std::fs::read_to_string(root.join("xtask").join("wire").join("requirements.txt"))

@@ -18,9 +18,9 @@ use std::path::Path;
 use abridge::RequestTarget;
 use abridge::build_request;
 use abridge_compact::Checkpoint;
-use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::Details;
+use abridge_compact::MethodError;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
 use abridge_compact::Policy;
@@ -381,7 +381,7 @@ impl CompactionMethod for NativeCheckpoint {
         "remote"
     }
 
-    async fn run(&self, _plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, _plan: &Plan) -> Result<MethodOutput, MethodError> {
         let output = if self.dialect == AnthropicClient::NAME {
             json!([{"type": "compaction", "content": "Parser work; tests pass.", "encrypted_content": "EqQBCkYI", "signature": "sig-cmp"}])
         } else {

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use abridge::compact::{Checkpoint, CompactError, CompactionMethod, MethodOutput, Plan};
+use abridge::compact::{Checkpoint, CompactionMethod, MethodError, MethodOutput, Plan};
 use abridge::llm::Message;
 use abridge::session::Session;
 use abridge::{Harness, MethodRegistry, Settings};
@@ -30,7 +30,7 @@ impl CompactionMethod for KeepEnds {
     // runs on every trigger and is never started early. A method that
     // calls a model returns `Capabilities::model_backed()`.
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         let history = plan.history();
         let line = |m: &Message| {
             let first = m.plain_text().lines().next().unwrap_or("").to_string();
@@ -56,7 +56,7 @@ impl CompactionMethod for KeepEnds {
                 .for_each(|m| text.push_str(&line(m)));
         }
         if text.trim().is_empty() {
-            return Err(CompactError::Summary {
+            return Err(MethodError::Summary {
                 method: self.name().into(),
                 reason: "the span holds no text".into(),
             });

@@ -1,7 +1,7 @@
 //! The facade's error type.
 
-use abridge_compact::CompactError;
 use abridge_compact::check::PairingFault;
+use abridge_compact::host::CompactError;
 use abridge_llm::LlmError;
 use abridge_session::Seq;
 use abridge_session::SessionError;

@@ -44,10 +44,10 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 
-use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::Policy;
 use abridge_compact::Trigger;
+use abridge_compact::host::CompactError;
 use abridge_compact::host::CompactionHooks;
 use abridge_compact::host::NoHooks;
 use abridge_compact::host::SharedSession;
@@ -484,7 +484,7 @@ impl Maintenance {
                     let failure = MethodFailure::from_error(&name, &error);
                     self.emit(&MaintenanceEvent::AttemptFailed(failure.clone()));
                     failures.push(failure);
-                    if matches!(error.inner(), CompactError::Busy { .. }) {
+                    if matches!(error, CompactError::Busy { .. }) {
                         pass.failures = failures;
                         pass.status = PassStatus::Busy;
                         return Ok(self.end(pass));

@@ -35,8 +35,8 @@ use std::sync::Arc;
 use std::sync::Mutex;
 
 use abridge_compact::Capabilities;
-use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
+use abridge_compact::MethodError;
 use abridge_compact::MethodOutput;
 use abridge_compact::Outcome;
 use abridge_compact::Plan;
@@ -128,9 +128,9 @@ impl Speculation {
     /// Waits for the output.
     ///
     /// # Errors
-    /// The method's error, or [`CompactError::Cancelled`] when the task
+    /// The method's error, or [`MethodError::Cancelled`] when the task
     /// was aborted or panicked.
-    pub(crate) async fn output(&mut self) -> Result<MethodOutput, CompactError> {
+    pub(crate) async fn output(&mut self) -> Result<MethodOutput, MethodError> {
         self.task.join().await
     }
 }
@@ -206,12 +206,12 @@ impl CompactionMethod for Finished {
         self.method.capabilities()
     }
 
-    async fn run(&self, _plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, _plan: &Plan) -> Result<MethodOutput, MethodError> {
         self.output
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take()
-            .ok_or_else(|| CompactError::Cancelled {
+            .ok_or_else(|| MethodError::Cancelled {
                 by: "the speculative output was already used".to_string(),
             })
     }

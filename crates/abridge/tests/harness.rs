@@ -423,7 +423,7 @@ impl abridge::compact::CompactionMethod for QuickSoft {
     async fn run(
         &self,
         _plan: &abridge::compact::Plan,
-    ) -> Result<abridge::compact::MethodOutput, abridge::compact::CompactError> {
+    ) -> Result<abridge::compact::MethodOutput, abridge::compact::MethodError> {
         Ok(abridge::compact::MethodOutput::Checkpoint(
             abridge::compact::Checkpoint::new("## Goal\nthe steps").with_short_summary("steps"),
         ))

@@ -120,7 +120,7 @@ impl CompactionMethod for Scripted {
         }
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         match self.behaviour {
             Behaviour::Land | Behaviour::Unavailable => Ok(MethodOutput::Checkpoint(
                 Checkpoint::new("## Goal\nread files").with_short_summary("short"),
@@ -130,7 +130,7 @@ impl CompactionMethod for Scripted {
                     .with_content(vec![Block::text("long summary ".repeat(185))])
                     .with_short_summary("short"),
             )),
-            Behaviour::Fail => Err(CompactError::Summary {
+            Behaviour::Fail => Err(MethodError::Summary {
                 method: self.name.into(),
                 reason: "scripted failure".into(),
             }),
@@ -147,7 +147,7 @@ impl CompactionMethod for Scripted {
                             .message(*s)
                             .is_some_and(|m| m.role == Role::Tool && m.plain_text().len() > 100)
                     })
-                    .ok_or_else(|| CompactError::NothingToCompact {
+                    .ok_or_else(|| MethodError::NothingToCompact {
                         reason: "no long result".into(),
                     })?;
                 let id = session
@@ -310,7 +310,7 @@ impl CompactionMethod for Sequence {
         "sequence"
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         let behaviour = self.0.lock().unwrap().pop_front().unwrap();
         Scripted {
             name: "sequence",
@@ -555,7 +555,7 @@ impl CompactionMethod for Counted {
         Capabilities::model_backed()
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         let call = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         let text = format!(
             "call {call} summarized {}..={}",
@@ -808,7 +808,7 @@ impl CompactionMethod for Noting {
         Capabilities::model_backed()
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         let text = format!("summary; shown: {}", plan.extra_context().join(" | "));
         Ok(MethodOutput::Checkpoint(
             Checkpoint::new(text).with_short_summary("short"),
@@ -867,7 +867,7 @@ impl CompactionMethod for Declared {
         self.1
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         self.0.run(plan).await
     }
 }

@@ -20,9 +20,9 @@ use abridge::Settings;
 use abridge::SummarizerModel;
 use abridge::compact::Capabilities;
 use abridge::compact::Checkpoint;
-use abridge::compact::CompactError;
 use abridge::compact::CompactionMethod;
 use abridge::compact::ErrorKind;
+use abridge::compact::MethodError;
 use abridge::compact::MethodOutput;
 use abridge::compact::OutputKind;
 use abridge::compact::Plan;
@@ -46,7 +46,7 @@ impl CompactionMethod for Tally {
         "tally"
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         let text = format!("[tally] {} messages hidden", plan.messages().len());
         Ok(MethodOutput::Checkpoint(
             Checkpoint::new(text).with_short_summary("tally"),

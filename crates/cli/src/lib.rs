@@ -9,13 +9,13 @@
 //! ```no_run
 //! use std::process::ExitCode;
 //! use std::sync::Arc;
-//! # use abridge::compact::{CompactError, CompactionMethod, MethodOutput, Plan};
+//! # use abridge::compact::{CompactionMethod, MethodError, MethodOutput, Plan};
 //! # #[derive(Debug)]
 //! # struct KeepEnds { n: usize }
 //! # #[async_trait::async_trait]
 //! # impl CompactionMethod for KeepEnds {
 //! #     fn name(&self) -> &str { "keep-ends" }
-//! #     async fn run(&self, _: &Plan) -> Result<MethodOutput, CompactError> { unimplemented!() }
+//! #     async fn run(&self, _: &Plan) -> Result<MethodOutput, MethodError> { unimplemented!() }
 //! # }
 //!
 //! fn main() -> ExitCode {

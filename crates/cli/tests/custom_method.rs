@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use abridge::MethodRegistry;
 use abridge::compact::Checkpoint;
-use abridge::compact::CompactError;
 use abridge::compact::CompactionMethod;
+use abridge::compact::MethodError;
 use abridge::compact::MethodOutput;
 use abridge::compact::Plan;
 use abridge::llm::Origin;
@@ -32,7 +32,7 @@ impl CompactionMethod for Tally {
         "tally"
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         let text = format!("[tally] {} messages hidden", plan.messages().len());
         Ok(MethodOutput::Checkpoint(
             Checkpoint::new(text).with_short_summary("tally"),

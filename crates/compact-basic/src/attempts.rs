@@ -3,14 +3,14 @@
 //!
 //! A log is built fresh for each run. A committed checkpoint carries the
 //! total cost in `usage` and the list in `details.attempts`; a failed run
-//! attaches the cost to its error ([`CompactError::with_usage`]), which
+//! attaches the cost to its error ([`MethodError::with_usage`]), which
 //! `compaction/end` records.
 
 use std::sync::Arc;
 use std::sync::Mutex;
 
-use abridge_compact::CompactError;
 use abridge_compact::DetailSection;
+use abridge_compact::MethodError;
 use abridge_compact::MethodOutput;
 use abridge_llm::LlmClient;
 use abridge_llm::LlmError;
@@ -125,8 +125,8 @@ impl AttemptLog {
     /// the cost attached.
     pub(crate) fn settle(
         &self,
-        result: Result<MethodOutput, CompactError>,
-    ) -> Result<MethodOutput, CompactError> {
+        result: Result<MethodOutput, MethodError>,
+    ) -> Result<MethodOutput, MethodError> {
         let usage = self.usage();
         match result {
             Ok(MethodOutput::Checkpoint(mut checkpoint)) => {
@@ -266,7 +266,7 @@ mod tests {
             output: 2,
             ..Usage::default()
         };
-        let inner = || CompactError::Summary {
+        let inner = || MethodError::Summary {
             method: "soft".into(),
             reason: "empty".into(),
         };
@@ -274,9 +274,9 @@ mod tests {
         assert_eq!(spent.kind(), abridge_compact::ErrorKind::Summary);
         assert_eq!(spent.to_string(), inner().to_string());
         assert_eq!(spent.usage().map(|u| (u.input, u.output)), Some((10, 4)));
-        assert!(matches!(spent.inner(), CompactError::Summary { .. }));
+        assert!(matches!(spent.inner(), MethodError::Summary { .. }));
         assert!(inner().with_usage(Usage::default()).usage().is_none());
-        let cancelled = CompactError::Cancelled { by: "hook".into() }.with_usage(usage);
+        let cancelled = MethodError::Cancelled { by: "hook".into() }.with_usage(usage);
         assert!(cancelled.stops_fallthrough());
     }
 

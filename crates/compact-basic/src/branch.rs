@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use crate::summarizer::Summarizer;
 use crate::summarizer::SummaryRequest;
-use abridge_compact::CompactError;
 use abridge_compact::FileOps;
 use abridge_compact::TokenCounter;
 use abridge_compact::host::BeforeNavigation;
+use abridge_compact::host::CompactError;
 use abridge_compact::host::CompactionHooks;
 use abridge_compact::host::Redactor;
 use abridge_compact::host::redact_with;
@@ -162,7 +162,8 @@ pub async fn summarize_branch(
 /// `after_navigation` runs.
 ///
 /// # Errors
-/// [`CompactError::Cancelled`] when a hook cancels; session errors as
+/// A cancel ([`MethodError::Cancelled`](abridge_compact::MethodError::Cancelled),
+/// wrapped) when a hook cancels; session errors as
 /// [`CompactError::Persistence`].
 pub async fn navigate_with_summary(
     session: &mut Session,
@@ -174,9 +175,7 @@ pub async fn navigate_with_summary(
 ) -> Result<(Navigation, Option<Seq>), CompactError> {
     let decision = hooks.before_navigation(session.leaf(), target).await;
     if decision == BeforeNavigation::Cancel {
-        return Err(CompactError::Cancelled {
-            by: "hook (before navigation)".to_string(),
-        });
+        return Err(CompactError::cancelled("hook (before navigation)"));
     }
     let navigation = session.navigate(target)?;
     let summary = if decision == BeforeNavigation::SkipSummary {

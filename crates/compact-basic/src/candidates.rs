@@ -20,8 +20,8 @@ use crate::summarizer::Summary;
 use crate::summarizer::SummaryRequest;
 use abridge_compact::Availability;
 use abridge_compact::Capabilities;
-use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
+use abridge_compact::MethodError;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
 use abridge_llm::LlmClient;
@@ -145,10 +145,10 @@ impl SummarizerCandidates {
 }
 
 /// True when trying another candidate cannot help.
-fn final_error(error: &CompactError) -> bool {
+fn final_error(error: &MethodError) -> bool {
     matches!(
         error.inner(),
-        CompactError::Overflow { .. } | CompactError::Cancelled { .. }
+        MethodError::Overflow { .. } | MethodError::Cancelled { .. }
     )
 }
 
@@ -168,14 +168,14 @@ impl Summarizer for CandidateSummarizer {
         &self.name
     }
 
-    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, CompactError> {
+    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, MethodError> {
         let mut last = None;
         for (index, summarizer) in self.summarizers.iter().enumerate() {
             let before = self.log.len();
             match summarizer.summarize(request).await {
                 Ok(summary) => return Ok(summary),
                 Err(error) => {
-                    if let CompactError::Summary { reason, .. } = error.inner() {
+                    if let MethodError::Summary { reason, .. } = error.inner() {
                         self.log.reject_since(before, reason);
                     }
                     if final_error(&error) {
@@ -186,7 +186,7 @@ impl Summarizer for CandidateSummarizer {
                 }
             }
         }
-        Err(last.unwrap_or_else(|| CompactError::Unavailable {
+        Err(last.unwrap_or_else(|| MethodError::Unavailable {
             method: SOFT.to_string(),
             reason: "no summarizer candidate is configured".to_string(),
         }))
@@ -201,7 +201,7 @@ pub(crate) async fn complete_with_candidates(
     log: &AttemptLog,
     request: &Request,
     max_tokens: u32,
-) -> Result<(String, Response), CompactError> {
+) -> Result<(String, Response), MethodError> {
     let mut last = None;
     for (index, (client, model)) in clients.iter().enumerate() {
         let mut attempt = request.clone();
@@ -209,12 +209,12 @@ pub(crate) async fn complete_with_candidates(
         let before = log.len();
         let result = match client.complete(&attempt).await {
             Ok(response) => usable_text(method, &response, max_tokens).map(|text| (text, response)),
-            Err(error) => Err(CompactError::from_llm(method, error)),
+            Err(error) => Err(MethodError::from_llm(method, error)),
         };
         match result {
             Ok(done) => return Ok(done),
             Err(error) => {
-                if let CompactError::Summary { reason, .. } = &error {
+                if let MethodError::Summary { reason, .. } = &error {
                     log.reject_since(before, reason);
                 }
                 if final_error(&error) {
@@ -225,7 +225,7 @@ pub(crate) async fn complete_with_candidates(
             }
         }
     }
-    Err(last.unwrap_or_else(|| CompactError::Unavailable {
+    Err(last.unwrap_or_else(|| MethodError::Unavailable {
         method: method.to_string(),
         reason: "no model candidate is configured".to_string(),
     }))
@@ -283,7 +283,7 @@ impl CandidateSoftMethod {
         &self,
         plan: &Plan,
         log: &AttemptLog,
-    ) -> Result<MethodOutput, CompactError> {
+    ) -> Result<MethodOutput, MethodError> {
         let mode = match &self.prefix {
             Some(prefix) => {
                 RequestMode::CacheAligned(Arc::new(AlignedPrefix::for_plan(prefix, plan)))
@@ -319,7 +319,7 @@ impl CompactionMethod for CandidateSoftMethod {
         }
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         self.run_logged(plan, &AttemptLog::default()).await
     }
 }
@@ -417,7 +417,7 @@ mod tests {
 
     async fn ask(
         candidates: &[(Arc<Scripted>, &str)],
-    ) -> (Result<(String, Response), CompactError>, AttemptLog) {
+    ) -> (Result<(String, Response), MethodError>, AttemptLog) {
         let mut list = SummarizerCandidates {
             candidates: Vec::new(),
             retry: RetryPolicy::no_retries(),
@@ -467,7 +467,7 @@ mod tests {
         let first = Scripted::new("a", vec![Err(overflow)]);
         let second = Scripted::new("b", vec![answer("never")]);
         let (result, _) = ask(&[(first, "a-1"), (second.clone(), "b-1")]).await;
-        assert!(matches!(result, Err(CompactError::Overflow { .. })));
+        assert!(matches!(result, Err(MethodError::Overflow { .. })));
         assert!(second.models().is_empty());
     }
 
@@ -484,6 +484,6 @@ mod tests {
         let error = result.unwrap_err();
         assert!(error.to_string().contains("no such model"), "{error}");
         let (empty, _) = ask(&[]).await;
-        assert!(matches!(empty, Err(CompactError::Unavailable { .. })));
+        assert!(matches!(empty, Err(MethodError::Unavailable { .. })));
     }
 }

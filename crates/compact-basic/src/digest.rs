@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 
 use abridge_compact::Capabilities;
 use abridge_compact::Checkpoint;
-use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::DetailSection;
 use abridge_compact::Details;
 use abridge_compact::FileAccess;
+use abridge_compact::MethodError;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
 use abridge_compact::PreviousCheckpoint;
@@ -469,7 +469,7 @@ impl CompactionMethod for DigestMethod {
         Capabilities::MODEL_FREE
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         Ok(MethodOutput::Checkpoint(Self::checkpoint(plan)))
     }
 }

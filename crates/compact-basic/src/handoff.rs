@@ -24,9 +24,9 @@ use std::sync::Arc;
 use abridge_compact::Availability;
 use abridge_compact::Capabilities;
 use abridge_compact::Checkpoint;
-use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::Details;
+use abridge_compact::MethodError;
 use abridge_compact::MethodOutput;
 use abridge_compact::Outcome;
 use abridge_compact::Plan;
@@ -200,7 +200,7 @@ impl HandoffMethod {
         HandoffMethod { candidates, config }
     }
 
-    async fn write(&self, plan: &Plan, log: &AttemptLog) -> Result<MethodOutput, CompactError> {
+    async fn write(&self, plan: &Plan, log: &AttemptLog) -> Result<MethodOutput, MethodError> {
         let clients = self.candidates.clients(log);
         let request = build_handoff_request("", &self.config.prefix, plan, self.config.max_tokens);
         let (text, response) =
@@ -250,7 +250,7 @@ impl CompactionMethod for HandoffMethod {
         }
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         let log = AttemptLog::default();
         let result = self.write(plan, &log).await;
         log.settle(result)

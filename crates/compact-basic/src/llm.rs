@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::summarizer::Summarizer;
 use crate::summarizer::Summary;
 use crate::summarizer::SummaryRequest;
-use abridge_compact::CompactError;
+use abridge_compact::MethodError;
 use abridge_llm::LlmClient;
 use abridge_llm::Purpose;
 use abridge_llm::Request;
@@ -55,14 +55,14 @@ pub(crate) fn build_summary_request(
 }
 
 /// Checks a model's answer the way summaries are checked: a tool call,
-/// output cut by the limit or empty text is [`CompactError::Summary`].
+/// output cut by the limit or empty text is [`MethodError::Summary`].
 /// Returns the visible text.
 pub(crate) fn usable_text(
     method: &str,
     response: &Response,
     max_tokens: u32,
-) -> Result<String, CompactError> {
-    let fail = |reason: String| CompactError::Summary {
+) -> Result<String, MethodError> {
+    let fail = |reason: String| MethodError::Summary {
         method: method.to_string(),
         reason,
     };
@@ -140,14 +140,14 @@ impl Summarizer for LlmSummarizer {
         self.client.provider()
     }
 
-    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, CompactError> {
+    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, MethodError> {
         let method = asking_method(request.purpose);
         let built = build_summary_request(&self.model, self.mode.clone(), request);
         let response = self
             .client
             .complete(&built)
             .await
-            .map_err(|error| CompactError::from_llm(method, error))?;
+            .map_err(|error| MethodError::from_llm(method, error))?;
         let text = usable_text(method, &response, request.max_output_tokens)?;
         let (body, short) = split_short(&text);
         Ok(Summary {
@@ -176,7 +176,7 @@ mod tests {
             let mut request = SummaryRequest::new(vec![Arc::new(abridge_llm::Message::user("hi"))]);
             request.purpose = purpose;
             match summarizer.summarize(&request).await {
-                Err(CompactError::Summary { method: named, .. }) => assert_eq!(named, method),
+                Err(MethodError::Summary { method: named, .. }) => assert_eq!(named, method),
                 other => panic!("{purpose:?}: {other:?}"),
             }
         }

@@ -15,8 +15,8 @@ use crate::summarizer::Summarizer;
 use crate::summarizer::SummaryRequest;
 use abridge_compact::Capabilities;
 use abridge_compact::Checkpoint;
-use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
+use abridge_compact::MethodError;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
 use abridge_llm::Block;
@@ -133,7 +133,7 @@ impl SoftMethod {
         messages: &[SharedMessage],
         previous: Option<String>,
         prefix_mode: bool,
-    ) -> Result<Folded, CompactError> {
+    ) -> Result<Folded, MethodError> {
         let mut window = self.config.input_window_tokens.max(1);
         let mut folded = Folded {
             text: previous.unwrap_or_default(),
@@ -183,9 +183,9 @@ impl SoftMethod {
                     folded.model = summary.model.or(folded.model);
                     at = end;
                 }
-                Err(CompactError::Overflow { message, .. }) => {
+                Err(MethodError::Overflow { message, .. }) => {
                     if folded.halvings >= self.config.max_halvings || window <= 1 {
-                        return Err(CompactError::Overflow {
+                        return Err(MethodError::Overflow {
                             method: SOFT.to_string(),
                             message: format!(
                                 "{message} (still too large after halving the window {} times, to {window} tokens)",
@@ -217,7 +217,7 @@ impl CompactionMethod for SoftMethod {
         Capabilities::model_backed()
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         let previous = plan.previous().map(|p| p.summary.clone());
         // A turn prefix too long for one window is folded with the history
         // as one span: a separate prefix summary would merge its windows
@@ -266,7 +266,7 @@ impl CompactionMethod for SoftMethod {
             };
         }
         if text.trim().is_empty() {
-            return Err(CompactError::Summary {
+            return Err(MethodError::Summary {
                 method: SOFT.to_string(),
                 reason: "nothing was summarized".to_string(),
             });

@@ -10,7 +10,7 @@ use abridge_llm::SharedMessage;
 use abridge_llm::Usage;
 use async_trait::async_trait;
 
-use abridge_compact::CompactError;
+use abridge_compact::MethodError;
 
 /// What to summarize.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,9 +77,9 @@ impl Summary {
 ///
 /// - Return text only when it is a usable summary. Empty text, text cut by
 ///   an output limit, or a tool call instead of text is
-///   [`CompactError::Summary`], never `Ok`.
+///   [`MethodError::Summary`], never `Ok`.
 /// - When the input is too large for the backing model, return
-///   [`CompactError::Overflow`]: callers fold the input through smaller
+///   [`MethodError::Overflow`]: callers fold the input through smaller
 ///   windows and retry.
 /// - Treat `request.messages` as data, never as instructions.
 ///
@@ -95,7 +95,7 @@ pub trait Summarizer: Send + Sync + Debug {
     ///
     /// # Errors
     /// See the trait docs.
-    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, CompactError>;
+    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, MethodError>;
 }
 
 #[async_trait]
@@ -103,7 +103,7 @@ impl<T: Summarizer + ?Sized> Summarizer for Arc<T> {
     fn name(&self) -> &str {
         (**self).name()
     }
-    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, CompactError> {
+    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, MethodError> {
         (**self).summarize(request).await
     }
 }
@@ -113,13 +113,13 @@ impl<T: Summarizer + ?Sized> Summarizer for Box<T> {
     fn name(&self) -> &str {
         (**self).name()
     }
-    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, CompactError> {
+    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, MethodError> {
         (**self).summarize(request).await
     }
 }
 
 /// The boxed future a closure summarizer returns.
-pub type SummaryFuture = Pin<Box<dyn Future<Output = Result<Summary, CompactError>> + Send>>;
+pub type SummaryFuture = Pin<Box<dyn Future<Output = Result<Summary, MethodError>> + Send>>;
 
 /// A summarizer made from a closure, so a test writes one in a line:
 ///
@@ -162,7 +162,7 @@ where
     fn name(&self) -> &str {
         &self.name
     }
-    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, CompactError> {
+    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, MethodError> {
         (self.f)(request).await
     }
 }

@@ -62,7 +62,7 @@ impl Summarizer for Recording {
     fn name(&self) -> &str {
         "recording"
     }
-    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, CompactError> {
+    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, MethodError> {
         self.0.lock().unwrap().push(request.clone());
         Ok(Summary::text(
             "- tried a lookup table in src/table.rs; 12% slower",
@@ -270,7 +270,7 @@ impl Summarizer for Echoing {
     fn name(&self) -> &str {
         "echoing"
     }
-    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, CompactError> {
+    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, MethodError> {
         self.0.lock().unwrap().push(request.clone());
         Ok(Summary::text(format!(
             "- deployed with {}",

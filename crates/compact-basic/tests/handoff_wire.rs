@@ -260,7 +260,10 @@ async fn a_handoff_checkpoint_rejected_at_commit_leaves_no_file() {
     )
     .await
     .unwrap_err();
-    assert!(matches!(error, CompactError::NotSmaller { .. }), "{error}");
+    assert!(
+        matches!(error.method_error(), Some(MethodError::NotSmaller { .. })),
+        "{error}"
+    );
     assert!(
         !file.exists(),
         "a rejected checkpoint left {}",
@@ -281,7 +284,10 @@ async fn handoff_fails_with(template: ResponseTemplate) -> Value {
     .await
     .unwrap_err();
     assert!(
-        !matches!(error, CompactError::NothingToCompact { .. }),
+        !matches!(
+            error.method_error(),
+            Some(MethodError::NothingToCompact { .. })
+        ),
         "{error}"
     );
     assert_eq!(session.surface(), &surface);

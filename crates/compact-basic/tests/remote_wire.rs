@@ -606,7 +606,10 @@ async fn soft_fails_with(template: ResponseTemplate, retry: RetryPolicy) -> Valu
         .await
         .unwrap_err();
     assert!(
-        !matches!(error, CompactError::NothingToCompact { .. }),
+        !matches!(
+            error.method_error(),
+            Some(MethodError::NothingToCompact { .. })
+        ),
         "{error}"
     );
     assert_eq!(session.surface(), &surface);

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use crate::capabilities::Capabilities;
 use crate::details::DetailSection;
 use crate::details::Details;
-use crate::error::CompactError;
+use crate::error::MethodError;
 use crate::plan::Plan;
 use crate::service::Outcome;
 use crate::types::FileOps;
@@ -121,8 +121,8 @@ impl Checkpoint {
     /// Adds one typed section to the method-specific record.
     ///
     /// # Errors
-    /// [`CompactError::Details`] when the section does not serialize.
-    pub fn with_section<T: DetailSection>(mut self, section: &T) -> Result<Self, CompactError> {
+    /// [`MethodError::Details`] when the section does not serialize.
+    pub fn with_section<T: DetailSection>(mut self, section: &T) -> Result<Self, MethodError> {
         self.details.insert(section)?;
         Ok(self)
     }
@@ -183,7 +183,7 @@ pub enum Prospect {
     /// It may produce something: the attempt begins and runs it.
     Maybe,
     /// It is certain to find nothing to compact in this plan: the attempt
-    /// ends with [`CompactError::NothingToCompact`] carrying `reason`,
+    /// ends with [`MethodError::NothingToCompact`] carrying `reason`,
     /// and nothing is written to the log.
     Nothing {
         /// Why, for the fall-through report.
@@ -202,15 +202,18 @@ pub enum Prospect {
 ///   session is unchanged when it returns: the commit checks that, and a
 ///   method never touches the session.
 /// - A checkpoint must be smaller than what it hides (commit rejects it
-///   otherwise, with [`CompactError::NotSmaller`]) and must carry a text
+///   otherwise, with [`MethodError::NotSmaller`]) and must carry a text
 ///   `summary`. Never return a checkpoint built from empty, truncated or
-///   tool-call model output: return [`CompactError::Summary`].
+///   tool-call model output: return [`MethodError::Summary`].
 /// - Rewrites must keep each target's call id.
 ///
 /// # Errors
 ///
-/// Any [`CompactError`]; the caller records it in `compaction/end` and may
-/// try the next method. Return [`CompactError::Overflow`] when the model
+/// Any [`MethodError`]: a method can fail only with its own work's
+/// failures, never the host's (busy, changed, commit, a failed write). The
+/// host wraps it in [`CompactError::Method`](crate::host::CompactError::Method),
+/// records it in `compaction/end` with its text and kind unchanged, and may
+/// try the next method. Return [`MethodError::Overflow`] when the model
 /// refused the input as too large.
 ///
 /// # Cancel safety
@@ -264,7 +267,7 @@ pub trait CompactionMethod: Send + Sync + Debug {
     ///
     /// # Errors
     /// See the trait docs.
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError>;
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError>;
 
     /// Called after `output`, which this method produced, committed as
     /// `outcome`. Side effects outside the session (a document written
@@ -287,7 +290,7 @@ impl<T: CompactionMethod + ?Sized> CompactionMethod for Arc<T> {
     fn capabilities(&self) -> Capabilities {
         (**self).capabilities()
     }
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         (**self).run(plan).await
     }
     async fn committed(&self, output: &MethodOutput, outcome: &Outcome) {
@@ -309,7 +312,7 @@ impl<T: CompactionMethod + ?Sized> CompactionMethod for Box<T> {
     fn capabilities(&self) -> Capabilities {
         (**self).capabilities()
     }
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         (**self).run(plan).await
     }
     async fn committed(&self, output: &MethodOutput, outcome: &Outcome) {

@@ -104,7 +104,7 @@ pub struct EndData {
     pub compaction_id: String,
     /// How it ended.
     pub status: EndStatus,
-    /// The error's kind ([`CompactError::kind`](crate::CompactError::kind)).
+    /// The error's kind ([`CompactError::kind`](crate::host::CompactError::kind)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// The error's text.
@@ -114,7 +114,7 @@ pub struct EndData {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<Seq>,
     /// What a failed method's model calls cost (see
-    /// [`CompactError::Spent`](crate::CompactError::Spent)); a committed
+    /// [`MethodError::Spent`](crate::MethodError::Spent)); a committed
     /// compaction records its cost on `compaction/summary`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,

@@ -17,7 +17,7 @@ pub enum Before {
     /// Run the method.
     Proceed,
     /// Do not compact; the compaction ends with
-    /// [`CompactError::Cancelled`](crate::CompactError::Cancelled).
+    /// [`MethodError::Cancelled`](crate::MethodError::Cancelled).
     Cancel {
         /// Why, for the log.
         reason: String,

@@ -34,6 +34,19 @@
 //!   and the tool-call pairing walker, for tests, `abridge check` and
 //!   anyone appending.
 //!
+//! # Which error belongs where
+//!
+//! A method fails with a [`MethodError`]: only what its own work can
+//! meet (no usable summary, an overflowing or failed model call, not
+//! smaller, nothing to compact, unavailable, cancelled, a bad details
+//! section, the cost of a failed attempt). The host's transaction and
+//! passes fail with a [`host::CompactError`]: busy, the span changed,
+//! output that cannot be committed, a failed write, a landing the policy
+//! refuses (too little, over the window), every method failed; a
+//! method's failure arrives whole as [`host::CompactError::Method`]. One
+//! [`ErrorKind`] names both, and wrapping keeps a method's kind and text,
+//! so `compaction/end` reads the same whichever side failed.
+//!
 //! The summarizer contract (`Summarizer`) belongs to the backend that
 //! uses it, `abridge-compact-basic`; redaction is `abridge-redact`,
 //! applied here to every plan and commit.
@@ -106,7 +119,7 @@ mod txn;
 mod types;
 
 /// What a method author needs, and all the crate root exports: the trait,
-/// the plan it reads, what it returns, its errors, what it declares, and
+/// the plan it reads, what it returns, its error, what it declares, and
 /// [`compact_session`] to run it in a test. docs/writing-a-compaction-method.md
 /// uses nothing else.
 pub mod method {
@@ -121,8 +134,8 @@ pub mod method {
     pub use crate::details::DetailSection;
     pub use crate::details::Details;
     pub use crate::details::DetailsError;
-    pub use crate::error::CompactError;
     pub use crate::error::ErrorKind;
+    pub use crate::error::MethodError;
     pub use crate::plan::CheckpointSource;
     pub use crate::plan::Plan;
     pub use crate::plan::PlanTokens;
@@ -149,8 +162,10 @@ pub use method::*;
 /// What a host needs (the `abridge` crate's Maintenance, a store, a face):
 /// the transaction, one attempt driven through it, hooks, the compaction
 /// service, the log's compaction events, checkpoint framing and send-time
-/// expansion, redaction, the failures of a pass.
+/// expansion, redaction, the host's error and the failures of a pass.
 pub mod host {
+    pub use crate::error::CompactError;
+    pub use crate::error::ErrorKind;
     pub use crate::error::MethodFailure;
     pub use crate::events::EndData;
     pub use crate::events::EndStatus;
@@ -210,8 +225,8 @@ pub mod host {
 pub mod prelude {
     pub use crate::method::Capabilities;
     pub use crate::method::Checkpoint;
-    pub use crate::method::CompactError;
     pub use crate::method::CompactionMethod;
+    pub use crate::method::MethodError;
     pub use crate::method::MethodOutput;
     pub use crate::method::Plan;
     pub use crate::method::Rewrite;

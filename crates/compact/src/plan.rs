@@ -209,14 +209,14 @@ impl Plan {
     }
 
     /// The least a landing must reclaim, in tokens (the commit refuses
-    /// less; see [`CompactError::TooLittle`](crate::CompactError::TooLittle)).
+    /// less; see [`CompactError::TooLittle`](crate::host::CompactError::TooLittle)).
     pub fn min_reclaim(&self) -> u64 {
         self.min_reclaim
     }
 
     /// The most the context may hold after a landing, in tokens (the
     /// commit refuses more; see
-    /// [`CompactError::OverWindow`](crate::CompactError::OverWindow)).
+    /// [`CompactError::OverWindow`](crate::host::CompactError::OverWindow)).
     pub fn ceiling(&self) -> Option<u64> {
         self.ceiling
     }

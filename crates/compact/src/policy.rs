@@ -27,14 +27,14 @@ pub struct Policy {
     pub goal: Option<u64>,
     /// The least a landing must reclaim, in tokens: less would not pay
     /// for the prompt-cache break a change to the history causes, and the
-    /// commit refuses it ([`CompactError::TooLittle`](crate::CompactError::TooLittle)),
+    /// commit refuses it ([`CompactError::TooLittle`](crate::host::CompactError::TooLittle)),
     /// unless it reclaims at least as much as it leaves (the break
     /// re-writes only what is left, so on a small context that pays).
     /// Default 0: any saving lands.
     pub min_reclaim: u64,
     /// The most a landing may leave, in tokens (the window): a landing
     /// that leaves a request that cannot be sent is refused
-    /// ([`CompactError::OverWindow`](crate::CompactError::OverWindow)).
+    /// ([`CompactError::OverWindow`](crate::host::CompactError::OverWindow)).
     /// Default `None`: no ceiling.
     pub ceiling: Option<u64>,
     /// Takes secrets out of every message a plan hands a method (see

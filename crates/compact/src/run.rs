@@ -13,6 +13,7 @@ use crate::contract::CompactionMethod;
 use crate::contract::MethodOutput;
 use crate::contract::Prospect;
 use crate::error::CompactError;
+use crate::error::MethodError;
 use crate::hooks::Before;
 use crate::hooks::CompactionHooks;
 use crate::hooks::NoHooks;
@@ -110,9 +111,9 @@ pub async fn compact_session_with(
 /// as `cancelled` with the surface unchanged.
 ///
 /// # Errors
-/// [`CompactError::NothingToCompact`] when there is no plan or the method's
+/// [`MethodError::NothingToCompact`] when there is no plan or the method's
 /// [`prospect`](CompactionMethod::prospect) finds nothing in it (nothing
-/// is written); [`CompactError::Unavailable`] when the method says so (nothing
+/// is written); [`MethodError::Unavailable`] when the method says so (nothing
 /// is written); any error of the method or the commit, already recorded as
 /// `compaction/end`.
 pub async fn attempt(
@@ -126,12 +127,10 @@ pub async fn attempt(
 }
 
 fn nothing_to_compact(session: &Session) -> CompactError {
-    CompactError::NothingToCompact {
-        reason: format!(
-            "the surface of {} messages fits the retention budget or holds only a checkpoint",
-            session.surface().len()
-        ),
-    }
+    CompactError::nothing_to_compact(format!(
+        "the surface of {} messages fits the retention budget or holds only a checkpoint",
+        session.surface().len()
+    ))
 }
 
 /// How an attempt reaches the session: owned outright, or through the lock.
@@ -164,10 +163,11 @@ async fn run_attempt<A: Access>(
 ) -> Result<Outcome, CompactError> {
     let name = method.name().to_string();
     if let Availability::Unavailable { reason } = method.available() {
-        return Err(CompactError::Unavailable {
+        return Err(MethodError::Unavailable {
             method: name,
             reason,
-        });
+        }
+        .into());
     }
     let ticket = access.with(|session| {
         // Other writers of a shared store may have appended since this
@@ -175,7 +175,7 @@ async fn run_attempt<A: Access>(
         session.catch_up()?;
         let plan = target.plan(session, policy)?;
         if let Prospect::Nothing { reason } = method.prospect(&plan) {
-            return Err(CompactError::NothingToCompact { reason });
+            return Err(CompactError::nothing_to_compact(reason));
         }
         begin(session, plan, &name)
     })?;
@@ -184,7 +184,9 @@ async fn run_attempt<A: Access>(
         ticket: Some(ticket),
     };
     let output = match guard.ticket.as_mut() {
-        Some(ticket) => produce(method, ticket, hooks).await,
+        Some(ticket) => produce(method, ticket, hooks)
+            .await
+            .map_err(CompactError::from),
         None => Err(CompactError::Commit {
             reason: "the compaction's ticket was lost".to_string(),
         }),
@@ -210,15 +212,16 @@ async fn run_attempt<A: Access>(
     Ok(outcome)
 }
 
-/// Runs the hooks and the method on the ticket's plan.
+/// Runs the hooks and the method on the ticket's plan. A hook's cancel
+/// ends the attempt the way a method's own cancel does.
 async fn produce(
     method: &dyn CompactionMethod,
     ticket: &mut Ticket,
     hooks: &dyn CompactionHooks,
-) -> Result<MethodOutput, CompactError> {
+) -> Result<MethodOutput, MethodError> {
     match hooks.before_compaction(ticket.plan(), method.name()).await {
         Before::Cancel { reason } => {
-            return Err(CompactError::Cancelled {
+            return Err(MethodError::Cancelled {
                 by: format!("hook ({reason})"),
             });
         }
@@ -247,9 +250,7 @@ struct AbortOnDrop<A: Access> {
 impl<A: Access> Drop for AbortOnDrop<A> {
     fn drop(&mut self) {
         if let Some(ticket) = self.ticket.take() {
-            let error = CompactError::Cancelled {
-                by: "the caller (the compaction's future was dropped)".to_string(),
-            };
+            let error = CompactError::cancelled("the caller (the compaction's future was dropped)");
             if let Err(end_error) = self.access.with(|session| abort(session, ticket, &error)) {
                 tracing::error!(%end_error, "could not record the cancelled compaction's end");
             }

@@ -4,6 +4,7 @@
 //! anything is written, since a landed change cannot be taken back.
 
 use crate::error::CompactError;
+use crate::error::MethodError;
 use crate::plan::Plan;
 
 /// Refuses `method`'s output, which costs `new_tokens` where the
@@ -18,11 +19,12 @@ pub(crate) fn check_saving(
     hidden_tokens: u64,
 ) -> Result<(), CompactError> {
     if new_tokens >= hidden_tokens {
-        return Err(CompactError::NotSmaller {
+        return Err(MethodError::NotSmaller {
             method: method.to_string(),
             checkpoint_tokens: new_tokens,
             hidden_tokens,
-        });
+        }
+        .into());
     }
     let reclaimed = hidden_tokens - new_tokens;
     let after = tokens_before.saturating_sub(reclaimed);

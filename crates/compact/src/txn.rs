@@ -280,7 +280,7 @@ pub fn close_stale(session: &mut Session) -> Result<Vec<Seq>, CompactError> {
 /// `compaction/end` with the error and returns the error.
 ///
 /// # Errors
-/// [`CompactError::Changed`] when the span moved; [`CompactError::NotSmaller`]
+/// [`CompactError::Changed`] when the span moved; [`MethodError::NotSmaller`](crate::MethodError::NotSmaller)
 /// when the checkpoint does not shrink the context; [`CompactError::Commit`]
 /// for malformed output; [`CompactError::Persistence`] when the write fails.
 pub fn commit(

@@ -106,14 +106,14 @@ fn a_failed_attempt_keeps_what_it_cost() {
         output: 30,
         ..Usage::default()
     };
-    let failed = CompactError::NothingToCompact {
+    let failed = MethodError::NothingToCompact {
         reason: "nothing".into(),
     }
     .with_usage(cost);
     assert_eq!(failed.usage(), Some(&cost));
     assert_eq!(failed.kind(), ErrorKind::NothingToCompact);
     // A zero usage leaves the error bare.
-    let bare = CompactError::NothingToCompact {
+    let bare = MethodError::NothingToCompact {
         reason: "nothing".into(),
     }
     .with_usage(Usage::default());
@@ -134,8 +134,8 @@ impl CompactionMethod for Named {
     fn name(&self) -> &str {
         "named"
     }
-    async fn run(&self, _plan: &Plan) -> Result<MethodOutput, CompactError> {
-        Err(CompactError::NothingToCompact {
+    async fn run(&self, _plan: &Plan) -> Result<MethodOutput, MethodError> {
+        Err(MethodError::NothingToCompact {
             reason: "test".into(),
         })
     }
@@ -190,9 +190,7 @@ fn a_plan_counts_a_message_as_its_counter_does() {
 struct Answering;
 
 fn named(call: &str) -> CompactError {
-    CompactError::NothingToCompact {
-        reason: call.to_string(),
-    }
+    CompactError::nothing_to_compact(call)
 }
 
 #[async_trait]

@@ -50,7 +50,7 @@ impl CompactionMethod for Fixed {
     fn name(&self) -> &str {
         "fixed"
     }
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         let text = format!("{} messages summarized", plan.messages().len());
         Ok(MethodOutput::Checkpoint(Checkpoint::new(text)))
     }

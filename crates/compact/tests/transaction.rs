@@ -87,10 +87,10 @@ impl CompactionMethod for Scripted {
         self.name
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         match &self.behaviour {
             Behaviour::Land => Ok(checkpoint("## Goal\nread files")),
-            Behaviour::Fail => Err(CompactError::Summary {
+            Behaviour::Fail => Err(MethodError::Summary {
                 method: self.name.into(),
                 reason: "scripted failure".into(),
             }),
@@ -588,7 +588,7 @@ impl CompactionMethod for NoteTaker {
     fn name(&self) -> &str {
         "notes"
     }
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         self.0
             .lock()
             .unwrap()
@@ -679,7 +679,10 @@ fn a_checkpoint_exactly_the_size_of_its_span_is_refused() {
     let ticket = begin(&mut session, planned, "m").unwrap();
     let same = checkpoint_costing(&ticket, hidden);
     let error = commit(&mut session, ticket, same).unwrap_err();
-    assert!(matches!(error, CompactError::NotSmaller { .. }), "{error}");
+    assert!(
+        matches!(error, CompactError::Method(MethodError::NotSmaller { .. })),
+        "{error}"
+    );
 
     let planned = plan(&session, &policy()).unwrap();
     let ticket = begin(&mut session, planned, "m").unwrap();
@@ -702,6 +705,9 @@ fn a_rewrite_no_smaller_than_its_target_is_refused() {
         details: Details::new(),
     };
     let error = commit(&mut session, ticket, output).unwrap_err();
-    assert!(matches!(error, CompactError::NotSmaller { .. }), "{error}");
+    assert!(
+        matches!(error, CompactError::Method(MethodError::NotSmaller { .. })),
+        "{error}"
+    );
     assert_eq!(session.surface(), &surface);
 }

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use abridge_compact::Capabilities;
-use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::Details;
+use abridge_compact::MethodError;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
 use abridge_compact::Prospect;
@@ -66,7 +66,7 @@ impl ReclaimConfig {
 
 /// What a method returns for a pass: its rewrites, or "nothing to do" so
 /// the caller falls through to the next method.
-fn output(method: &str, reclaim: Reclaim) -> Result<MethodOutput, CompactError> {
+fn output(method: &str, reclaim: Reclaim) -> Result<MethodOutput, MethodError> {
     if reclaim.is_empty() {
         let mut reason = format!("{method} found no tool output to reclaim");
         if reclaim.report.below_minimum_saving > 0 {
@@ -75,7 +75,7 @@ fn output(method: &str, reclaim: Reclaim) -> Result<MethodOutput, CompactError> 
                 reclaim.report.below_minimum_saving
             ));
         }
-        return Err(CompactError::NothingToCompact { reason });
+        return Err(MethodError::NothingToCompact { reason });
     }
     let details = Details::new().with(&reclaim.report)?;
     Ok(MethodOutput::Rewrites {
@@ -87,9 +87,9 @@ fn output(method: &str, reclaim: Reclaim) -> Result<MethodOutput, CompactError> 
 /// What an attempt can expect from a pass's finding: nothing when the
 /// pass reclaimed nothing (the same reason `run` would give), otherwise
 /// maybe. An error (trim's settings) is left for `run` to report.
-fn prospect(method: &str, reclaim: Result<Reclaim, CompactError>) -> Prospect {
+fn prospect(method: &str, reclaim: Result<Reclaim, MethodError>) -> Prospect {
     match reclaim.map(|reclaim| output(method, reclaim)) {
-        Ok(Err(CompactError::NothingToCompact { reason })) => Prospect::Nothing { reason },
+        Ok(Err(MethodError::NothingToCompact { reason })) => Prospect::Nothing { reason },
         _ => Prospect::Maybe,
     }
 }
@@ -122,7 +122,7 @@ impl CompactionMethod for PruneMethod {
         prospect(self.name(), self.reclaim(plan))
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         output(self.name(), self.reclaim(plan)?)
     }
 }
@@ -130,7 +130,7 @@ impl CompactionMethod for PruneMethod {
 impl PruneMethod {
     /// What the pass reclaims from `plan`: asked once by `prospect`, which
     /// writes nothing, and again by `run`.
-    fn reclaim(&self, plan: &Plan) -> Result<Reclaim, CompactError> {
+    fn reclaim(&self, plan: &Plan) -> Result<Reclaim, MethodError> {
         let snapshot = Snapshot::of_plan(plan);
         let reclaim = prune(
             &snapshot,
@@ -174,7 +174,7 @@ impl CompactionMethod for MaskMethod {
         prospect(self.name(), self.reclaim(plan))
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         output(self.name(), self.reclaim(plan)?)
     }
 }
@@ -182,7 +182,7 @@ impl CompactionMethod for MaskMethod {
 impl MaskMethod {
     /// What the pass reclaims from `plan`: asked once by `prospect`, which
     /// writes nothing, and again by `run`.
-    fn reclaim(&self, plan: &Plan) -> Result<Reclaim, CompactError> {
+    fn reclaim(&self, plan: &Plan) -> Result<Reclaim, MethodError> {
         let snapshot = Snapshot::of_plan(plan);
         let reclaim = mask(
             &snapshot,
@@ -238,7 +238,7 @@ impl CompactionMethod for ShakeMethod {
         prospect(self.name(), self.reclaim(plan))
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         output(self.name(), self.reclaim(plan)?)
     }
 }
@@ -246,7 +246,7 @@ impl CompactionMethod for ShakeMethod {
 impl ShakeMethod {
     /// What the pass reclaims from `plan`: asked once by `prospect`, which
     /// writes nothing, and again by `run`.
-    fn reclaim(&self, plan: &Plan) -> Result<Reclaim, CompactError> {
+    fn reclaim(&self, plan: &Plan) -> Result<Reclaim, MethodError> {
         let config = match &self.config {
             Some(config) => config.clone(),
             None => ShakeConfig::preset(Self::preset_for(plan.trigger())),
@@ -294,7 +294,7 @@ impl CompactionMethod for TrimMethod {
         prospect(self.name(), self.reclaim(plan))
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         output(self.name(), self.reclaim(plan)?)
     }
 }
@@ -302,7 +302,7 @@ impl CompactionMethod for TrimMethod {
 impl TrimMethod {
     /// What the pass reclaims from `plan`: asked once by `prospect`, which
     /// writes nothing, and again by `run`.
-    fn reclaim(&self, plan: &Plan) -> Result<Reclaim, CompactError> {
+    fn reclaim(&self, plan: &Plan) -> Result<Reclaim, MethodError> {
         let snapshot = Snapshot::of_plan(plan);
         let reclaim = trim(
             &snapshot,
@@ -310,7 +310,7 @@ impl TrimMethod {
             &PassContext::compaction(),
             plan.counter().as_ref(),
         )
-        .map_err(|error| CompactError::Unavailable {
+        .map_err(|error| MethodError::Unavailable {
             method: self.name().to_string(),
             reason: error.to_string(),
         })?;

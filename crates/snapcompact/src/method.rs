@@ -6,11 +6,11 @@ use std::sync::Arc;
 use abridge_compact::Availability;
 use abridge_compact::Capabilities;
 use abridge_compact::Checkpoint;
-use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::Details;
 use abridge_compact::FileAccess;
 use abridge_compact::FileOps;
+use abridge_compact::MethodError;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
 use abridge_llm::Block;
@@ -74,7 +74,7 @@ impl Default for SnapcompactConfig {
 /// one when the harness switches models.
 ///
 /// Available only when the model reads images. `run` refuses with
-/// [`CompactError::NotSmaller`] when the frames, guide and text edges would
+/// [`MethodError::NotSmaller`] when the frames, guide and text edges would
 /// not cost fewer tokens than the span they replace, so a chain of methods
 /// falls through to the next one.
 #[derive(Debug, Clone)]
@@ -128,18 +128,18 @@ impl Snapcompact {
         &self.spec
     }
 
-    fn fail(&self, error: Error) -> CompactError {
+    fn fail(&self, error: Error) -> MethodError {
         match error {
-            Error::NoFrameBudget { reason } => CompactError::Unavailable {
+            Error::NoFrameBudget { reason } => MethodError::Unavailable {
                 method: METHOD_NAME.to_string(),
                 reason,
             },
-            Error::NoSaving { imaged, text } => CompactError::NotSmaller {
+            Error::NoSaving { imaged, text } => MethodError::NotSmaller {
                 method: METHOD_NAME.to_string(),
                 checkpoint_tokens: imaged,
                 hidden_tokens: text,
             },
-            other => CompactError::Summary {
+            other => MethodError::Summary {
                 method: METHOD_NAME.to_string(),
                 reason: other.to_string(),
             },
@@ -323,7 +323,7 @@ impl CompactionMethod for Snapcompact {
         Availability::Ready
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         let _span = tracing::info_span!(
             "snapcompact",
             messages = plan.messages().len(),

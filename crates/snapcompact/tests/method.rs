@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use abridge_compact::Availability;
-use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
+use abridge_compact::MethodError;
 use abridge_compact::Policy;
 use abridge_compact::TokenCounter;
 use abridge_compact::Trigger;
@@ -219,12 +219,12 @@ fn it_is_unavailable_without_vision_and_refuses_when_frames_cost_more() {
         Trigger::Manual,
     ))
     .unwrap_err();
-    match error.inner() {
-        CompactError::NotSmaller { .. } => {}
-        other => assert!(
-            other.to_string().contains("would not save tokens")
-                || other.to_string().contains("hides only"),
-            "unexpected {other}"
+    match error.method_error() {
+        Some(MethodError::NotSmaller { .. }) => {}
+        _ => assert!(
+            error.to_string().contains("would not save tokens")
+                || error.to_string().contains("hides only"),
+            "unexpected {error}"
         ),
     }
 }
@@ -348,7 +348,7 @@ fn it_declines_when_the_frames_that_fit_print_too_little_of_the_history() {
     ))
     .unwrap_err();
     assert!(
-        matches!(&error, CompactError::Unavailable { reason, .. } if reason.contains("characters of history (under 20%)")),
+        matches!(error.method_error(), Some(MethodError::Unavailable { reason, .. }) if reason.contains("characters of history (under 20%)")),
         "{error}"
     );
     // With the share not asked for, the same room takes a checkpoint.

@@ -21,7 +21,7 @@ use abridge::MethodSources;
 use abridge::PassStatus;
 use abridge::Settings;
 use abridge::compact::Checkpoint;
-use abridge::compact::CompactError;
+use abridge::compact::MethodError;
 use abridge::compact::CompactionMethod;
 use abridge::compact::MethodOutput;
 use abridge::compact::Plan;
@@ -55,7 +55,7 @@ impl CompactionMethod for Bookends {
         "bookends"
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         let mut left_out = 0usize;
         let mut lines: Vec<String> = Vec::new();
         let previous = plan.previous().map(|p| p.summary.as_str()).unwrap_or("");
@@ -84,7 +84,7 @@ impl CompactionMethod for Bookends {
             lines.extend(tail);
         }
         if lines.is_empty() {
-            return Err(CompactError::Summary {
+            return Err(MethodError::Summary {
                 method: self.name().into(),
                 reason: "the span holds no text".into(),
             });
@@ -137,10 +137,13 @@ fn harness(events: Arc<Mutex<Tally>>) -> Result<Harness, HarnessError> {
     let (mut methods, skipped) =
         abridge::build_methods(&settings, &MethodSources::offline("gpt-4o"));
     if let Some(failure) = skipped.first() {
-        return Err(HarnessError::Compact(CompactError::Unavailable {
-            method: failure.method.clone(),
-            reason: failure.message.clone(),
-        }));
+        return Err(HarnessError::Compact(
+            MethodError::Unavailable {
+                method: failure.method.clone(),
+                reason: failure.message.clone(),
+            }
+            .into(),
+        ));
     }
     methods.insert(1, Arc::new(Bookends { n: 6 }));
     Harness::builder(Session::in_memory("framework"), "gpt-4o")

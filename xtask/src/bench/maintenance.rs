@@ -114,7 +114,7 @@ impl abridge_compact::CompactionMethod for Instant0 {
     async fn run(
         &self,
         plan: &abridge_compact::Plan,
-    ) -> Result<abridge_compact::MethodOutput, abridge_compact::CompactError> {
+    ) -> Result<abridge_compact::MethodOutput, abridge_compact::MethodError> {
         let text = format!("summary of {} messages", plan.span().len());
         Ok(abridge_compact::MethodOutput::Checkpoint(
             abridge_compact::Checkpoint::new(text).with_short_summary("summary"),

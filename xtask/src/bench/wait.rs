@@ -26,8 +26,8 @@ use abridge::MaintenanceEvent;
 use abridge::PassStatus;
 use abridge::Settings;
 use abridge_compact::Checkpoint;
-use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
+use abridge_compact::MethodError;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
 use abridge_llm::Message;
@@ -129,7 +129,7 @@ impl CompactionMethod for Scripted {
         "soft"
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         tokio::time::sleep(self.delay).await;
         let text = format!(

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
-use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::Outcome;
 use abridge_compact::Policy;
 use abridge_compact::Trigger;
+use abridge_compact::host::CompactError;
 use abridge_compact::host::SharedSession;
 use abridge_compact::host::Target;
 use abridge_compact::host::attempt;

@@ -1,11 +1,11 @@
 //! The background task a speculation runs in: a tokio task with the
 //! `tokio` feature inside a runtime, and nothing otherwise.
 
-use abridge_compact::CompactError;
+use abridge_compact::MethodError;
 use abridge_compact::MethodOutput;
 
 /// What a speculative run resolves to.
-type Output = Result<MethodOutput, CompactError>;
+type Output = Result<MethodOutput, MethodError>;
 
 #[cfg(feature = "tokio")]
 /// A speculative run on the host's tokio runtime.
@@ -33,7 +33,7 @@ impl Task {
     pub(crate) async fn join(&mut self) -> Output {
         match (&mut self.0).await {
             Ok(result) => result,
-            Err(error) => Err(CompactError::Cancelled {
+            Err(error) => Err(MethodError::Cancelled {
                 by: format!("the speculative task ({error})"),
             }),
         }

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use abridge_compact::Availability;
 use abridge_compact::Capabilities;
 use abridge_compact::Checkpoint;
-use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::Details;
+use abridge_compact::MethodError;
 use abridge_compact::MethodOutput;
 use abridge_compact::Plan;
 use abridge_llm::Block;
@@ -56,7 +56,7 @@ enum NativeAttempt {
     /// The provider answered; the log holds what every call cost.
     Answered(Response, AttemptLog),
     /// Building or sending the request failed: the local method's result.
-    FellBack(Result<MethodOutput, CompactError>),
+    FellBack(Result<MethodOutput, MethodError>),
 }
 
 enum Writer {
@@ -90,8 +90,8 @@ impl RemoteMethod {
     async fn fall_back(
         &self,
         plan: &Plan,
-        error: CompactError,
-    ) -> Result<MethodOutput, CompactError> {
+        error: MethodError,
+    ) -> Result<MethodOutput, MethodError> {
         self.fall_back_logged(plan, error, None).await
     }
 
@@ -103,7 +103,7 @@ impl RemoteMethod {
         checkpoint: &mut Checkpoint,
         spent: Usage,
         record: &RemoteRecord,
-    ) -> Result<(), CompactError> {
+    ) -> Result<(), MethodError> {
         let mut usage = checkpoint.usage.unwrap_or_default();
         usage.add(&spent);
         checkpoint.usage = (!usage.is_zero()).then_some(usage);
@@ -125,9 +125,9 @@ impl RemoteMethod {
     async fn fall_back_logged(
         &self,
         plan: &Plan,
-        error: CompactError,
+        error: MethodError,
         log: Option<&AttemptLog>,
-    ) -> Result<MethodOutput, CompactError> {
+    ) -> Result<MethodOutput, MethodError> {
         tracing::warn!(kind = kind_name(self.kind), %error, local = self.local.name(), "remote compaction failed; using the local summary");
         if error.stops_fallthrough() {
             return Err(error);
@@ -144,7 +144,7 @@ impl RemoteMethod {
                 Ok(MethodOutput::Checkpoint(checkpoint))
             }
             Ok(other) => Ok(other),
-            Err(local) => Err(CompactError::Summary {
+            Err(local) => Err(MethodError::Summary {
                 method: REMOTE.to_string(),
                 reason: format!(
                     "remote failed ({error}) and the local {} failed too ({local})",
@@ -167,7 +167,7 @@ impl RemoteMethod {
         let body = match body {
             Ok(body) => body,
             Err(error) => {
-                let error = CompactError::from_llm(REMOTE, error);
+                let error = MethodError::from_llm(REMOTE, error);
                 return NativeAttempt::FellBack(self.fall_back(plan, error).await);
             }
         };
@@ -188,7 +188,7 @@ impl RemoteMethod {
             }
             Err(error) => error,
         };
-        let error = CompactError::from_llm(REMOTE, error).with_usage(log.usage());
+        let error = MethodError::from_llm(REMOTE, error).with_usage(log.usage());
         NativeAttempt::FellBack(self.fall_back_logged(plan, error, Some(&log)).await)
     }
 
@@ -219,7 +219,7 @@ impl RemoteMethod {
         &self,
         compact: &Arc<ResponsesCompaction>,
         plan: &Plan,
-    ) -> Result<MethodOutput, CompactError> {
+    ) -> Result<MethodOutput, MethodError> {
         let target: Arc<dyn NativeCompactor> = Arc::clone(compact) as Arc<dyn NativeCompactor>;
         let (native, log) = match self
             .attempt_native(
@@ -259,10 +259,10 @@ impl RemoteMethod {
         &self,
         compact: &Arc<AnthropicCompaction>,
         plan: &Plan,
-    ) -> Result<MethodOutput, CompactError> {
+    ) -> Result<MethodOutput, MethodError> {
         let input = plan.tokens().head + plan.tokens().hidden;
         if input < ANTHROPIC_MIN_TRIGGER {
-            let error = CompactError::Unavailable {
+            let error = MethodError::Unavailable {
                 method: REMOTE.to_string(),
                 reason: format!(
                     "the span of about {input} tokens is below Anthropic's smallest compaction trigger of {ANTHROPIC_MIN_TRIGGER}"
@@ -331,7 +331,7 @@ impl CompactionMethod for RemoteMethod {
         }
     }
 
-    async fn run(&self, plan: &Plan) -> Result<MethodOutput, CompactError> {
+    async fn run(&self, plan: &Plan) -> Result<MethodOutput, MethodError> {
         match &self.writer {
             Writer::Soft(soft) => {
                 let log = AttemptLog::default();

@@ -4,10 +4,11 @@
 /// The names of this crate's methods, as `--method` accepts them.
 const METHOD_NAMES: [&str; 4] = ["prune", "mask", "shake", "trim"];
 
-use abridge_compact::CompactError;
+use abridge_compact::MethodError;
 use abridge_compact::Policy;
 use abridge_compact::check::check_invariants;
 use abridge_compact::compact_session;
+use abridge_compact::host::CompactError;
 use serde_json::json;
 
 use std::sync::Arc;
@@ -39,7 +40,10 @@ fn an_attempt_that_finds_nothing_writes_nothing_to_the_log() {
         let method = loose().method(name).expect("a name of this crate").unwrap();
         let error = compact(&mut b, method.as_ref(), Trigger::Threshold).unwrap_err();
         assert!(
-            matches!(error, CompactError::NothingToCompact { .. }),
+            matches!(
+                error.method_error(),
+                Some(MethodError::NothingToCompact { .. })
+            ),
             "{name}: {error:?}"
         );
         assert_eq!(

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use abridge_compact::CompactError;
 use abridge_compact::CompactionMethod;
 use abridge_compact::EstimateCounter;
+use abridge_compact::MethodError;
 use abridge_compact::Policy;
 use serde_json::json;
 
@@ -138,7 +138,7 @@ fn outputs_newer_than_the_protected_budget_shield_the_older_ones() {
 fn run_method(
     b: &Builder,
     config: PruneConfig,
-) -> Result<abridge_compact::MethodOutput, CompactError> {
+) -> Result<abridge_compact::MethodOutput, MethodError> {
     let policy = Policy::default().with_keep_recent_tokens(0);
     let plan = abridge_compact::host::plan(&b.session, &policy).expect("a plan");
     futures::executor::block_on(PruneMethod::new(config).run(&plan))
@@ -150,7 +150,7 @@ fn nothing_to_prune_says_so_without_a_saving_figure_when_none_was_held_back() {
     b.say("just words");
     b.say("more words");
     match run_method(&b, PruneConfig::default()) {
-        Err(CompactError::NothingToCompact { reason }) => {
+        Err(MethodError::NothingToCompact { reason }) => {
             assert_eq!(reason, "prune found no tool output to reclaim");
         }
         other => panic!("expected NothingToCompact, got {other:?}"),
