@@ -15,6 +15,7 @@ use abridge_compact::host::SharedSession;
 use abridge_compact::host::Target;
 use abridge_compact::host::attempt;
 use abridge_compact::host::lock_session;
+use abridge_compact::method::MethodError;
 use tracing::Instrument;
 
 use super::Maintenance;
@@ -68,10 +69,10 @@ impl Maintenance {
         {
             return None;
         }
-        Some(Err(CompactError::Unavailable {
+        Some(Err(CompactError::Method(MethodError::Unavailable {
             method: method.name().to_string(),
             reason: format!("its model runs only in the background, and {reason}"),
-        }))
+        })))
     }
 
     /// Drops the held speculation; its method's name when there was one.
