@@ -44,6 +44,11 @@ impl Maintenance {
     /// below the threshold, where it has nothing else to do. Returns
     /// whether a speculation is held afterwards.
     pub fn speculate(&self, session: &SharedSession) -> bool {
+        // Measuring costs a walk of the surface: not for a session with
+        // nothing to speculate.
+        if !self.methods.iter().any(|m| m.capabilities().speculated()) {
+            return false;
+        }
         let tokens = self.policy.counter.context_tokens(&lock_session(session));
         self.maybe_speculate(session, tokens);
         self.state.speculation.occupied()
