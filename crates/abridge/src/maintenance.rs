@@ -116,6 +116,8 @@ struct State {
     failures: Mutex<u32>,
     speculation: Slot,
     sizing: Mutex<Sizing>,
+    /// Model-backed methods only through speculation (`speculate.rs`).
+    background_models: AtomicBool,
 }
 
 /// Clears the running flag when a pass ends, however it ends.
@@ -145,6 +147,7 @@ impl Maintenance {
                 speculation_unavailable_reported: AtomicBool::new(false),
                 failures: Mutex::new(0),
                 speculation: Slot::default(),
+                background_models: AtomicBool::new(false),
                 sizing: Mutex::new(Sizing {
                     limits,
                     speculative_band: None,

@@ -17,6 +17,14 @@
 //! runs live. A manual pass drops any speculation first, so the two never
 //! race.
 //!
+//! A host whose caller must never wait on a model (the proxy: its caller
+//! is an agent waiting for a reply) turns on
+//! [`Maintenance::with_background_models`](crate::Maintenance::with_background_models):
+//! passes then commit finished speculations only, pass a model-backed
+//! method over where none is ready instead of running it live or waiting
+//! for it, and the host starts speculations itself after each reply
+//! ([`Maintenance::speculate`](crate::Maintenance::speculate)).
+//!
 //! Speculation is the one part of abridge that needs a runtime of its own
 //! kind: a tokio runtime to spawn on (feature `tokio`). Elsewhere it is
 //! off, and Maintenance says so once ([`crate::MaintenanceEvent::SpeculationUnavailable`]).

@@ -930,3 +930,46 @@ async fn speculation_follows_the_declared_capability_not_the_name() {
     settle(&m).await;
     assert_eq!(spoken(&events), vec!["started my-model"]);
 }
+
+// Speculation needs the `tokio` feature.
+#[cfg(feature = "tokio")]
+#[tokio::test]
+async fn with_models_in_the_background_a_pass_never_waits_on_a_running_speculation() {
+    let shared = session(6);
+    assert!(tokens(&shared) > limits().threshold);
+    let stalled = method("handoff", Behaviour::Stall);
+    let (m, events) = speculating(vec![stalled, method("digest", Behaviour::Land)]);
+    let m = m.with_background_models(true);
+    // Above the threshold a pass would not speculate; the host can.
+    assert!(m.speculate(&shared));
+    assert!(m.speculation_running());
+    let pass = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        m.run(&shared, Trigger::Threshold),
+    )
+    .await
+    .expect("the pass waited on the running speculation")
+    .unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+    let landed: Vec<&str> = pass.outcomes.iter().map(|o| o.method.as_str()).collect();
+    assert_eq!(landed, vec!["digest"]);
+    assert_eq!(pass.failures[0].method, "handoff");
+    assert_eq!(pass.failures[0].kind, ErrorKind::Unavailable);
+    // Still held, still running: it was passed over, not dropped.
+    assert_eq!(spoken(&events), vec!["started handoff"]);
+    assert!(m.speculation_running());
+}
+
+// Speculation needs the `tokio` feature.
+#[cfg(feature = "tokio")]
+#[tokio::test]
+async fn with_models_in_the_background_a_pass_without_a_speculation_calls_no_model() {
+    let shared = session(6);
+    let soft = Arc::new(Counted::default());
+    let m = maintenance(vec![soft.clone(), method("digest", Behaviour::Land)])
+        .with_background_models(true);
+    let pass = m.run(&shared, Trigger::Threshold).await.unwrap();
+    assert_eq!(pass.status, PassStatus::Succeeded, "{pass:?}");
+    assert_eq!(pass.outcomes[0].method, "digest");
+    assert_eq!(soft.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+}

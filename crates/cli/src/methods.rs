@@ -33,8 +33,8 @@ pub(crate) struct LlmArgs {
     #[arg(long, default_value = "openai-chat")]
     provider: String,
     /// Name of the environment variable holding the API key (the key itself
-    /// is never taken on the command line).
-    #[arg(long, value_name = "VAR")]
+    /// is never taken on the command line). Also `--llm-key-env`.
+    #[arg(long, value_name = "VAR", alias = "llm-key-env")]
     api_key_env: Option<String>,
     /// Tokens of history per summarizer call (lower it for small models).
     #[arg(long, value_name = "TOKENS")]

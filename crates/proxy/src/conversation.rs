@@ -173,6 +173,7 @@ impl Conversation {
         if let Some(earlier) = self.pending_reply.replace(seq) {
             self.dropped.insert(earlier);
         }
+        crate::upkeep::after_reply(&self.harness, &self.id);
         Ok(())
     }
 

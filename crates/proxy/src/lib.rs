@@ -16,6 +16,9 @@
 //! - Replies go back as they arrive, streamed or not, and are logged with
 //!   the provider's usage. Keys pass through and are never stored or
 //!   logged. The accept loop, body limit and error bodies are serve's.
+//! - With a summarizer ([`ProxyConfig::sources`]), LLM checkpoints are
+//!   written in the background after a reply and land on a later
+//!   request; the agent never waits on a model call (`upkeep`).
 //!
 //! docs/proxy.md shows how to point Claude Code, Codex CLI, opencode and
 //! aider at it.
@@ -33,6 +36,7 @@ mod pins;
 mod proxy;
 mod registry;
 mod reply;
+mod upkeep;
 
 pub use conversation::TYPE_PROXY_BRANCH;
 pub use dialect::Dialect;
@@ -45,3 +49,4 @@ pub use proxy::SYNC_EVERY;
 pub use proxy::Upstreams;
 pub use proxy::check_listen;
 pub use proxy::open_stores;
+pub use upkeep::DEFAULT_SPECULATIVE_PERCENT;

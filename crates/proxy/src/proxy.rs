@@ -90,6 +90,13 @@ pub struct ProxyConfig {
     /// The methods settings may name (a host's own beside the built-in
     /// ones), and how their checkpoints expand into requests.
     pub methods: abridge::MethodRegistry,
+    /// The summarizer (and `remote` endpoint) the model-backed methods
+    /// use, as `abridge serve` builds it; offline by default (the
+    /// model-backed methods are skipped, `digest` writes checkpoints).
+    /// Its key is its own: the agent's keys pass through to the upstream
+    /// and are never handed to it. Models run only in the background
+    /// (see `upkeep`).
+    pub sources: abridge::MethodSources,
     /// The context window to keep requests under; `None`: the model's.
     pub window: Option<u64>,
     /// The model sessions are measured for; `None`: the request's.
@@ -107,6 +114,7 @@ impl ProxyConfig {
             stores,
             settings: Settings::default(),
             methods: abridge::MethodRegistry::builtin(),
+            sources: abridge::MethodSources::offline("unknown"),
             window: None,
             model: None,
             upstreams,
@@ -187,8 +195,9 @@ impl Proxy {
                 registry: Registry::new(
                     config.stores,
                     tenant,
-                    config.settings,
+                    crate::upkeep::proxy_settings(config.settings),
                     config.methods,
+                    config.sources,
                     config.window,
                     config.model,
                 ),
@@ -314,9 +323,7 @@ impl Inner {
         }
         self.registry
             .remember(&mut conversation, head_hash, &hashes);
-        if let Err(error) = conversation.harness().after_turn().await {
-            tracing::warn!(session = %conversation.id, %error, "maintenance failed");
-        }
+        crate::upkeep::before_request(conversation.harness(), &conversation.id).await;
         let turn = |conversation| Turn {
             conversation,
             dialect,

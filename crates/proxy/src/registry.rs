@@ -68,6 +68,8 @@ pub(crate) struct Registry {
     tenant: Tenant,
     settings: Settings,
     methods: abridge::MethodRegistry,
+    /// The summarizer and endpoints the model-backed methods use.
+    sources: abridge::MethodSources,
     window: Option<u64>,
     model: Option<String>,
     made: AtomicU64,
@@ -79,6 +81,7 @@ impl Registry {
         tenant: Tenant,
         settings: Settings,
         methods: abridge::MethodRegistry,
+        sources: abridge::MethodSources,
         window: Option<u64>,
         model: Option<String>,
     ) -> Self {
@@ -88,6 +91,7 @@ impl Registry {
             tenant,
             settings,
             methods,
+            sources,
             window,
             model,
             made: AtomicU64::new(0),
@@ -161,8 +165,16 @@ impl Registry {
         header.parent_session = parent;
         let session = Session::create(store, header).map_err(ProxyError::session)?;
         let model = self.model.clone().unwrap_or_else(|| model.to_string());
+        let sources = abridge::MethodSources {
+            model: model.clone(),
+            ..self.sources.clone()
+        };
+        // Models only in the background: the agent never waits on a
+        // summary (crate::upkeep).
         let mut builder = Harness::builder(session, model)
             .settings(self.settings.clone())
+            .sources(sources)
+            .background_models(true)
             .registry(self.methods.clone());
         if let Some(window) = self.window {
             // The head (system prompt, tool definitions) is sent with

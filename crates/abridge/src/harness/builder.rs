@@ -54,6 +54,7 @@ pub struct HarnessBuilder {
     count_endpoint: Option<Arc<dyn CountEndpoint>>,
     pub(super) kept: Option<abridge_meter::KeptFile>,
     pub(super) fixed_overhead: Option<u64>,
+    background_models: bool,
 }
 
 struct ObserverSlot(Observer);
@@ -88,6 +89,7 @@ impl HarnessBuilder {
             count_endpoint: None,
             kept: None,
             fixed_overhead: None,
+            background_models: false,
         }
     }
 
@@ -158,6 +160,16 @@ impl HarnessBuilder {
     /// [`Harness::request`].
     pub fn registry(mut self, registry: MethodRegistry) -> Self {
         self.registry = registry;
+        self
+    }
+
+    /// Model-backed methods only in the background: passes commit their
+    /// finished speculations and never wait on a model
+    /// ([`Maintenance::with_background_models`]); default off. A host
+    /// that turns it on starts speculations after each reply
+    /// ([`Maintenance::speculate`]) and sets `speculative_percent`.
+    pub fn background_models(mut self, on: bool) -> Self {
+        self.background_models = on;
         self
     }
 
@@ -238,7 +250,8 @@ impl HarnessBuilder {
             .with_not_configured(skipped)
             .with_enabled(self.settings.enabled)
             .with_breaker(self.settings.breaker_failures)
-            .with_speculation(speculative_band(&self.settings, &limits));
+            .with_speculation(speculative_band(&self.settings, &limits))
+            .with_background_models(self.background_models);
         if let Some(hooks) = self.hooks {
             maintenance = maintenance.with_hooks(hooks);
         }

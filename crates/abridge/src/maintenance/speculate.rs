@@ -15,6 +15,7 @@ use abridge_compact::host::SharedSession;
 use abridge_compact::host::Target;
 use abridge_compact::host::attempt;
 use abridge_compact::host::lock_session;
+use abridge_compact::method::MethodError;
 use tracing::Instrument;
 
 use super::Maintenance;
@@ -23,6 +24,62 @@ use crate::speculation::Finished;
 use crate::speculation::Speculation;
 
 impl Maintenance {
+    /// Runs the model-backed (speculated) methods only in the background:
+    /// a pass commits a finished speculation of theirs and never calls
+    /// their model on the caller's path. Where none is ready (still
+    /// running, not started, or no longer fitting the history) the method
+    /// is passed over as unavailable and the pass goes on to the next one,
+    /// so the model-free methods land instead. For a host that must never
+    /// hold its caller for a summary (the proxy, whose caller is an agent
+    /// waiting for its reply); it starts speculations itself
+    /// ([`speculate`](Self::speculate)) and sets `speculative_percent`.
+    pub fn with_background_models(self, on: bool) -> Self {
+        self.state.background_models.store(on, Ordering::Release);
+        self
+    }
+
+    /// Starts a speculation now when the context is inside the
+    /// speculative band or above the threshold, no pass is running, none
+    /// is held, and a model-backed method is ready; a pass starts one only
+    /// below the threshold, where it has nothing else to do. Returns
+    /// whether a speculation is held afterwards.
+    pub fn speculate(&self, session: &SharedSession) -> bool {
+        // Measuring costs a walk of the surface: not for a session with
+        // nothing to speculate.
+        if !self.methods.iter().any(|m| m.capabilities().speculated()) {
+            return false;
+        }
+        let tokens = self.policy.counter.context_tokens(&lock_session(session));
+        self.maybe_speculate(session, tokens);
+        self.state.speculation.occupied()
+    }
+
+    /// Whether a speculation is held and still running: a pass that
+    /// reached its method now would wait for it (or, with
+    /// [`with_background_models`](Self::with_background_models), pass it
+    /// over).
+    pub fn speculation_running(&self) -> bool {
+        self.state.speculation.occupied() && !self.state.speculation.ready()
+    }
+
+    /// What a pass gets instead of a live call of a model-backed method
+    /// when models run only in the background.
+    fn background_only(
+        &self,
+        method: &Arc<dyn CompactionMethod>,
+        reason: &str,
+    ) -> Option<Result<Outcome, CompactError>> {
+        if !self.state.background_models.load(Ordering::Acquire)
+            || !method.capabilities().speculated()
+        {
+            return None;
+        }
+        Some(Err(CompactError::Method(MethodError::Unavailable {
+            method: method.name().to_string(),
+            reason: format!("its model runs only in the background, and {reason}"),
+        })))
+    }
+
     /// Drops the held speculation; its method's name when there was one.
     pub(super) fn drop_speculation(&self) -> Option<String> {
         self.state
@@ -87,14 +144,23 @@ impl Maintenance {
 
     /// Commits the held speculation when it was written by `method` and
     /// still fits the session: `None` when there is none to use (the
-    /// caller runs the method live), else the attempt's result.
+    /// caller runs the method live), else the attempt's result (with
+    /// models in the background, an unavailable method instead of `None`
+    /// for a model-backed one).
     pub(super) async fn commit_speculation(
         &self,
         session: &SharedSession,
         method: &Arc<dyn CompactionMethod>,
         policy: &Policy,
     ) -> Option<Result<Outcome, CompactError>> {
-        let mut speculation = self.state.speculation.take_for(method.name())?;
+        let Some(mut speculation) = self.state.speculation.take_for(method.name()) else {
+            return self.background_only(method, "no summary of its is ready yet");
+        };
+        if self.state.background_models.load(Ordering::Acquire) && !speculation.is_finished() {
+            // Not waited for: it lands on a later pass.
+            self.state.speculation.put(speculation);
+            return self.background_only(method, "its summary is still being written");
+        }
         let name = speculation.method.clone();
         let span = speculation.span;
         let dropped = |reason: String| {
@@ -103,21 +169,22 @@ impl Maintenance {
                 reason,
             });
         };
+        let changed = "the history it summarized changed";
         if !speculation.still_fits(&lock_session(session)) {
-            dropped("the history it summarized changed".to_string());
-            return None;
+            dropped(changed.to_string());
+            return self.background_only(method, changed);
         }
         let output = match speculation.output().await {
             Ok(output) => output,
             Err(error) => {
                 dropped(format!("it failed: {error}"));
-                return None;
+                return self.background_only(method, "its summary failed");
             }
         };
         // The session may have moved while the task finished.
         if !speculation.still_fits(&lock_session(session)) {
-            dropped("the history it summarized changed".to_string());
-            return None;
+            dropped(changed.to_string());
+            return self.background_only(method, changed);
         }
         let finished = Finished {
             method: Arc::clone(method),

@@ -1,6 +1,8 @@
 //! `abridge proxy`: the proxy (crate abridge-proxy) on a local address,
 //! between an unmodified agent and its model endpoint. This command only
-//! reads the flags and the settings file.
+//! reads the flags and the settings file, and builds the summarizer the
+//! same way `serve` and `compact --llm` do (its own key, from
+//! `--api-key-env`; never one of the agent's keys passing through).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,6 +14,8 @@ use abridge_proxy::ProxyConfig;
 use abridge_proxy::Upstreams;
 use abridge_serve::ServiceLimits;
 use anyhow::Context as _;
+
+use crate::methods;
 
 /// Arguments of `abridge proxy`.
 #[derive(Debug, clap::Args)]
@@ -56,16 +60,24 @@ pub(crate) struct Args {
     /// Connections open at once; one more is answered 503 and closed.
     #[arg(long, default_value_t = ServiceLimits::default().max_connections)]
     max_connections: usize,
+    #[command(flatten)]
+    llm: methods::LlmArgs,
 }
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     abridge_proxy::check_listen(&args.listen, args.allow_remote)?;
     let upstreams = Upstreams::parse(&args.upstream)?;
     let stores = abridge_proxy::open_stores(&args.store)?;
+    let registry = crate::registry::registry();
     let settings = match &args.settings {
-        Some(path) => Settings::load_using(path, crate::registry::registry())?,
+        Some(path) => Settings::load_using(path, registry)?,
         None => Settings::default(),
     };
+    // As serve: every method the registry knows may be named, and each
+    // session's model replaces this one (the proxy learns it per request).
+    let order: Vec<String> = registry.names().into_iter().map(str::to_string).collect();
+    let model = args.model.as_deref().unwrap_or("unknown");
+    let sources = methods::sources(&args.llm, model, &order, false)?;
     let limits = ServiceLimits {
         body_bytes: args.max_body_bytes,
         header_timeout: Duration::from_secs(args.header_timeout),
@@ -75,7 +87,8 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     };
     let config = ProxyConfig {
         settings,
-        methods: crate::registry::registry().clone(),
+        methods: registry.clone(),
+        sources,
         window: args.window,
         model: args.model.clone(),
         limits,

@@ -2,6 +2,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod background;
 mod branch;
 mod common;
 mod compaction;
