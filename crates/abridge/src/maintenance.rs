@@ -65,6 +65,7 @@ use crate::settings::Limits;
 use abridge_compact::ErrorKind;
 use abridge_compact::host::MethodFailure;
 
+mod breaker;
 mod skip;
 mod speculate;
 use crate::speculation::Slot;
@@ -113,7 +114,7 @@ struct State {
     fixed_reported: AtomicBool,
     /// A speculation could not start and said so; once per Maintenance.
     speculation_unavailable_reported: AtomicBool,
-    failures: Mutex<u32>,
+    breaker: Mutex<breaker::Breaker>,
     speculation: Slot,
     sizing: Mutex<Sizing>,
     /// Model-backed methods only through speculation (`speculate.rs`).
@@ -145,7 +146,7 @@ impl Maintenance {
                 running: AtomicBool::new(false),
                 fixed_reported: AtomicBool::new(false),
                 speculation_unavailable_reported: AtomicBool::new(false),
-                failures: Mutex::new(0),
+                breaker: Mutex::new(breaker::Breaker::default()),
                 speculation: Slot::default(),
                 background_models: AtomicBool::new(false),
                 sizing: Mutex::new(Sizing {
@@ -252,7 +253,7 @@ impl Maintenance {
 
     /// Failed automatic passes in a row.
     pub fn consecutive_failures(&self) -> u32 {
-        *self.failures()
+        self.breaker().passes
     }
 
     /// True when automatic triggers are stopped until a success or a
@@ -261,9 +262,9 @@ impl Maintenance {
         self.consecutive_failures() >= self.breaker_failures
     }
 
-    fn failures(&self) -> std::sync::MutexGuard<'_, u32> {
+    fn breaker(&self) -> std::sync::MutexGuard<'_, breaker::Breaker> {
         self.state
-            .failures
+            .breaker
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -465,6 +466,7 @@ impl Maintenance {
             };
             match result {
                 Ok(outcome) => {
+                    self.breaker().method_landed(&name);
                     let now = self.policy.counter.context_tokens(&lock_session(session));
                     self.emit(&MaintenanceEvent::AttemptLanded {
                         method: name,
@@ -530,18 +532,7 @@ impl Maintenance {
 
     /// Updates the breaker and reports the end of a pass.
     fn end(&self, pass: Pass) -> Pass {
-        let opened = {
-            let mut failures = self.failures();
-            if pass.status == PassStatus::Succeeded || pass.trigger == Trigger::Manual {
-                *failures = 0;
-                false
-            } else if matches!(pass.status, PassStatus::Failed | PassStatus::Insufficient) {
-                *failures += 1;
-                *failures == self.breaker_failures
-            } else {
-                false
-            }
-        };
+        let opened = self.breaker().pass_ended(&pass, self.breaker_failures);
         self.emit(&MaintenanceEvent::PassEnded {
             trigger: pass.trigger,
             status: pass.status,

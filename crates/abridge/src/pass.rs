@@ -134,6 +134,20 @@ pub enum MaintenanceEvent {
         /// pass came first.
         reason: String,
     },
+    /// A speculation's method returned an error (the model call failed).
+    /// Counted against that method's breaker: at `breaker_failures` in a
+    /// row no speculation of it starts until its cool-down (passes that
+    /// ran) lets one trial through.
+    SpeculationFailed {
+        /// The method that failed.
+        method: String,
+        /// Its error.
+        message: String,
+        /// Its failed speculations in a row.
+        failures: u32,
+        /// Whether its breaker is open now.
+        breaker_open: bool,
+    },
     /// A speculation was due but could not start: no tokio runtime on the
     /// thread that ran the pass, or abridge built without its `tokio`
     /// feature. The method then runs live when the threshold is crossed,

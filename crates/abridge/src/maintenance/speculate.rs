@@ -103,9 +103,12 @@ impl Maintenance {
         {
             return;
         }
+        // A method whose background runs keep failing is left alone
+        // until its breaker's cool-down lets one trial through.
         let Some(method) = self.methods.iter().find(|m| {
             m.capabilities().speculated()
                 && matches!(m.available(), abridge_compact::Availability::Ready)
+                && !self.breaker().method_open(m.name(), self.breaker_failures)
         }) else {
             return;
         };
@@ -140,6 +143,20 @@ impl Maintenance {
                 }
             }
         }
+    }
+
+    /// Counts a failed speculation of `method` against its breaker and
+    /// says so, as a pass says a failed attempt.
+    fn speculation_failed(&self, method: &str, error: &MethodError) {
+        let failures = self.breaker().speculation_failed(method);
+        let breaker_open = failures >= self.breaker_failures;
+        tracing::warn!(method, failures, breaker_open, %error, "a background summary failed");
+        self.emit(&MaintenanceEvent::SpeculationFailed {
+            method: method.to_string(),
+            message: error.to_string(),
+            failures,
+            breaker_open,
+        });
     }
 
     /// Commits the held speculation when it was written by `method` and
@@ -177,6 +194,7 @@ impl Maintenance {
         let output = match speculation.output().await {
             Ok(output) => output,
             Err(error) => {
+                self.speculation_failed(&name, &error);
                 dropped(format!("it failed: {error}"));
                 return self.background_only(method, "its summary failed");
             }
@@ -200,6 +218,7 @@ impl Maintenance {
         .instrument(tracing::info_span!("attempt", method = %name, speculative = true))
         .await;
         if result.is_ok() {
+            self.breaker().method_landed(&name);
             self.emit(&MaintenanceEvent::SpeculationCommitted { method: name });
         }
         Some(result)
