@@ -14,7 +14,8 @@
 //!   (live or committed from a speculation) or on a manual run.
 //!
 //! A method's breaker has a cool-down counted in the breaker's own unit,
-//! passes that ran: after `breaker_failures` such passes one trial
+//! passes that ran: after `breaker_failures` passes beyond the one that
+//! found the last failure, one trial
 //! speculation may start; each further failure doubles the wait (up to
 //! 16 times the setting), so a summarizer that stays broken costs a
 //! call every few compactions, not one per reply.
@@ -40,7 +41,9 @@ pub(super) struct Breaker {
 struct Background {
     /// Failed speculations in a row.
     failures: u32,
-    /// Passes that ran since the last failure.
+    /// Passes that ran since the last failure, counting the one that
+    /// found it (a failed speculation is found by the pass that reaches
+    /// its method).
     waited: u32,
 }
 
@@ -69,7 +72,10 @@ impl Breaker {
     pub(super) fn method_open(&self, method: &str, threshold: u32) -> bool {
         self.methods
             .get(method)
-            .is_some_and(|b| b.failures >= threshold && b.waited < cool_down(b.failures, threshold))
+            // `waited` counts the pass that found the failure too.
+            .is_some_and(|b| {
+                b.failures >= threshold && b.waited <= cool_down(b.failures, threshold)
+            })
     }
 
     /// Counts a pass that ran: every method waiting for a trial is one

@@ -194,7 +194,11 @@ impl Maintenance {
         let output = match speculation.output().await {
             Ok(output) => output,
             Err(error) => {
-                self.speculation_failed(&name, &error);
+                // A cancel (a hook's, or the task's) says nothing about
+                // the model; every other error is a failed run.
+                if !matches!(error, MethodError::Cancelled { .. }) {
+                    self.speculation_failed(&name, &error);
+                }
                 dropped(format!("it failed: {error}"));
                 return self.background_only(method, "its summary failed");
             }
