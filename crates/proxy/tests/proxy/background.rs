@@ -139,6 +139,15 @@ async fn answer(State(fake): State<Arc<Fake>>, body: Bytes) -> axum::Json<Value>
 
 /// A proxy over a [`Fake`] upstream whose summarizer is `client`.
 async fn proxy_with(store: &Path, client: Arc<dyn LlmClient>) -> (String, Arc<Fake>) {
+    proxy_retrying(store, client, abridge::llm::RetryPolicy::default()).await
+}
+
+/// As [`proxy_with`], the summarizer's calls retried under `retry`.
+async fn proxy_retrying(
+    store: &Path,
+    client: Arc<dyn LlmClient>,
+    retry: abridge::llm::RetryPolicy,
+) -> (String, Arc<Fake>) {
     let fake = Arc::new(Fake::default());
     let router = axum::Router::new()
         .route("/v1/messages", axum::routing::post(answer))
@@ -151,7 +160,7 @@ async fn proxy_with(store: &Path, client: Arc<dyn LlmClient>) -> (String, Arc<Fa
         summarizer: Some(SummarizerModel {
             client,
             model: "summarizer-model".into(),
-            retry: abridge::llm::RetryPolicy::default(),
+            retry,
             soft: abridge::basic::SoftConfig::default(),
             handoff_file: None,
             handoff_max_tokens: None,
@@ -395,4 +404,83 @@ async fn past_the_line_with_the_summary_still_held_the_model_free_checkpoint_lan
     assert!(abridge::compact::host::is_checkpoint(&surface[0]));
     assert!(!surface[0].plain_text().contains(SUMMARY));
     assert!(abridge::compact::check::check_invariants(&session).is_ok());
+}
+
+/// A summarizer endpoint that answers 500 to every call; counts them.
+#[derive(Debug, Default)]
+struct Broken {
+    calls: AtomicU64,
+}
+
+#[abridge::async_trait]
+impl LlmClient for Broken {
+    fn provider(&self) -> &str {
+        "broken"
+    }
+
+    async fn complete(&self, _request: &Request) -> Result<Response, LlmError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Err(LlmError::Server {
+            provider: "broken".into(),
+            status: 500,
+            retry_after: None,
+            message: "internal server error".into(),
+        })
+    }
+}
+
+/// Issue 33: a summarizer that fails every time is not started after
+/// every reply. Its failures open its breaker, so over many turns in the
+/// band it gets a bounded number of calls, while digest still lands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summarizer_that_answers_500_gets_a_bounded_number_of_calls_and_digest_still_lands() {
+    let store = tempfile::tempdir().unwrap();
+    let summarizer = Arc::new(Broken::default());
+    // One call per summary: the count is of summaries started.
+    let (url, upstream) = proxy_retrying(
+        store.path(),
+        summarizer.clone(),
+        abridge::llm::RetryPolicy::no_retries(),
+    )
+    .await;
+    let (threshold, _) = lines();
+    let band = threshold - threshold * abridge_proxy::DEFAULT_SPECULATIVE_PERCENT / 100;
+    let mut agent = Agent::new(url);
+    let mut in_band = 0;
+    while in_band < 30 {
+        assert!(
+            agent.sent.len() < 300,
+            "the session never stayed in the band"
+        );
+        agent.turn().await;
+        if agent.reported >= band {
+            in_band += 1;
+        }
+        // Every request fits the window with room for its reply.
+        assert!(
+            agent.reported + 200 <= WINDOW,
+            "turn {}: {} tokens sent",
+            agent.sent.len(),
+            agent.reported
+        );
+    }
+    let calls = summarizer.calls.load(Ordering::SeqCst);
+    let landings = compacted(&upstream, &agent).len();
+    // The breaker opens at its third failure in a row; the cool-down
+    // lets one trial through after three more compactions.
+    assert!(
+        calls <= u64::from(abridge::DEFAULT_BREAKER_FAILURES) + 1,
+        "{calls} calls to a summarizer that always fails, over {} turns",
+        agent.sent.len()
+    );
+    assert!(landings > 0, "digest never landed");
+    let session = logged_session(store.path());
+    let surface = session.surface_messages();
+    assert!(abridge::compact::host::is_checkpoint(&surface[0]));
+    let report = abridge::compact::check::check_invariants(&session);
+    assert!(report.is_ok(), "{report:?}");
+    eprintln!(
+        "{} turns, {in_band} in the band or past it, {calls} summarizer calls, {landings} compacted requests",
+        agent.sent.len()
+    );
 }
