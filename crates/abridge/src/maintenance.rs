@@ -11,7 +11,9 @@
 //! stop, the window minus the reserve. Failed automatic passes are counted;
 //! `breaker_failures` of them in a row stop automatic maintenance until a
 //! success or a manual run, so a session that cannot be reduced never
-//! loops.
+//! loops. Failed speculations are counted by the same breaker, per method
+//! (see `breaker.rs`): a model whose background runs keep failing is not
+//! started again on every turn.
 //!
 //! | trigger | runs when | skipped methods |
 //! |---|---|---|

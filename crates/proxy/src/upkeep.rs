@@ -26,7 +26,9 @@
 //!   in milliseconds; the model-backed ones are passed over as
 //!   unavailable, never waited for.
 //! - **With no summary at all** (none could start, or it failed), a pass
-//!   past the threshold lands the model-free methods, the same way.
+//!   past the threshold lands the model-free methods, the same way. A
+//!   failed summary counts against its method's breaker in Maintenance,
+//!   so a summarizer that keeps failing is not started after every reply.
 
 use abridge::Harness;
 use abridge::Limits;
