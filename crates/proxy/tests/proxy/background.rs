@@ -430,7 +430,7 @@ impl LlmClient for Broken {
 }
 
 /// Issue 33: a summarizer that fails every time is not started after
-/// every reply. Its failures open its breaker, so over many turns in the
+/// every reply. Its failures open its breaker, so over sixty turns in the
 /// band it gets a bounded number of calls, while digest still lands.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_summarizer_that_answers_500_gets_a_bounded_number_of_calls_and_digest_still_lands() {
@@ -447,9 +447,9 @@ async fn a_summarizer_that_answers_500_gets_a_bounded_number_of_calls_and_digest
     let band = threshold - threshold * abridge_proxy::DEFAULT_SPECULATIVE_PERCENT / 100;
     let mut agent = Agent::new(url);
     let mut in_band = 0;
-    while in_band < 30 {
+    while in_band < 60 {
         assert!(
-            agent.sent.len() < 300,
+            agent.sent.len() < 600,
             "the session never stayed in the band"
         );
         agent.turn().await;
@@ -466,10 +466,12 @@ async fn a_summarizer_that_answers_500_gets_a_bounded_number_of_calls_and_digest
     }
     let calls = summarizer.calls.load(Ordering::SeqCst);
     let landings = compacted(&upstream, &agent).len();
-    // The breaker opens at its third failure in a row; the cool-down
-    // lets one trial through after three more compactions.
+    // The breaker opens at its third failure in a row; its cool-down
+    // lets one trial through after three more passes, then six, so a
+    // couple of trials at most over these turns (one summary per pass,
+    // about ten here, without the breaker).
     assert!(
-        calls <= u64::from(abridge::DEFAULT_BREAKER_FAILURES) + 1,
+        calls <= u64::from(abridge::DEFAULT_BREAKER_FAILURES) + 2,
         "{calls} calls to a summarizer that always fails, over {} turns",
         agent.sent.len()
     );
