@@ -2,7 +2,9 @@
 //! not started again on every turn. Its failed speculations count
 //! against its breaker; once open, no speculation of it starts until the
 //! breaker's cool-down (passes that ran) lets one trial through, while
-//! the model-free method keeps landing.
+//! the model-free method keeps landing. Checked on Maintenance with
+//! scripted methods and on a Harness with the real `soft` over a
+//! scripted client that fails every call.
 
 // Speculation needs the `tokio` feature.
 #![cfg(feature = "tokio")]
@@ -239,4 +241,101 @@ async fn a_manual_run_lets_the_summarizer_be_tried_again_at_once() {
     host.m.run(&host.session, Trigger::Manual).await.unwrap();
     host.until_failed(BREAKER as usize + 1).await;
     assert_eq!(host.failed().last(), Some(&(1, false)));
+}
+
+/// A summarizer client whose every call fails as a 500 would; counts them.
+#[derive(Debug, Default)]
+struct Failing {
+    calls: AtomicUsize,
+}
+
+#[async_trait]
+impl abridge::llm::LlmClient for Failing {
+    fn provider(&self) -> &str {
+        "failing"
+    }
+
+    async fn complete(
+        &self,
+        _request: &abridge::llm::Request,
+    ) -> Result<abridge::llm::Response, abridge::llm::LlmError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Err(abridge::llm::LlmError::Server {
+            provider: "failing".into(),
+            status: 500,
+            retry_after: None,
+            message: "internal server error".into(),
+        })
+    }
+}
+
+/// The same through a Harness with the real `soft` over a scripted
+/// client: after the breaker's failures the client gets no further call
+/// over many turns, and digest lands throughout.
+#[tokio::test]
+async fn a_harness_stops_calling_a_failing_summarizer_once_its_breaker_opens() {
+    let client = Arc::new(Failing::default());
+    let sources = abridge::MethodSources {
+        summarizer: Some(abridge::SummarizerModel {
+            client: client.clone(),
+            model: "summarizer".into(),
+            retry: abridge::llm::RetryPolicy::no_retries(),
+            soft: abridge::basic::SoftConfig::default(),
+            handoff_file: None,
+            handoff_max_tokens: None,
+        }),
+        ..abridge::MethodSources::offline("unknown")
+    };
+    let settings = abridge::Settings::from_toml(
+        "method_order = [\"soft\", \"digest\"]\nspeculative_percent = 20\nbreaker_failures = 3\n",
+        "abridge.toml",
+    )
+    .unwrap();
+    let harness = abridge::Harness::builder(Session::in_memory("h"), "gpt-4o")
+        .settings(settings)
+        .sources(sources)
+        .background_models(true)
+        .window(8_000)
+        .build()
+        .unwrap();
+    let mut landed = 0;
+    let mut calls_at_open = None;
+    for i in 0..400 {
+        harness
+            .append(Message::user(format!(
+                "step {i}: {}",
+                "context ".repeat(80)
+            )))
+            .unwrap();
+        harness
+            .append(Message::assistant(format!("did step {i}")))
+            .unwrap();
+        let pass = harness.after_turn().await.unwrap();
+        if pass.landed() {
+            landed += 1;
+        }
+        harness.maintenance().speculate(harness.session());
+        for _ in 0..1000 {
+            if !harness.maintenance().speculation_running() {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        let calls = client.calls.load(Ordering::SeqCst);
+        if calls_at_open.is_none() && calls >= BREAKER as usize {
+            calls_at_open = Some((calls, landed));
+        }
+    }
+    let (at_open, landed_then) = calls_at_open.expect("the summarizer was never called");
+    assert_eq!(at_open, BREAKER as usize);
+    assert!(landed - landed_then >= 8, "only {landed} landings");
+    // A cool-down of 3 passes, then 6, then 12: a few trials, against one
+    // call per landing without the breaker.
+    let calls = client.calls.load(Ordering::SeqCst);
+    eprintln!("{calls} summarizer calls over {landed} landings");
+    assert!(
+        calls <= BREAKER as usize + 3,
+        "{calls} calls over {landed} landings"
+    );
+    assert!(check_invariants(&lock_session(harness.session())).is_ok());
 }
