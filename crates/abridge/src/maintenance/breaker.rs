@@ -14,11 +14,17 @@
 //!   (live or committed from a speculation) or on a manual run.
 //!
 //! A method's breaker has a cool-down counted in the breaker's own unit,
-//! passes that ran: after `breaker_failures` passes beyond the one that
-//! found the last failure, one trial
-//! speculation may start; each further failure doubles the wait (up to
-//! 16 times the setting), so a summarizer that stays broken costs a
-//! call every few compactions, not one per reply.
+//! passes that ran (no clock): after `breaker_failures` passes beyond the
+//! one that found the last failure, one trial speculation may start; each
+//! further failure doubles the wait (up to 16 times the setting), so a
+//! summarizer that stays broken costs a call every few compactions, not
+//! one per reply. The pass breaker needs no cool-down: recovery passes
+//! run while it is open, and their success closes it; a method that runs
+//! only in the background has no such way back but a trial.
+//!
+//! Only background failures are counted per method: a live failure
+//! inside a pass already falls through to the next method and counts
+//! through the pass's status.
 
 use std::collections::HashMap;
 
