@@ -14,8 +14,8 @@
 //!   against the providers' own request types (see `wire`).
 //! - `cargo xtask framework`: `examples/framework` (abridge without default
 //!   features, a custom method, two executors) built clean and run, with
-//!   the minimal set's and the full facade's crate counts and clean build
-//!   times, measured in the same run; `ci` runs it.
+//!   the minimal set's and the full facade's crate counts, and the
+//!   example's clean build time on each, in the same run; `ci` runs it.
 //! - `cargo xtask bench`: speed and memory figures, written to
 //!   BENCHMARKS.md.
 //! - `cargo xtask eval`: frame legibility (OCR) and density, written to
@@ -97,7 +97,7 @@ fn main() -> anyhow::Result<()> {
         Some("fuzz-child") => fuzz::child(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|lint-arch|e2e [FILTER]|wire|framework|bench [AREA...]|eval [fidelity]|mutants|soak [--kills N]|fuzz>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (docs/architecture.md)\n  e2e [FILTER]  compaction against a real llama.cpp server on 127.0.0.1, faults through a proxy\n  wire   every request body checked against the providers' own request types\n  framework  the minimal-feature example crate built clean and run; the facade's crate counts and clean build times, minimal and full\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  eval fidelity [SESSION...] [--window N] [--block NAME] [--probes] [--check] [--llm URL --llm-model NAME [--methods a,b]]  what the model still knows after compaction (model-free, or asked of a model)\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md\n  fuzz [--minutes N] [--target T] [--seed S]  fuzz loader, importers, check, snapcompact"
+                "usage: cargo xtask <ci|lint-arch|e2e [FILTER]|wire|framework|bench [AREA...]|eval [fidelity]|mutants|soak [--kills N]|fuzz>\n\n  ci     format, clippy, tests, docs (what CI runs)\n  lint-arch [DIR]  crate layers, import circles, file sizes (docs/architecture.md)\n  e2e [FILTER]  compaction against a real llama.cpp server on 127.0.0.1, faults through a proxy\n  wire   every request body checked against the providers' own request types\n  framework  the minimal-feature example crate built clean and run, then built clean on the full facade; crate counts and build times\n  bench  speed and memory figures into BENCHMARKS.md\n  eval   frame legibility and density into BENCHMARKS.md\n  eval fidelity [SESSION...] [--window N] [--block NAME] [--probes] [--check] [--llm URL --llm-model NAME [--methods a,b]]  what the model still knows after compaction (model-free, or asked of a model)\n  mutants  mutation testing under a budget into docs/mutants.md and BENCHMARKS.md\n  soak   SIGKILL trials on a session writer (default 1000) into BENCHMARKS.md\n  fuzz [--minutes N] [--target T] [--seed S]  fuzz loader, importers, check, snapcompact"
             );
             bail!("unknown or missing command")
         }
