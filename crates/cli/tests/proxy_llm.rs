@@ -20,35 +20,13 @@ use std::sync::Mutex;
 use abridge_test_support::cli::Cli;
 use abridge_test_support::cli::stderr;
 use abridge_test_support::cli::stdout;
+use abridge_test_support::http::read_request;
 use serde_json::Value;
 use serde_json::json;
 
 const AGENT_KEY: &str = "sk-ant-agent-own-key-0123456789abcdef";
 const SUMMARIZER_KEY: &str = "summarizer-own-key-9876543210";
 const SUMMARY: &str = "Checkpoint from the summarizer: the agent reads src files.";
-
-/// One HTTP/1.1 request (head and a `content-length` body), whole.
-fn read_request(stream: &mut TcpStream) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    let mut buffer = [0u8; 65536];
-    loop {
-        let n = stream.read(&mut buffer).unwrap();
-        if n == 0 {
-            return bytes;
-        }
-        bytes.extend_from_slice(&buffer[..n]);
-        if let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&bytes[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .map_or(0, |v| v.trim().parse().unwrap());
-            if bytes.len() >= end + 4 + length {
-                return bytes;
-            }
-        }
-    }
-}
 
 fn body_of(request: &[u8]) -> &[u8] {
     let end = request.windows(4).position(|w| w == b"\r\n\r\n").unwrap();

@@ -16,31 +16,9 @@ use abridge_proxy::Upstreams;
 use abridge_test_support::cli::Cli;
 use abridge_test_support::cli::stderr;
 use abridge_test_support::cli::stdout;
+use abridge_test_support::http::read_request;
 
 const REPLY: &str = r#"{"id":"m","type":"message","role":"assistant","model":"claude-fake","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":900,"output_tokens":2}}"#;
-
-/// Reads one HTTP/1.1 request (head and a `content-length` body).
-fn read_request(stream: &mut TcpStream) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    let mut buffer = [0u8; 65536];
-    loop {
-        let n = stream.read(&mut buffer).unwrap();
-        if n == 0 {
-            return bytes;
-        }
-        bytes.extend_from_slice(&buffer[..n]);
-        if let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&bytes[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .map_or(0, |v| v.trim().parse().unwrap());
-            if bytes.len() >= end + 4 + length {
-                return bytes;
-            }
-        }
-    }
-}
 
 /// An upstream that answers every request with the same Anthropic reply.
 fn upstream() -> String {

@@ -9,6 +9,7 @@
 //! - [`scripted`]: an [`LlmClient`](abridge_llm::LlmClient) that answers
 //!   from a script and records every request.
 //! - [`cli`]: running the `abridge` binary and reading what it printed.
+//! - [`http`]: reading a request on a blocking loopback fake server.
 //! - [`fixtures`]: provider answers in their documented shapes.
 //! - [`secrets`]: the redaction test session, one fake secret of every
 //!   kind, and the checks that none leaked.
@@ -20,6 +21,7 @@
 
 pub mod cli;
 pub mod fixtures;
+pub mod http;
 pub mod logs;
 pub mod messages;
 pub mod samples;
