@@ -43,7 +43,6 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     let target = root.join("target/framework-clean");
     let minimal_build = clean_build(&manifest, &target, &[])?;
     cargo_example(&manifest, &target, "run", &[])?;
-    remove_dir(&target)?;
     let full_build = clean_build(&manifest, &target, &["--features", "full"])?;
     remove_dir(&target)?;
     println!(
